@@ -1,0 +1,62 @@
+// Config: every option registered once under a dotted name (`model.d_model`,
+// `train.lr`), read from INI files (`[model]\nd_model = 768`, via --config FILE, may be
+// given several times, later files win) and from the command line
+// (`--model.d_model 768` or `--model.d_model=768`); the command line wins over files.
+// `--help` lists every option with its default and help text.
+// Unknown keys and bad or out-of-range values raise UserError naming the key and,
+// for INI files, file:line.  Built on Boost.Program_options.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace vlm {
+
+class Config {
+ public:
+  explicit Config(std::string program = "vlm", std::string usage = "");
+  ~Config();
+  Config(const Config&) = delete;
+  Config& operator=(const Config&) = delete;
+
+  // Registration (each name once; a second registration is an internal error).
+  // Ranges are inclusive. A flag is a bool that `--name` alone sets to true.
+  void add_int(const std::string& name, int64_t def, const std::string& help,
+               int64_t lo = INT64_MIN, int64_t hi = INT64_MAX);
+  void add_float(const std::string& name, double def, const std::string& help,
+                 double lo = -1e300, double hi = 1e300);
+  void add_string(const std::string& name, const std::string& def, const std::string& help);
+  void add_choice(const std::string& name, const std::string& def,
+                  const std::vector<std::string>& choices, const std::string& help);
+  void add_flag(const std::string& name, bool def, const std::string& help);
+  // Comma-separated list of ints, e.g. "1,2,3" (empty string = empty list).
+  void add_int_list(const std::string& name, const std::string& def, const std::string& help);
+
+  // Parses the command line (argv[0] is skipped) and every --config file it names.
+  // Positional arguments (not starting with --) are collected in positional().
+  // Throws UserError on any problem. Returns false when --help was given (help() was
+  // printed to stdout); the caller then exits 0.
+  bool parse(int argc, const char* const* argv);
+  // Reads one INI file (as --config does); values do not override the command line.
+  void read_ini(const std::string& path);
+
+  int64_t get_int(const std::string& name) const;
+  double get_float(const std::string& name) const;
+  const std::string& get_string(const std::string& name) const;  // also choices
+  bool get_flag(const std::string& name) const;
+  std::vector<int64_t> get_int_list(const std::string& name) const;
+  // True when the value came from a file or the command line, not the default.
+  bool is_set(const std::string& name) const;
+  const std::vector<std::string>& positional() const;
+
+  std::string help() const;  // usage + every option grouped by section, with defaults
+  // "key = value" lines of every option, grouped as INI sections (for logs/checkpoints).
+  std::string dump_ini() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vlm

@@ -1,0 +1,55 @@
+// The op library: every op the model needs, each with forward and backward, declared
+// once here and implemented in core/cpu/ and core/cuda/ with the same names.
+//
+// Each op family's declarations live in core/ops/<family>.inc and are included three
+// times: in namespace vlm (the public op, which dispatches on stream.device()), in
+// vlm::cpu and in vlm::cuda (the implementations). So a signature is written once.
+//
+// Conventions (for every op):
+//  - First argument: the Stream the op runs on; every tensor must live on its device.
+//  - Outputs first, then inputs. Tensors are contiguous row-major views.
+//  - Activation gradients are OVERWRITTEN (=); parameter gradients ACCUMULATE (+=),
+//    so micro-batches and tied weights add up. Exceptions are named in the comment.
+//  - Dtypes: f32 on both backends; f64 also on CPU (for gradient checks); matmul also
+//    takes bf16 A/B on CUDA. A dtype an op does not support is an internal error.
+//  - Dimension letters: B batch, T tokens (packed), C channels, NH heads, NKV kv heads,
+//    HS head size, V vocabulary, N rows, K inner dim.
+#pragma once
+#include "core/backend.h"
+#include "core/tensor.h"
+
+namespace vlm {
+
+// Options of matmul: C = alpha * op(A) @ op(B) + beta * C (+ bias) (-> gelu).
+struct GemmOpts {
+  bool trans_a = false;
+  bool trans_b = false;
+  float alpha = 1.f;
+  float beta = 0.f;
+  const Tensor* bias = nullptr;  // [N], added to every row of C (epilogue)
+  bool gelu = false;             // apply tanh-GELU after bias (epilogue)
+  const Tensor* pre_gelu = nullptr;  // when gelu: receives the value before GELU (for backward)
+};
+
+// Options of adamw_step. Bias correction uses `step` (1-based).
+struct AdamWOpts {
+  float lr = 1e-3f;
+  float beta1 = 0.9f;
+  float beta2 = 0.95f;
+  float eps = 1e-8f;
+  float weight_decay = 0.f;
+  float grad_scale = 1.f;  // gradients are multiplied by this first (clipping, 1/accum)
+  int step = 1;
+};
+
+#define VLM_OPS_DECLARATIONS
+#include "core/ops/ops_all.inc"
+namespace cpu {
+#include "core/ops/ops_all.inc"
+}
+namespace cuda {
+#include "core/ops/ops_all.inc"
+}
+#undef VLM_OPS_DECLARATIONS
+
+}  // namespace vlm
