@@ -1,0 +1,179 @@
+// `vlm data <build|inspect|tokenizer|tokenize>`: dataset tools (issue 5; schema in
+// data/SCHEMA.md). Every option lives under `data.*` (INI section [data] or --data.x).
+//   vlm data build --data.from fashion-mnist|tuxpaint|jsonl|llava --data.input PATH
+//                  [--data.images DIR] --data.out FILE.h5 [--data.limit N]
+//                  [--data.val_fraction F] [--data.test_fraction F] [--data.seed S]
+//                  [--data.tokenizer tok.json]
+//   vlm data inspect FILE.h5 [--data.samples K]
+//   vlm data tokenizer --data.train FILE.h5 --data.vocab N --data.out tok.json
+//   vlm data tokenize FILE.h5 --data.tokenizer tok.json
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "apps/command.h"
+#include "core/config.h"
+#include "core/error.h"
+#include "data/converters.h"
+#include "data/dataset.h"
+#include "data/tokenizer.h"
+
+namespace vlm {
+
+namespace {
+
+void register_options(Config& c) {
+  c.add_choice("data.from", "", {"", "fashion-mnist", "tuxpaint", "jsonl", "llava"},
+               "source kind for `data build`");
+  c.add_string("data.input", "",
+               "build: IDX folder (fashion-mnist), stamps folder (tuxpaint), .jsonl or LLaVA .json file");
+  c.add_string("data.images", "", "build: folder the jsonl/llava image paths are relative to "
+                                  "(default: the folder of --data.input)");
+  c.add_string("data.out", "", "output file (.h5 for build, .json for tokenizer)");
+  c.add_int("data.limit", 0, "build: convert at most N images (0 = all)", 0);
+  c.add_float("data.val_fraction", 0.05, "build: fraction of (train) images held out as val", 0, 0.9);
+  c.add_float("data.test_fraction", 0.05, "build: fraction held out as test (sources without one)", 0, 0.9);
+  c.add_int("data.seed", 0, "build: seed of the val/test selection", 0);
+  c.add_string("data.tokenizer", "", "tokenizer.json to tokenise the captions with");
+  c.add_string("data.train", "", "tokenizer: HDF5 file whose train captions train the tokenizer");
+  c.add_int("data.vocab", 4096, "tokenizer: vocabulary size (bytes, merges and specials)", 262, 1 << 20);
+  c.add_int("data.samples", 5, "inspect: number of sample captions to print", 0, 1000);
+}
+
+std::string need(const Config& c, const char* name) {
+  const std::string& v = c.get_string(name);
+  VLM_REQUIRE(!v.empty(), "--", name, " is required");
+  return v;
+}
+
+std::string positional_or(const Config& c, const char* name) {
+  if (!c.positional().empty()) return c.positional()[0];
+  return need(c, name);
+}
+
+int do_build(const Config& c) {
+  BuildOptions o;
+  o.out = need(c, "data.out");
+  o.limit = c.get_int("data.limit");
+  o.val_fraction = c.get_float("data.val_fraction");
+  o.test_fraction = c.get_float("data.test_fraction");
+  o.seed = uint64_t(c.get_int("data.seed"));
+  const std::string from = need(c, "data.from");
+  std::string input = c.get_string("data.input");
+  if (input.empty() && from == "fashion-mnist") input = "/usr/share/datasets/fashion-mnist";
+  if (input.empty() && from == "tuxpaint") input = "/usr/share/tuxpaint/stamps";
+  VLM_REQUIRE(!input.empty(), "--data.input is required for --data.from ", from);
+  std::string images = c.get_string("data.images");
+  if (images.empty()) images = std::filesystem::path(input).parent_path().string();
+  const auto t0 = std::chrono::steady_clock::now();
+  BuildReport r;
+  if (from == "fashion-mnist") r = build_fashion_mnist(input, o);
+  else if (from == "tuxpaint") r = build_tuxpaint(input, o);
+  else if (from == "jsonl") r = build_from_jsonl(input, images, o);
+  else r = build_from_llava(input, images, o);
+  if (!c.get_string("data.tokenizer").empty()) {
+    const Tokenizer tok = Tokenizer::load(c.get_string("data.tokenizer"));
+    tokenize_captions(o.out, tok, c.get_string("data.tokenizer"));
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("wrote %s: %lld images, %lld captions, %lld skipped, %.1f MB in %.1f s\n", o.out.c_str(),
+              (long long)r.images, (long long)r.captions, (long long)r.skipped,
+              double(std::filesystem::file_size(o.out)) / 1e6, s);
+  return 0;
+}
+
+int do_inspect(const Config& c) {
+  const std::string path = positional_or(c, "data.input");
+  const DatasetReader r(path);
+  std::printf("%s: format vlm-image-text v1, storage %s, source '%s'\n", path.c_str(),
+              r.raw() ? "raw" : "encoded", r.source().c_str());
+  std::printf("images %lld, captions %lld, splits train %zu / val %zu / test %zu (images)\n",
+              (long long)r.num_images(), (long long)r.num_captions(), r.split("train").size(),
+              r.split("val").size(), r.split("test").size());
+  std::map<std::pair<int, int>, int64_t> sizes;
+  int64_t bytes = 0;
+  for (int64_t i = 0; i < r.num_images(); ++i) {
+    const ImageInfo inf = r.image_info(i);
+    sizes[{inf.height, inf.width}]++;
+    bytes += r.image_bytes(i);
+  }
+  std::printf("image sizes (HxW: count), %zu distinct:", sizes.size());
+  int shown = 0;
+  for (const auto& [hw, n] : sizes)
+    if (shown++ < 8) std::printf(" %dx%d:%lld", hw.first, hw.second, (long long)n);
+  std::printf("%s\nimage bytes: %.1f MB (%.0f per image)\n", sizes.size() > 8 ? " ..." : "", bytes / 1e6,
+              r.num_images() ? double(bytes) / double(r.num_images()) : 0.0);
+  int64_t lo = INT64_MAX, hi = 0, sum = 0;
+  for (int64_t j = 0; j < r.num_captions(); ++j) {
+    const int64_t n = int64_t(r.caption(j).size());
+    lo = std::min(lo, n), hi = std::max(hi, n), sum += n;
+  }
+  if (r.num_captions() > 0)
+    std::printf("caption bytes: min %lld, mean %.1f, max %lld\n", (long long)lo,
+                double(sum) / double(r.num_captions()), (long long)hi);
+  std::printf("tokens: %s\n", r.has_tokens() ? ("present (" + r.tokenizer_name() + ")").c_str() : "absent");
+  const int64_t k = std::min<int64_t>(c.get_int("data.samples"), r.num_captions());
+  for (int64_t s = 0; s < k; ++s) {
+    const int64_t j = s * r.num_captions() / std::max<int64_t>(k, 1);
+    const ImageInfo inf = r.image_info(r.caption_image(j));
+    std::printf("  [%lld] image %lld (%dx%dx%d): \"%s\"", (long long)j, (long long)r.caption_image(j),
+                inf.height, inf.width, inf.channels, r.caption(j).c_str());
+    if (!r.labels().empty()) std::printf(" label %d", r.labels()[size_t(r.caption_image(j))]);
+    if (r.has_tokens()) std::printf(" (%zu tokens)", r.tokens(j).size());
+    std::printf("\n");
+  }
+  return 0;
+}
+
+int do_tokenizer(const Config& c) {
+  const std::string path = c.positional().empty() ? need(c, "data.train") : c.positional()[0];
+  const std::string out = need(c, "data.out");
+  const DatasetReader r(path);
+  std::vector<std::string> texts;
+  for (int64_t j : r.split_captions("train")) texts.push_back(r.caption(j));
+  const auto t0 = std::chrono::steady_clock::now();
+  const Tokenizer tok = Tokenizer::train(texts, int(c.get_int("data.vocab")));
+  tok.save(out);
+  size_t bytes = 0, ids = 0;
+  for (const auto& t : texts) bytes += t.size(), ids += tok.encode(t).size();
+  std::printf("wrote %s: vocab %d (%d merges) from %zu captions in %.1f s; %.2f bytes per token\n",
+              out.c_str(), tok.vocab_size(), tok.num_merges(), texts.size(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+              ids ? double(bytes) / double(ids) : 0.0);
+  return 0;
+}
+
+int do_tokenize(const Config& c) {
+  const std::string path = positional_or(c, "data.input");
+  const std::string tp = need(c, "data.tokenizer");
+  tokenize_captions(path, Tokenizer::load(tp), tp);
+  std::printf("tokenised the captions of %s with %s\n", path.c_str(), tp.c_str());
+  return 0;
+}
+
+int cmd_data(int argc, char** argv) {
+  const std::string usage =
+      "usage: vlm data build|inspect|tokenizer|tokenize [FILE] [--data.* options]\n"
+      "  build      convert a source (--data.from) into an HDF5 dataset (--data.out)\n"
+      "  inspect    print counts, image sizes, caption lengths and samples of FILE\n"
+      "  tokenizer  train a byte-level BPE tokenizer on FILE's train captions\n"
+      "  tokenize   (re)write FILE's caption tokens with --data.tokenizer";
+  VLM_REQUIRE(argc >= 2, usage);
+  const std::string sub = argv[1];
+  Config c("vlm data " + sub, usage);
+  register_options(c);
+  if (!c.parse(argc - 1, argv + 1)) return 0;
+  if (sub == "build") return do_build(c);
+  if (sub == "inspect") return do_inspect(c);
+  if (sub == "tokenizer") return do_tokenizer(c);
+  if (sub == "tokenize") return do_tokenize(c);
+  throw UserError(cat("unknown `vlm data` subcommand '", sub, "'\n", usage));
+}
+
+}  // namespace
+
+VLM_COMMAND("data", "build, inspect and tokenise image-text HDF5 datasets", cmd_data);
+
+}  // namespace vlm

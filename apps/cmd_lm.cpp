@@ -1,0 +1,125 @@
+// `vlm lm logits`: loads a Hugging Face Llama/Qwen2 checkpoint directory (config.json +
+// safetensors, sharded or not) into the tensor-parallel backbone and writes the logits
+// of the given token ids to HDF5, so that an import can be checked against another
+// implementation (e.g. transformers).
+//   vlm lm logits --hf DIR --ids 1,2,3 [--tp N] [--device auto|cpu|cuda] --out FILE.h5
+// Under mpirun the world is tp x dp; every TP rank reads only its slices, the logits are
+// gathered over the TP group and world rank 0 writes the file:
+//   /logits  f32 [T, V]  (V = vocab_size of config.json, padding dropped)
+//   /ids     i32 [T]
+//   attrs on /: format = "vlm-lm-logits", model (the ModelConfig line), tp, device.
+// The ids form one sample (positions 0..T-1); each must lie in [0, vocab_size).
+#include <hdf5.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "apps/command.h"
+#include "core/backend.h"
+#include "core/config.h"
+#include "core/error.h"
+#include "data/h5_check.h"
+#include "data/h5_io.h"
+#include "llm/backbone.h"
+#include "llm/hf_config.h"
+#include "llm/hf_import.h"
+#include "parallel/groups.h"
+#include "parallel/mpi/mpi_session.h"
+#include "parallel/topology.h"
+
+namespace vlm {
+
+namespace {
+
+void write_f32_2d(hid_t file, const char* name, const std::vector<float>& v, int64_t rows, int64_t cols) {
+  hsize_t dims[2] = {hsize_t(rows), hsize_t(cols)};
+  H5Id space(H5_CHECK(H5Screate_simple(2, dims, nullptr)));
+  H5Id ds(H5_CHECK(H5Dcreate2(file, name, H5T_IEEE_F32LE, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
+  H5_CHECK(H5Dwrite(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()));
+}
+
+void write_logits_h5(const std::string& path, const std::vector<float>& logits, const std::vector<int32_t>& ids,
+                     int64_t V, const std::string& model, int tp, const std::string& device) {
+  H5Lock lock(h5_mutex());
+  H5Id file = h5_create_file(path);
+  write_f32_2d(file.get(), "logits", logits, int64_t(ids.size()), V);
+  h5_write_1d(file.get(), "ids", H5Elem::I32, ids.data(), int64_t(ids.size()), false);
+  h5_write_attr_string(file.get(), "format", "vlm-lm-logits");
+  h5_write_attr_string(file.get(), "model", model);
+  h5_write_attr_int(file.get(), "tp", tp);
+  h5_write_attr_string(file.get(), "device", device);
+}
+
+int lm_logits(int argc, char** argv) {
+  Config cfg("vlm lm logits",
+             "--hf DIR --ids 1,2,3 [--tp N] [--device auto|cpu|cuda] --out FILE.h5\n"
+             "Loads a Hugging Face Llama/Qwen2 checkpoint and writes the logits [T, vocab] (f32, "
+             "dataset 'logits') and the ids (dataset 'ids') of one sequence to HDF5.");
+  cfg.add_string("hf", "", "Hugging Face checkpoint directory (config.json + model.safetensors or an index)");
+  cfg.add_int_list("ids", "", "token ids of the sequence, comma-separated");
+  cfg.add_int("tp", 1, "tensor-parallel size (the world under mpirun is tp x dp)", 1, 4096);
+  cfg.add_choice("device", "auto", {"auto", "cpu", "cuda"}, "backend");
+  cfg.add_string("out", "", "output HDF5 file");
+  cfg.add_int("ranks_per_node", 0, "ranks per node (0 = detect; > 0 emulates nodes)", 0);
+  cfg.add_float("timeout_s", 300.0, "collective timeout in seconds", 1e-3);
+  if (!cfg.parse(argc, argv)) return 0;
+  VLM_REQUIRE(cfg.positional().empty(), "vlm lm logits: unexpected argument '",
+              cfg.positional().empty() ? "" : cfg.positional()[0], "'");
+  const std::string dir = cfg.get_string("hf"), out = cfg.get_string("out");
+  VLM_REQUIRE(!dir.empty(), "--hf: a checkpoint directory is required");
+  VLM_REQUIRE(!out.empty(), "--out: an output .h5 file is required");
+  std::vector<int32_t> ids;
+  for (int64_t x : cfg.get_int_list("ids")) ids.push_back(int32_t(x));
+  VLM_REQUIRE(!ids.empty(), "--ids: at least one token id is required");
+
+  ModelConfig m = read_hf_config(dir);
+  const int64_t T = int64_t(ids.size());
+  for (int32_t id : ids)
+    VLM_REQUIRE(id >= 0 && id < m.vocab_size, "--ids: token id ", id, " outside [0, vocab_size=", m.vocab_size, ")");
+  VLM_REQUIRE(T <= m.max_pos, "--ids: ", T, " tokens exceed max_position_embeddings=", m.max_pos, " of ", dir);
+
+  ParallelOptions po;
+  po.tp = int(cfg.get_int("tp"));
+  po.ranks_per_node = int(cfg.get_int("ranks_per_node"));
+  po.timeout_s = cfg.get_float("timeout_s");
+  Topology topo = detect_topology(po);
+  const bool root = topo.world_rank() == 0;
+  Backend& b = select_backend(cfg.get_string("device"), root);
+  ProcessGroups groups(topo, b.device(), po.timeout_s);
+
+  Backbone bb(m, b, groups.tp(), T);
+  load_hf_checkpoint(bb, dir);
+  Stream& s = b.default_stream();
+  LmInput in = make_lm_input(b, {0, int32_t(T)}, ids, {});
+  bb.forward(s, in);
+  Tensor logits = bb.gather_logits(s);  // host [T, V], collective over the TP group
+  s.synchronize();
+  if (root) {
+    require_shape(logits, Shape{T, m.vocab_size}, "gathered logits");
+    write_logits_h5(out, to_vector_f32(logits), ids, m.vocab_size, m.str(), po.tp, b.description());
+    std::printf("vlm lm logits: %s (%s, tp=%d) -> %s: logits [%lld, %lld]\n", dir.c_str(), m.str().c_str(), po.tp,
+                out.c_str(), (long long)T, (long long)m.vocab_size);
+  }
+  return 0;
+}
+
+int cmd_lm(int argc, char** argv) {
+  const std::string usage =
+      "usage: vlm lm logits --hf DIR --ids 1,2,3 [--tp N] [--device auto|cpu|cuda] --out FILE.h5\n"
+      "  (vlm lm logits --help for all options)\n";
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+    std::fputs(usage.c_str(), argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string sub = argv[1];
+  VLM_REQUIRE(sub == "logits", "unknown subcommand '", sub, "' (expected: logits)");
+  MpiSession mpi(&argc, &argv);
+  return lm_logits(argc - 1, argv + 1);
+}
+
+}  // namespace
+
+VLM_COMMAND("lm", "language backbone tools: `lm logits` (Hugging Face import check)", cmd_lm);
+
+}  // namespace vlm

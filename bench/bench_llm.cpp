@@ -1,0 +1,186 @@
+// Training-step benchmark of the language backbone at TP=1: prints figures, asserts
+// nothing. Models: `gpt2` (GPT-2 124M shape: V=50257, C=768, L=12, NH=12, F=3072) and
+// `llama1b` (TinyLlama-1.1B shape: V=32000, C=2048, L=22, NH=32, NKV=4, F=5632).
+// One step = forward (with loss) + backward + finalize_grads + AdamW on every parameter
+// (core adamw_step with f32 moments). AdamW needs 16 bytes per parameter (value, grad,
+// m, v); with --optimizer auto it is skipped (forward + backward only, said in the
+// output) when that would not fit in half the available memory (CPU) or free device
+// memory is not checked (CUDA: always on).
+// tokens/s = batch * seq / step time (median of --iters timed steps after --warmup).
+// FLOPs per token (PaLM appendix B): 6 N + 12 L C T, N = parameters used in matmuls
+// (embedding lookups excluded, output layer included). On CUDA, MFU = achieved FLOP/s
+// over the bf16 peak measured here with 8192^3 bf16 GEMMs (--peak_tflops overrides).
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/device_options.h"
+#include "core/error.h"
+#include "core/ops.h"
+#include "llm/backbone.h"
+#include "parallel/groups.h"
+#include "parallel/mpi/mpi_session.h"
+
+using namespace vlm;
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+ModelConfig model_shape(const std::string& name) {
+  ModelConfig m;
+  if (name == "gpt2") {
+    m.family = ModelFamily::GPT2;
+    m.vocab_size = 50257, m.d_model = 768, m.n_layers = 12, m.n_heads = 12, m.d_ff = 3072, m.max_pos = 1024;
+    m.tied_embeddings = true;
+  } else if (name == "llama1b") {
+    m.family = ModelFamily::Llama;
+    m.vocab_size = 32000, m.d_model = 2048, m.n_layers = 22, m.n_heads = 32, m.n_kv_heads = 4, m.d_ff = 5632;
+    m.max_pos = 2048, m.tied_embeddings = false;
+  } else {
+    throw UserError(cat("--models: unknown model '", name, "' (expected gpt2 or llama1b)"));
+  }
+  return m;
+}
+
+// Parameters used in matmuls: every 2-D weight but the embedding tables, plus the
+// output layer (the tied token table, or lm_head.weight, counted among 2-D weights).
+double matmul_params(const ParamTable& t, const ModelConfig& m) {
+  double n = 0;
+  for (const Param& p : t.params()) {
+    if (p.spec.hf.ndim() != 2) continue;
+    if (p.spec.name == "model.embed_positions.weight") continue;
+    if (p.spec.name == "model.embed_tokens.weight" && !m.tied_embeddings) continue;
+    n += double(p.spec.hf.numel());
+  }
+  return n;
+}
+
+double available_host_bytes() {
+  return double(sysconf(_SC_AVPHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
+}
+
+// Dense bf16 GEMM throughput (TFLOP/s) on `b`: the best of 5 timed 8192^3 products.
+double measure_bf16_peak(Backend& b) {
+  const int64_t n = 8192;
+  Stream& s = b.default_stream();
+  Tensor a32 = Tensor::zeros(b, Shape{n, n}), c = Tensor::zeros(b, Shape{n, n});
+  Tensor a = Tensor::empty(b, Shape{n, n}, DType::BF16), w = Tensor::empty(b, Shape{n, n}, DType::BF16);
+  convert(s, a, a32);
+  convert(s, w, a32);
+  GemmOpts o;
+  o.trans_b = true;
+  matmul(s, c, a, w, o);
+  s.synchronize();
+  double best = 1e30;
+  for (int i = 0; i < 5; ++i) {
+    auto t0 = clock_type::now();
+    matmul(s, c, a, w, o);
+    s.synchronize();
+    best = std::min(best, std::chrono::duration<double>(clock_type::now() - t0).count());
+  }
+  return 2.0 * double(n) * double(n) * double(n) / best / 1e12;
+}
+
+void run_model(const std::string& name, Backend& b, Communicator& tp, const Config& cfg, double peak_tflops) {
+  ModelConfig m = model_shape(name);
+  const int64_t B = cfg.get_int("batch"), T1 = cfg.get_int("seq"), T = B * T1;
+  m.max_pos = std::max<int64_t>(m.max_pos, T1);
+  const int warmup = int(cfg.get_int("warmup")), iters = int(cfg.get_int("iters"));
+  Backbone bb(m, b, tp, T);
+  bb.init(uint64_t(cfg.get_int("seed")));
+  const double n_params = double(bb.param_bytes()) / 4.0;
+
+  const std::string opt = cfg.get_string("optimizer");
+  bool adamw = opt == "adamw";
+  if (opt == "auto")
+    adamw = b.device() != DeviceKind::CPU || 2.0 * 4.0 * n_params < 0.5 * available_host_bytes();
+  std::vector<Tensor> mom, var;
+  if (adamw)
+    for (const Param& p : bb.params().params()) {
+      mom.push_back(Tensor::zeros(b, p.local));
+      var.push_back(Tensor::zeros(b, p.local));
+    }
+
+  // B samples of T1 tokens; random ids, next-token targets (last of each sample ignored).
+  std::vector<int32_t> cu{0}, ids(static_cast<size_t>(T)), targets(static_cast<size_t>(T));
+  uint64_t x = 88172645463325252ull;
+  for (auto& id : ids) x ^= x << 13, x ^= x >> 7, x ^= x << 17, id = int32_t(x % uint64_t(m.vocab_size));
+  for (int64_t i = 0; i < B; ++i) {
+    cu.push_back(int32_t((i + 1) * T1));
+    for (int64_t t = 0; t < T1; ++t)
+      targets[size_t(i * T1 + t)] = t + 1 < T1 ? ids[size_t(i * T1 + t + 1)] : kIgnoreIndex;
+  }
+  LmInput in = make_lm_input(b, cu, ids, targets);
+  Stream& s = b.default_stream();
+
+  std::vector<double> times;
+  float loss = 0.f;
+  for (int it = 0; it < warmup + iters; ++it) {
+    auto t0 = clock_type::now();
+    bb.zero_grads();
+    loss = bb.forward(s, in);
+    bb.backward(s, in);
+    bb.finalize_grads(s);
+    if (adamw) {
+      AdamWOpts o;
+      o.lr = 1e-4f;
+      o.step = it + 1;
+      const auto& ps = bb.params().params();
+      for (size_t i = 0; i < ps.size(); ++i) adamw_step(s, ps[i].value, ps[i].grad, mom[i], var[i], Tensor{}, o);
+    }
+    s.synchronize();
+    if (it >= warmup) times.push_back(std::chrono::duration<double>(clock_type::now() - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  const double t = times[times.size() / 2];
+  const double flops_per_token = 6.0 * matmul_params(bb.params(), m) + 12.0 * m.n_layers * double(m.d_model) * double(T1);
+  const double achieved = flops_per_token * double(T) / t;
+  std::printf("%-8s params %.1fM  B=%lld T=%lld  step %s  %.3f s (median of %d)  %.0f tokens/s  %.1f %s  loss %.3f",
+              name.c_str(), n_params / 1e6, (long long)B, (long long)T1,
+              adamw ? "fwd+bwd+AdamW" : "fwd+bwd (no AdamW: memory)", t, iters, double(T) / t,
+              b.device() == DeviceKind::CPU ? achieved / 1e9 : achieved / 1e12,
+              b.device() == DeviceKind::CPU ? "GFLOP/s" : "TFLOP/s", double(loss));
+  if (peak_tflops > 0) std::printf("  MFU %.1f%% of %.0f TFLOP/s bf16", 100.0 * achieved / 1e12 / peak_tflops, peak_tflops);
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MpiSession mpi(&argc, &argv);
+  Config cfg("bench_llm", "");
+  register_device_options(cfg);
+  cfg.add_string("models", "gpt2,llama1b", "comma-separated models: gpt2 (124M), llama1b (1.1B)");
+  cfg.add_int("batch", 1, "samples per step", 1, 1 << 16);
+  cfg.add_int("seq", 128, "tokens per sample", 2, 1 << 20);
+  cfg.add_int("iters", 2, "timed steps", 1, 1 << 20);
+  cfg.add_int("warmup", 1, "untimed steps first", 0, 1 << 20);
+  cfg.add_choice("optimizer", "auto", {"auto", "adamw", "none"},
+                 "AdamW in the step: auto = when its memory fits (always on CUDA)");
+  cfg.add_float("peak_tflops", 0.0, "bf16 peak for MFU (CUDA); 0 = measure with a large bf16 GEMM", 0.0, 1e6);
+  try {
+    if (!cfg.parse(argc, argv)) return 0;
+    Backend& b = backend_from_config(cfg);
+    auto tp = make_communicator(b.device(), MPI_COMM_SELF, "tp", 600.0);
+    double peak = cfg.get_float("peak_tflops");
+    if (b.device() != DeviceKind::CPU && peak == 0.0) {
+      peak = measure_bf16_peak(b);
+      std::printf("measured bf16 GEMM peak (8192^3): %.0f TFLOP/s\n", peak);
+    }
+    std::stringstream ss(cfg.get_string("models"));
+    for (std::string name; std::getline(ss, name, ',');) run_model(name, b, *tp, cfg, peak);
+  } catch (const UserError& e) {
+    std::fprintf(stderr, "bench_llm: error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}

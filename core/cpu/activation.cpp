@@ -1,0 +1,80 @@
+// CPU activations (core/ops/elementwise.inc): tanh-GELU and SwiGLU, forward and
+// backward. f32 and f64. Gradients are overwritten; din may alias dout (each element
+// is read before it is written).
+//   gelu(x)   = 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3)))
+//   swiglu    = silu(gate) * up, silu(g) = g * sigmoid(g)
+//   dgate     = dout * up * sigmoid(g) (1 + g (1 - sigmoid(g))),  dup = dout * silu(g)
+#include <cmath>
+
+#include "core/cpu/cpu_util.h"
+#include "core/ops.h"
+
+namespace vlm::cpu {
+
+void gelu_forward(Stream& s, const Tensor& out, const Tensor& in) {
+  check_cpu(in, "gelu_forward", "in");
+  check_same(out, in, "gelu_forward", "out");
+  dispatch_float(in.dtype(), "gelu_forward", [&](auto tag) {
+    using T = decltype(tag);
+    T* o = out.ptr<T>();
+    const T* x = in.ptr<T>();
+    const int64_t n = in.numel();
+#pragma omp parallel for schedule(static) if (n > kOmpMin)
+    for (int64_t i = 0; i < n; ++i) o[i] = gelu_tanh(x[i]);
+  });
+}
+
+void gelu_backward(Stream& s, const Tensor& din, const Tensor& in, const Tensor& dout) {
+  check_cpu(in, "gelu_backward", "in");
+  check_same(dout, in, "gelu_backward", "dout");
+  check_same(din, in, "gelu_backward", "din");
+  dispatch_float(in.dtype(), "gelu_backward", [&](auto tag) {
+    using T = decltype(tag);
+    T* d = din.ptr<T>();
+    const T *x = in.ptr<T>(), *g = dout.ptr<T>();
+    const int64_t n = in.numel();
+#pragma omp parallel for schedule(static) if (n > kOmpMin)
+    for (int64_t i = 0; i < n; ++i) d[i] = g[i] * gelu_tanh_grad(x[i]);
+  });
+}
+
+void swiglu_forward(Stream& s, const Tensor& out, const Tensor& gate, const Tensor& up) {
+  check_cpu(gate, "swiglu_forward", "gate");
+  check_same(up, gate, "swiglu_forward", "up");
+  check_same(out, gate, "swiglu_forward", "out");
+  dispatch_float(gate.dtype(), "swiglu_forward", [&](auto tag) {
+    using T = decltype(tag);
+    T* o = out.ptr<T>();
+    const T *g = gate.ptr<T>(), *u = up.ptr<T>();
+    const int64_t n = gate.numel();
+#pragma omp parallel for schedule(static) if (n > kOmpMin)
+    for (int64_t i = 0; i < n; ++i) {
+      T sig = T(1) / (T(1) + std::exp(-g[i]));
+      o[i] = g[i] * sig * u[i];
+    }
+  });
+}
+
+void swiglu_backward(Stream& s, const Tensor& dgate, const Tensor& dup, const Tensor& dout,
+                     const Tensor& gate, const Tensor& up) {
+  check_cpu(gate, "swiglu_backward", "gate");
+  check_same(up, gate, "swiglu_backward", "up");
+  check_same(dout, gate, "swiglu_backward", "dout");
+  check_same(dgate, gate, "swiglu_backward", "dgate");
+  check_same(dup, gate, "swiglu_backward", "dup");
+  dispatch_float(gate.dtype(), "swiglu_backward", [&](auto tag) {
+    using T = decltype(tag);
+    T *dg = dgate.ptr<T>(), *du = dup.ptr<T>();
+    const T *g = gate.ptr<T>(), *u = up.ptr<T>(), *d = dout.ptr<T>();
+    const int64_t n = gate.numel();
+#pragma omp parallel for schedule(static) if (n > kOmpMin)
+    for (int64_t i = 0; i < n; ++i) {
+      const T x = g[i], dy = d[i], ui = u[i];  // read all before writing (aliasing)
+      T sig = T(1) / (T(1) + std::exp(-x));
+      dg[i] = dy * ui * sig * (T(1) + x * (T(1) - sig));
+      du[i] = dy * x * sig;
+    }
+  });
+}
+
+}  // namespace vlm::cpu

@@ -1,0 +1,196 @@
+// CPU 2-D convolution and average pooling, NCHW (core/ops/conv.inc).
+// conv2d: per sample, im2col into col[K = Cin*KH*KW, P = Ho*Wo] (zero padding), then
+// out_b[Cout,P] = w[Cout,K] @ col (+ bias). Backward: dw += dout_b @ col^T (samples in
+// order), dbias += sums of dout, dcol = w^T @ dout_b scattered back by col2im (parallel
+// over input channels, each writing only its own plane: deterministic). din is
+// overwritten and skipped when undefined; bias/dbias may be undefined.
+// avgpool2d: k x k windows with a stride, no padding; backward spreads dout/(k*k) over
+// each window (parallel over (b, c) planes; overlapping windows add in a fixed order).
+#include <algorithm>
+#include <vector>
+
+#include "core/cpu/blas.h"
+#include "core/cpu/cpu_util.h"
+#include "core/ops.h"
+
+namespace vlm::cpu {
+namespace {
+
+struct ConvDims {
+  int64_t B, Cin, H, W, Cout, KH, KW, Ho, Wo, K, P;
+};
+
+ConvDims conv_dims(const char* op, const Tensor& in, const Tensor& w, int stride, int pad) {
+  check_cpu(in, op, "in");
+  check_cpu(w, op, "w");
+  VLM_ASSERT(in.ndim() == 4 && w.ndim() == 4 && in.size(1) == w.size(1) && w.dtype() == in.dtype(), op,
+             ": in ", in.str(), " w ", w.str(), " (expected in[B,Cin,H,W], w[Cout,Cin,KH,KW])");
+  VLM_ASSERT(stride >= 1 && pad >= 0, op, ": stride ", stride, " pad ", pad);
+  ConvDims d{};
+  d.B = in.size(0), d.Cin = in.size(1), d.H = in.size(2), d.W = in.size(3);
+  d.Cout = w.size(0), d.KH = w.size(2), d.KW = w.size(3);
+  VLM_ASSERT(d.H + 2 * pad >= d.KH && d.W + 2 * pad >= d.KW, op, ": kernel larger than padded input");
+  d.Ho = (d.H + 2 * pad - d.KH) / stride + 1;
+  d.Wo = (d.W + 2 * pad - d.KW) / stride + 1;
+  d.K = d.Cin * d.KH * d.KW;
+  d.P = d.Ho * d.Wo;
+  return d;
+}
+
+// col[(ci*KH+kh)*KW+kw, oy*Wo+ox] = in[ci, oy*stride-pad+kh, ox*stride-pad+kw] (0 outside).
+template <typename T>
+void im2col(const ConvDims& d, const T* in, T* col, int stride, int pad) {
+#pragma omp parallel for schedule(static) if (d.K * d.P > kOmpMin)
+  for (int64_t r = 0; r < d.K; ++r) {
+    const int64_t ci = r / (d.KH * d.KW), kh = (r / d.KW) % d.KH, kw = r % d.KW;
+    for (int64_t oy = 0; oy < d.Ho; ++oy) {
+      const int64_t y = oy * stride - pad + kh;
+      for (int64_t ox = 0; ox < d.Wo; ++ox) {
+        const int64_t x = ox * stride - pad + kw;
+        const bool inside = y >= 0 && y < d.H && x >= 0 && x < d.W;
+        col[r * d.P + oy * d.Wo + ox] = inside ? in[(ci * d.H + y) * d.W + x] : T(0);
+      }
+    }
+  }
+}
+
+// din[ci] = sum over the col rows of channel ci (overwrite).
+template <typename T>
+void col2im(const ConvDims& d, const T* col, T* din, int stride, int pad) {
+#pragma omp parallel for schedule(static) if (d.K * d.P > kOmpMin)
+  for (int64_t ci = 0; ci < d.Cin; ++ci) {
+    T* plane = din + ci * d.H * d.W;
+    std::fill(plane, plane + d.H * d.W, T(0));
+    for (int64_t kh = 0; kh < d.KH; ++kh)
+      for (int64_t kw = 0; kw < d.KW; ++kw) {
+        const T* cr = col + ((ci * d.KH + kh) * d.KW + kw) * d.P;
+        for (int64_t oy = 0; oy < d.Ho; ++oy) {
+          const int64_t y = oy * stride - pad + kh;
+          if (y < 0 || y >= d.H) continue;
+          for (int64_t ox = 0; ox < d.Wo; ++ox) {
+            const int64_t x = ox * stride - pad + kw;
+            if (x >= 0 && x < d.W) plane[y * d.W + x] += cr[oy * d.Wo + ox];
+          }
+        }
+      }
+  }
+}
+
+}  // namespace
+
+void conv2d_forward(Stream& s, const Tensor& out, const Tensor& in, const Tensor& w,
+                    const Tensor& bias, int stride, int pad) {
+  const char* op = "conv2d_forward";
+  ConvDims d = conv_dims(op, in, w, stride, pad);
+  check_tensor(out, in.dtype(), d.B * d.Cout * d.P, op, "out");
+  VLM_ASSERT(out.ndim() == 4 && out.size(1) == d.Cout && out.size(2) == d.Ho && out.size(3) == d.Wo, op,
+             ": out ", out.str(), ", expected [", d.B, ",", d.Cout, ",", d.Ho, ",", d.Wo, "]");
+  if (bias.defined()) check_tensor(bias, in.dtype(), d.Cout, op, "bias");
+  dispatch_float(in.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    std::vector<T> col(size_t(d.K * d.P));
+    const T *pi = in.ptr<T>(), *pw = w.ptr<T>(), *pb = bias.defined() ? bias.ptr<T>() : nullptr;
+    T* po = out.ptr<T>();
+    for (int64_t b = 0; b < d.B; ++b) {
+      T* ob = po + b * d.Cout * d.P;
+      im2col(d, pi + b * d.Cin * d.H * d.W, col.data(), stride, pad);
+      if (pb)
+        for (int64_t co = 0; co < d.Cout; ++co) std::fill(ob + co * d.P, ob + (co + 1) * d.P, pb[co]);
+      else
+        std::fill(ob, ob + d.Cout * d.P, T(0));
+      if (d.K > 0 && d.P > 0) blas_gemm(false, false, d.Cout, d.P, d.K, 1.0, pw, col.data(), 1.0, ob);
+    }
+  });
+}
+
+void conv2d_backward(Stream& s, const Tensor& din, const Tensor& dw, const Tensor& dbias,
+                     const Tensor& dout, const Tensor& in, const Tensor& w, int stride, int pad) {
+  const char* op = "conv2d_backward";
+  ConvDims d = conv_dims(op, in, w, stride, pad);
+  check_tensor(dout, in.dtype(), d.B * d.Cout * d.P, op, "dout");
+  check_same(dw, w, op, "dw");
+  if (din.defined()) check_same(din, in, op, "din");
+  if (dbias.defined()) check_tensor(dbias, in.dtype(), d.Cout, op, "dbias");
+  dispatch_float(in.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    std::vector<T> col(size_t(d.K * d.P));
+    const T *pi = in.ptr<T>(), *pw = w.ptr<T>(), *pg = dout.ptr<T>();
+    T* pdw = dw.ptr<T>();
+    for (int64_t b = 0; b < d.B; ++b) {
+      const T* gb = pg + b * d.Cout * d.P;
+      if (dbias.defined()) {
+        T* db = dbias.ptr<T>();
+        for (int64_t co = 0; co < d.Cout; ++co) {
+          double acc = 0;
+          for (int64_t p = 0; p < d.P; ++p) acc += double(gb[co * d.P + p]);
+          db[co] += T(acc);
+        }
+      }
+      if (d.K == 0 || d.P == 0) continue;
+      im2col(d, pi + b * d.Cin * d.H * d.W, col.data(), stride, pad);
+      blas_gemm(false, true, d.Cout, d.K, d.P, 1.0, gb, col.data(), 1.0, pdw);
+      if (din.defined()) {
+        blas_gemm(true, false, d.K, d.P, d.Cout, 1.0, pw, gb, 0.0, col.data());
+        col2im(d, col.data(), din.ptr<T>() + b * d.Cin * d.H * d.W, stride, pad);
+      }
+    }
+  });
+}
+
+void avgpool2d_forward(Stream& s, const Tensor& out, const Tensor& in, int k, int stride) {
+  const char* op = "avgpool2d_forward";
+  check_cpu(in, op, "in");
+  VLM_ASSERT(in.ndim() == 4 && k >= 1 && stride >= 1 && in.size(2) >= k && in.size(3) >= k, op, ": in ",
+             in.str(), " k ", k, " stride ", stride);
+  const int64_t BC = in.size(0) * in.size(1), H = in.size(2), W = in.size(3);
+  const int64_t Ho = (H - k) / stride + 1, Wo = (W - k) / stride + 1;
+  check_tensor(out, in.dtype(), BC * Ho * Wo, op, "out");
+  VLM_ASSERT(out.ndim() == 4 && out.size(2) == Ho && out.size(3) == Wo, op, ": out ", out.str());
+  dispatch_float(in.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    const T* pi = in.ptr<T>();
+    T* po = out.ptr<T>();
+    const double inv = 1.0 / double(k * k);
+#pragma omp parallel for schedule(static) if (in.numel() > kOmpMin)
+    for (int64_t pc = 0; pc < BC; ++pc)
+      for (int64_t oy = 0; oy < Ho; ++oy)
+        for (int64_t ox = 0; ox < Wo; ++ox) {
+          double acc = 0;
+          for (int64_t i = 0; i < k; ++i)
+            for (int64_t j = 0; j < k; ++j) acc += double(pi[(pc * H + oy * stride + i) * W + ox * stride + j]);
+          po[(pc * Ho + oy) * Wo + ox] = T(acc * inv);
+        }
+  });
+}
+
+void avgpool2d_backward(Stream& s, const Tensor& din, const Tensor& dout, int k, int stride) {
+  const char* op = "avgpool2d_backward";
+  check_cpu(din, op, "din");
+  check_cpu(dout, op, "dout");
+  VLM_ASSERT(din.ndim() == 4 && dout.ndim() == 4 && din.dtype() == dout.dtype() && k >= 1 && stride >= 1 &&
+                 din.size(2) >= k && din.size(3) >= k,
+             op, ": din ", din.str(), " dout ", dout.str(), " k ", k, " stride ", stride);
+  const int64_t BC = din.size(0) * din.size(1), H = din.size(2), W = din.size(3);
+  const int64_t Ho = (H - k) / stride + 1, Wo = (W - k) / stride + 1;
+  VLM_ASSERT(dout.size(0) * dout.size(1) == BC && dout.size(2) == Ho && dout.size(3) == Wo, op, ": dout ",
+             dout.str(), " for din ", din.str());
+  dispatch_float(din.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    const T* pg = dout.ptr<T>();
+    T* pd = din.ptr<T>();
+    const T inv = T(1.0 / double(k * k));
+#pragma omp parallel for schedule(static) if (din.numel() > kOmpMin)
+    for (int64_t pc = 0; pc < BC; ++pc) {
+      T* plane = pd + pc * H * W;
+      std::fill(plane, plane + H * W, T(0));
+      for (int64_t oy = 0; oy < Ho; ++oy)
+        for (int64_t ox = 0; ox < Wo; ++ox) {
+          const T g = pg[(pc * Ho + oy) * Wo + ox] * inv;
+          for (int64_t i = 0; i < k; ++i)
+            for (int64_t j = 0; j < k; ++j) plane[(oy * stride + i) * W + ox * stride + j] += g;
+        }
+    }
+  });
+}
+
+}  // namespace vlm::cpu

@@ -1,0 +1,89 @@
+// Helpers shared by the CPU op implementations (core/cpu/*.cpp), not a public header.
+//  - dispatch_float(dtype, op, f): calls f(T{}) with T = float or double; any other
+//    dtype is an internal error (the ops are f32/f64 on CPU; bf16 only in convert).
+//  - StatRef: a per-row statistic tensor (mean, rstd, lse, rowmax, ...) read and written
+//    as double. The declarations say these are f32; on CPU an f64 statistic is also
+//    accepted, so f64 gradient checks are exact.
+//  - check_cpu / check_same: shape, dtype and device asserts (internal errors).
+//  - gelu_tanh / gelu_tanh_grad: the GPT-2 tanh GELU and its derivative.
+//  - kOmpMin: below this many elements a loop runs on one thread.
+// Invariant: every loop that reduces does so in a fixed order, independent of the
+// thread count, so the same input gives bitwise the same output.
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#include "core/error.h"
+#include "core/tensor.h"
+
+namespace vlm::cpu {
+
+inline constexpr int64_t kOmpMin = 1 << 14;
+
+template <typename F>
+void dispatch_float(DType t, const char* op, F&& f) {
+  switch (t) {
+    case DType::F32: f(float{}); return;
+    case DType::F64: f(double{}); return;
+    default: VLM_ASSERT(false, op, ": unsupported dtype ", dtype_name(t), " on cpu (f32/f64 only)");
+  }
+}
+
+inline void check_cpu(const Tensor& t, const char* op, const char* what) {
+  VLM_ASSERT(t.defined(), op, ": ", what, " is undefined");
+  VLM_ASSERT(t.is_cpu(), op, ": ", what, " is ", t.str(), ", expected a cpu tensor");
+}
+
+// t is on CPU, has dtype `dt` and `numel` elements.
+inline void check_tensor(const Tensor& t, DType dt, int64_t numel, const char* op, const char* what) {
+  check_cpu(t, op, what);
+  VLM_ASSERT(t.dtype() == dt, op, ": ", what, " is ", t.str(), ", expected dtype ", dtype_name(dt));
+  VLM_ASSERT(t.numel() == numel, op, ": ", what, " is ", t.str(), ", expected ", numel, " elements");
+}
+
+// t is on CPU with the shape and dtype of ref.
+inline void check_same(const Tensor& t, const Tensor& ref, const char* op, const char* what) {
+  check_cpu(t, op, what);
+  VLM_ASSERT(t.dtype() == ref.dtype() && t.shape() == ref.shape(), op, ": ", what, " is ", t.str(),
+             ", expected ", ref.str());
+}
+
+class StatRef {
+ public:
+  StatRef(const Tensor& t, int64_t n, const char* op, const char* what) : p_(t.data()), dt_(t.dtype()) {
+    check_cpu(t, op, what);
+    VLM_ASSERT(dt_ == DType::F32 || dt_ == DType::F64, op, ": ", what, " is ", t.str(), ", expected f32 or f64");
+    VLM_ASSERT(t.numel() == n, op, ": ", what, " is ", t.str(), ", expected ", n, " elements");
+  }
+  double get(int64_t i) const {
+    return dt_ == DType::F32 ? double(static_cast<const float*>(p_)[i]) : static_cast<const double*>(p_)[i];
+  }
+  void set(int64_t i, double v) const {
+    if (dt_ == DType::F32)
+      static_cast<float*>(p_)[i] = float(v);
+    else
+      static_cast<double*>(p_)[i] = v;
+  }
+
+ private:
+  void* p_;
+  DType dt_;
+};
+
+inline constexpr double kGeluK = 0.7978845608028654;  // sqrt(2/pi)
+inline constexpr double kGeluC = 0.044715;
+
+template <typename T>
+inline T gelu_tanh(T x) {
+  const T k = T(kGeluK), c = T(kGeluC);
+  return T(0.5) * x * (T(1) + std::tanh(k * (x + c * x * x * x)));
+}
+
+template <typename T>
+inline T gelu_tanh_grad(T x) {
+  const T k = T(kGeluK), c = T(kGeluC);
+  T t = std::tanh(k * (x + c * x * x * x));
+  return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * k * (T(1) + T(3) * c * x * x);
+}
+
+}  // namespace vlm::cpu

@@ -1,0 +1,149 @@
+// CPU elementwise helpers (core/ops/elementwise.inc): fill, scale, add, accumulate, mul,
+// bias_add, slice_cols, unslice_cols, sum_squares. (convert is in convert.cpp, gelu
+// and swiglu in activation.cpp.)
+// f32 and f64; all operands of an op share one dtype. Outputs may alias inputs where
+// the declaration allows it (each element is read before it is written).
+// sum_squares reduces in fixed chunks of kChunk elements, then adds the chunk sums in
+// order, so its result does not depend on the number of threads.
+#include <algorithm>
+#include <vector>
+
+#include "core/cpu/cpu_util.h"
+#include "core/ops.h"
+
+namespace vlm::cpu {
+namespace {
+
+// out[i] = f(i) over n elements, in parallel when large.
+template <typename F>
+void for_each(int64_t n, F&& f) {
+#pragma omp parallel for schedule(static) if (n > kOmpMin)
+  for (int64_t i = 0; i < n; ++i) f(i);
+}
+
+}  // namespace
+
+void fill(Stream& s, const Tensor& x, float value) {
+  check_cpu(x, "fill", "x");
+  dispatch_float(x.dtype(), "fill", [&](auto tag) {
+    using T = decltype(tag);
+    T* p = x.ptr<T>();
+    for_each(x.numel(), [&](int64_t i) { p[i] = T(value); });
+  });
+}
+
+void scale(Stream& s, const Tensor& x, float alpha) {
+  check_cpu(x, "scale", "x");
+  dispatch_float(x.dtype(), "scale", [&](auto tag) {
+    using T = decltype(tag);
+    T* p = x.ptr<T>();
+    for_each(x.numel(), [&](int64_t i) { p[i] *= T(alpha); });
+  });
+}
+
+void add(Stream& s, const Tensor& out, const Tensor& a, const Tensor& b) {
+  check_cpu(a, "add", "a");
+  check_same(b, a, "add", "b");
+  check_same(out, a, "add", "out");
+  dispatch_float(a.dtype(), "add", [&](auto tag) {
+    using T = decltype(tag);
+    T* o = out.ptr<T>();
+    const T *pa = a.ptr<T>(), *pb = b.ptr<T>();
+    for_each(a.numel(), [&](int64_t i) { o[i] = pa[i] + pb[i]; });
+  });
+}
+
+void accumulate(Stream& s, const Tensor& y, const Tensor& x, float alpha) {
+  check_cpu(x, "accumulate", "x");
+  check_same(y, x, "accumulate", "y");
+  dispatch_float(x.dtype(), "accumulate", [&](auto tag) {
+    using T = decltype(tag);
+    T* py = y.ptr<T>();
+    const T* px = x.ptr<T>();
+    for_each(x.numel(), [&](int64_t i) { py[i] += T(alpha) * px[i]; });
+  });
+}
+
+void mul(Stream& s, const Tensor& out, const Tensor& a, const Tensor& b) {
+  check_cpu(a, "mul", "a");
+  check_same(b, a, "mul", "b");
+  check_same(out, a, "mul", "out");
+  dispatch_float(a.dtype(), "mul", [&](auto tag) {
+    using T = decltype(tag);
+    T* o = out.ptr<T>();
+    const T *pa = a.ptr<T>(), *pb = b.ptr<T>();
+    for_each(a.numel(), [&](int64_t i) { o[i] = pa[i] * pb[i]; });
+  });
+}
+
+void bias_add(Stream& s, const Tensor& out, const Tensor& in, const Tensor& bias) {
+  check_cpu(in, "bias_add", "in");
+  check_same(out, in, "bias_add", "out");
+  const int64_t C = in.cols(), N = in.rows();
+  check_tensor(bias, in.dtype(), C, "bias_add", "bias");
+  dispatch_float(in.dtype(), "bias_add", [&](auto tag) {
+    using T = decltype(tag);
+    T* o = out.ptr<T>();
+    const T *pi = in.ptr<T>(), *pb = bias.ptr<T>();
+#pragma omp parallel for schedule(static) if (N * C > kOmpMin)
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t c = 0; c < C; ++c) o[n * C + c] = pi[n * C + c] + pb[c];
+  });
+}
+
+void slice_cols(Stream& s, const Tensor& dst, const Tensor& src, int64_t offset) {
+  check_cpu(src, "slice_cols", "src");
+  check_cpu(dst, "slice_cols", "dst");
+  const int64_t N = src.rows(), W = src.cols(), w = dst.cols();
+  VLM_ASSERT(dst.dtype() == src.dtype() && dst.rows() == N && offset >= 0 && offset + w <= W,
+             "slice_cols: dst ", dst.str(), " src ", src.str(), " offset ", offset);
+  dispatch_float(src.dtype(), "slice_cols", [&](auto tag) {
+    using T = decltype(tag);
+    T* d = dst.ptr<T>();
+    const T* p = src.ptr<T>();
+#pragma omp parallel for schedule(static) if (N * w > kOmpMin)
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t c = 0; c < w; ++c) d[n * w + c] = p[n * W + offset + c];
+  });
+}
+
+void unslice_cols(Stream& s, const Tensor& dst, const Tensor& src, int64_t offset) {
+  check_cpu(src, "unslice_cols", "src");
+  check_cpu(dst, "unslice_cols", "dst");
+  const int64_t N = dst.rows(), W = dst.cols(), w = src.cols();
+  VLM_ASSERT(dst.dtype() == src.dtype() && src.rows() == N && offset >= 0 && offset + w <= W,
+             "unslice_cols: dst ", dst.str(), " src ", src.str(), " offset ", offset);
+  dispatch_float(src.dtype(), "unslice_cols", [&](auto tag) {
+    using T = decltype(tag);
+    T* d = dst.ptr<T>();
+    const T* p = src.ptr<T>();
+#pragma omp parallel for schedule(static) if (N * w > kOmpMin)
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t c = 0; c < w; ++c) d[n * W + offset + c] = p[n * w + c];
+  });
+}
+
+void sum_squares(Stream& s, const Tensor& out, const Tensor& x) {
+  check_cpu(x, "sum_squares", "x");
+  dispatch_float(x.dtype(), "sum_squares", [&](auto tag) {
+    using T = decltype(tag);
+    check_tensor(out, x.dtype(), 1, "sum_squares", "out");
+    constexpr int64_t kChunk = 4096;
+    const int64_t n = x.numel(), nchunks = (n + kChunk - 1) / kChunk;
+    const T* p = x.ptr<T>();
+    // Each chunk is summed in double, in order; then the chunk sums are added in order.
+    std::vector<double> part(size_t(nchunks), 0.0);
+#pragma omp parallel for schedule(static) if (n > kOmpMin)
+    for (int64_t ch = 0; ch < nchunks; ++ch) {
+      double acc = 0;
+      const int64_t e = std::min(n, (ch + 1) * kChunk);
+      for (int64_t i = ch * kChunk; i < e; ++i) acc += double(p[i]) * double(p[i]);
+      part[size_t(ch)] = acc;
+    }
+    double total = 0;
+    for (double v : part) total += v;
+    out.ptr<T>()[0] += T(total);
+  });
+}
+
+}  // namespace vlm::cpu

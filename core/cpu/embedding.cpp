@@ -1,0 +1,64 @@
+// CPU embedding lookup for a (possibly vocab-parallel) table shard
+// (core/ops/embedding.inc). table[V,C] holds vocabulary rows [offset, offset+V).
+// Forward: out[t] = table[ids[t] - offset], zero for ids outside the shard.
+// Backward: dtable[ids[t] - offset] += dout[t] (accumulate). Repeated ids add up in
+// token order: the backward runs in parallel over column blocks, never over tokens,
+// so there are no races and the sum order is fixed.
+#include <algorithm>
+
+#include "core/cpu/cpu_util.h"
+#include "core/ops.h"
+
+namespace vlm::cpu {
+
+void embedding_forward(Stream& s, const Tensor& out, const Tensor& ids, const Tensor& table,
+                       int64_t vocab_offset) {
+  check_cpu(table, "embedding_forward", "table");
+  VLM_ASSERT(table.ndim() == 2, "embedding_forward: table must be [V,C], got ", table.str());
+  const int64_t V = table.size(0), C = table.size(1), T_ = ids.numel();
+  check_tensor(ids, DType::I32, T_, "embedding_forward", "ids");
+  check_tensor(out, table.dtype(), T_ * C, "embedding_forward", "out");
+  VLM_ASSERT(out.cols() == C, "embedding_forward: out ", out.str(), " vs table ", table.str());
+  const int32_t* id = ids.ptr<int32_t>();
+  dispatch_float(table.dtype(), "embedding_forward", [&](auto tag) {
+    using T = decltype(tag);
+    const T* tb = table.ptr<T>();
+    T* o = out.ptr<T>();
+#pragma omp parallel for schedule(static) if (T_ * C > kOmpMin)
+    for (int64_t t = 0; t < T_; ++t) {
+      const int64_t r = int64_t(id[t]) - vocab_offset;
+      if (r >= 0 && r < V)
+        std::copy(tb + r * C, tb + (r + 1) * C, o + t * C);
+      else
+        std::fill(o + t * C, o + (t + 1) * C, T(0));
+    }
+  });
+}
+
+void embedding_backward(Stream& s, const Tensor& dtable, const Tensor& dout, const Tensor& ids,
+                        int64_t vocab_offset) {
+  check_cpu(dtable, "embedding_backward", "dtable");
+  VLM_ASSERT(dtable.ndim() == 2, "embedding_backward: dtable must be [V,C], got ", dtable.str());
+  const int64_t V = dtable.size(0), C = dtable.size(1), T_ = ids.numel();
+  check_tensor(ids, DType::I32, T_, "embedding_backward", "ids");
+  check_tensor(dout, dtable.dtype(), T_ * C, "embedding_backward", "dout");
+  const int32_t* id = ids.ptr<int32_t>();
+  dispatch_float(dtable.dtype(), "embedding_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const T* g = dout.ptr<T>();
+    T* dt = dtable.ptr<T>();
+    constexpr int64_t kBlock = 64;
+    const int64_t nblocks = (C + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (T_ * C > kOmpMin)
+    for (int64_t blk = 0; blk < nblocks; ++blk) {
+      const int64_t c0 = blk * kBlock, c1 = std::min(C, c0 + kBlock);
+      for (int64_t t = 0; t < T_; ++t) {
+        const int64_t r = int64_t(id[t]) - vocab_offset;
+        if (r < 0 || r >= V) continue;
+        for (int64_t c = c0; c < c1; ++c) dt[r * C + c] += g[t * C + c];
+      }
+    }
+  });
+}
+
+}  // namespace vlm::cpu

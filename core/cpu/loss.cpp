@@ -1,0 +1,162 @@
+// CPU cross-entropy (core/ops/loss.inc): the full-vocabulary loss and the four
+// vocab-parallel pieces (rowmax, sumexp + target logit, loss, backward).
+// logits[N,V] f32/f64; targets[N] i32; rows whose target == ignore_index give loss 0
+// and gradient 0. Per-row vectors (losses, dlosses, rowmax, sumexp, target_logit) are
+// f32, or f64 on CPU (gradient checks). Sums run in double in column order; parallel
+// over rows (deterministic). dlogits is overwritten.
+#include <algorithm>
+#include <cmath>
+
+#include "core/cpu/cpu_util.h"
+#include "core/ops.h"
+
+namespace vlm::cpu {
+namespace {
+
+// Common checks: logits[N,V] on CPU and targets[N] i32; returns N.
+int64_t check_logits(const char* op, const Tensor& logits, const Tensor& targets) {
+  check_cpu(logits, op, "logits");
+  check_tensor(targets, DType::I32, logits.rows(), op, "targets");
+  return logits.rows();
+}
+
+template <typename T>
+double row_max(const T* x, int64_t V) {
+  double mx = -INFINITY;
+  for (int64_t c = 0; c < V; ++c) mx = std::max(mx, double(x[c]));
+  return mx;
+}
+
+template <typename T>
+double row_sumexp(const T* x, int64_t V, double mx) {
+  double s = 0;
+  for (int64_t c = 0; c < V; ++c) s += std::exp(double(x[c]) - mx);
+  return s;
+}
+
+}  // namespace
+
+void cross_entropy_forward(Stream& s, const Tensor& losses, const Tensor& logits,
+                           const Tensor& targets, int ignore_index) {
+  const char* op = "cross_entropy_forward";
+  const int64_t N = check_logits(op, logits, targets), V = logits.cols();
+  StatRef ls(losses, N, op, "losses");
+  const int32_t* tg = targets.ptr<int32_t>();
+  dispatch_float(logits.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = logits.ptr<T>();
+#pragma omp parallel for schedule(static) if (N * V > kOmpMin)
+    for (int64_t n = 0; n < N; ++n) {
+      if (tg[n] == ignore_index) {
+        ls.set(n, 0.0);
+        continue;
+      }
+      VLM_ASSERT(tg[n] >= 0 && tg[n] < V, op, ": target ", tg[n], " outside [0,", V, ") in row ", n);
+      const T* xr = x + n * V;
+      const double mx = row_max(xr, V);
+      ls.set(n, std::log(row_sumexp(xr, V, mx)) + mx - double(xr[tg[n]]));
+    }
+  });
+}
+
+void cross_entropy_backward(Stream& s, const Tensor& dlogits, const Tensor& logits,
+                            const Tensor& targets, const Tensor& dlosses, int ignore_index) {
+  const char* op = "cross_entropy_backward";
+  const int64_t N = check_logits(op, logits, targets), V = logits.cols();
+  check_same(dlogits, logits, op, "dlogits");
+  StatRef dl(dlosses, N, op, "dlosses");
+  const int32_t* tg = targets.ptr<int32_t>();
+  dispatch_float(logits.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = logits.ptr<T>();
+    T* dx = dlogits.ptr<T>();
+#pragma omp parallel for schedule(static) if (N * V > kOmpMin)
+    for (int64_t n = 0; n < N; ++n) {
+      T* dr = dx + n * V;
+      if (tg[n] == ignore_index) {
+        std::fill(dr, dr + V, T(0));
+        continue;
+      }
+      VLM_ASSERT(tg[n] >= 0 && tg[n] < V, op, ": target ", tg[n], " outside [0,", V, ") in row ", n);
+      const T* xr = x + n * V;
+      const double mx = row_max(xr, V), inv = 1.0 / row_sumexp(xr, V, mx), g = dl.get(n);
+      for (int64_t c = 0; c < V; ++c)
+        dr[c] = T((std::exp(double(xr[c]) - mx) * inv - (c == tg[n] ? 1.0 : 0.0)) * g);
+    }
+  });
+}
+
+void vocab_ce_rowmax(Stream& s, const Tensor& rowmax, const Tensor& logits) {
+  const char* op = "vocab_ce_rowmax";
+  check_cpu(logits, op, "logits");
+  const int64_t N = logits.rows(), V = logits.cols();
+  StatRef rm(rowmax, N, op, "rowmax");
+  dispatch_float(logits.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = logits.ptr<T>();
+#pragma omp parallel for schedule(static) if (N * V > kOmpMin)
+    for (int64_t n = 0; n < N; ++n) rm.set(n, row_max(x + n * V, V));
+  });
+}
+
+void vocab_ce_sumexp(Stream& s, const Tensor& sumexp, const Tensor& target_logit,
+                     const Tensor& logits, const Tensor& rowmax, const Tensor& targets,
+                     int64_t vocab_offset) {
+  const char* op = "vocab_ce_sumexp";
+  const int64_t N = check_logits(op, logits, targets), V = logits.cols();
+  StatRef se(sumexp, N, op, "sumexp"), tl(target_logit, N, op, "target_logit"), rm(rowmax, N, op, "rowmax");
+  const int32_t* tg = targets.ptr<int32_t>();
+  dispatch_float(logits.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = logits.ptr<T>();
+#pragma omp parallel for schedule(static) if (N * V > kOmpMin)
+    for (int64_t n = 0; n < N; ++n) {
+      const T* xr = x + n * V;
+      se.set(n, row_sumexp(xr, V, rm.get(n)));
+      const int64_t c = int64_t(tg[n]) - vocab_offset;
+      tl.set(n, c >= 0 && c < V ? double(xr[c]) : 0.0);
+    }
+  });
+}
+
+void vocab_ce_loss(Stream& s, const Tensor& losses, const Tensor& rowmax, const Tensor& sumexp,
+                   const Tensor& target_logit, const Tensor& targets, int ignore_index) {
+  const char* op = "vocab_ce_loss";
+  check_cpu(targets, op, "targets");
+  const int64_t N = targets.numel();
+  check_tensor(targets, DType::I32, N, op, "targets");
+  StatRef ls(losses, N, op, "losses"), rm(rowmax, N, op, "rowmax"), se(sumexp, N, op, "sumexp"),
+      tl(target_logit, N, op, "target_logit");
+  const int32_t* tg = targets.ptr<int32_t>();
+  for (int64_t n = 0; n < N; ++n)
+    ls.set(n, tg[n] == ignore_index ? 0.0 : std::log(se.get(n)) + rm.get(n) - tl.get(n));
+}
+
+void vocab_ce_backward(Stream& s, const Tensor& dlogits, const Tensor& logits,
+                       const Tensor& rowmax, const Tensor& sumexp, const Tensor& targets,
+                       const Tensor& dlosses, int64_t vocab_offset, int ignore_index) {
+  const char* op = "vocab_ce_backward";
+  const int64_t N = check_logits(op, logits, targets), V = logits.cols();
+  check_same(dlogits, logits, op, "dlogits");
+  StatRef rm(rowmax, N, op, "rowmax"), se(sumexp, N, op, "sumexp"), dl(dlosses, N, op, "dlosses");
+  const int32_t* tg = targets.ptr<int32_t>();
+  dispatch_float(logits.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = logits.ptr<T>();
+    T* dx = dlogits.ptr<T>();
+#pragma omp parallel for schedule(static) if (N * V > kOmpMin)
+    for (int64_t n = 0; n < N; ++n) {
+      T* dr = dx + n * V;
+      if (tg[n] == ignore_index) {
+        std::fill(dr, dr + V, T(0));
+        continue;
+      }
+      const T* xr = x + n * V;
+      const double mx = rm.get(n), inv = 1.0 / se.get(n), g = dl.get(n);
+      const int64_t tc = int64_t(tg[n]) - vocab_offset;
+      for (int64_t c = 0; c < V; ++c) dr[c] = T((std::exp(double(xr[c]) - mx) * inv - (c == tc ? 1.0 : 0.0)) * g);
+    }
+  });
+}
+
+}  // namespace vlm::cpu

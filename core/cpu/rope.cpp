@@ -1,0 +1,61 @@
+// CPU rotary position embedding (core/ops/rope.inc), "rotate half" (Llama/HF) layout.
+// x[T,NH,HS], pos[T] i32, HS even, h = HS/2. For i < h, with
+// angle = pos * theta^(-2i/HS) (computed in double):
+//   forward:  out[i] = x[i] cos - x[i+h] sin;   out[i+h] = x[i+h] cos + x[i] sin
+//   backward: din[i] = d[i] cos + d[i+h] sin;   din[i+h] = d[i+h] cos - d[i] sin
+// out may alias in (each pair is read before it is written). Parallel over tokens.
+#include <cmath>
+#include <vector>
+
+#include "core/cpu/cpu_util.h"
+#include "core/ops.h"
+
+namespace vlm::cpu {
+namespace {
+
+// sign = +1 rotates forward, -1 applies the inverse rotation.
+void rope_apply(const char* op, const Tensor& out, const Tensor& in, const Tensor& pos, float theta, double sign) {
+  check_cpu(in, op, "in");
+  check_same(out, in, op, "out");
+  VLM_ASSERT(in.ndim() == 3, op, ": expected x[T,NH,HS], got ", in.str());
+  const int64_t T_ = in.size(0), NH = in.size(1), HS = in.size(2), h = HS / 2;
+  VLM_ASSERT(HS % 2 == 0, op, ": head size ", HS, " must be even");
+  check_tensor(pos, DType::I32, T_, op, "pos");
+  std::vector<double> inv_freq(static_cast<size_t>(h));
+  for (int64_t i = 0; i < h; ++i) inv_freq[size_t(i)] = std::pow(double(theta), -2.0 * double(i) / double(HS));
+  const int32_t* p = pos.ptr<int32_t>();
+  dispatch_float(in.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = in.ptr<T>();
+    T* o = out.ptr<T>();
+#pragma omp parallel for schedule(static) if (in.numel() > kOmpMin)
+    for (int64_t t = 0; t < T_; ++t) {
+      std::vector<double> cs(static_cast<size_t>(h)), sn(static_cast<size_t>(h));
+      for (int64_t i = 0; i < h; ++i) {
+        const double a = double(p[t]) * inv_freq[size_t(i)];
+        cs[size_t(i)] = std::cos(a);
+        sn[size_t(i)] = sign * std::sin(a);
+      }
+      for (int64_t hd = 0; hd < NH; ++hd) {
+        const int64_t base = (t * NH + hd) * HS;
+        for (int64_t i = 0; i < h; ++i) {
+          const double x1 = double(x[base + i]), x2 = double(x[base + i + h]);
+          o[base + i] = T(x1 * cs[size_t(i)] - x2 * sn[size_t(i)]);
+          o[base + i + h] = T(x2 * cs[size_t(i)] + x1 * sn[size_t(i)]);
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void rope_forward(Stream& s, const Tensor& out, const Tensor& in, const Tensor& pos, float theta) {
+  rope_apply("rope_forward", out, in, pos, theta, 1.0);
+}
+
+void rope_backward(Stream& s, const Tensor& din, const Tensor& dout, const Tensor& pos, float theta) {
+  rope_apply("rope_backward", din, dout, pos, theta, -1.0);
+}
+
+}  // namespace vlm::cpu

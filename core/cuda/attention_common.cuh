@@ -1,0 +1,81 @@
+// Shared pieces of the CUDA attention kernels (attention_forward.cu, attention_backward.cu):
+// tile sizes, the launch parameters, argument checks and the head-size dispatch.
+//
+// Layout: q[T,NH,HS], k/v[T,NKV,HS], out[T,NH,HS], lse[T,NH], all f32; cu_seqlens[B+1]
+// (i32, device) cuts T into samples; head h reads kv head h / (NH/NKV).
+// Scores are s = scale * q.k with scale = 1/sqrt(HS); lse = log sum_j exp(s_ij) over the
+// keys row i may see (causal: j <= i within its sample; else the whole sample).
+//
+// Mapping (all kernels: 4 warps, f32 in shared memory, f32 accumulation):
+//  - forward and dq: a block owns 16 queries of one (sample, head), 4 rows per warp, and
+//    walks key tiles of 32 keys held in shared memory; lane j of a warp scores key j,
+//    and lane d accumulates output columns d, d+32, ... (NPL = ceil(HS/32) registers).
+//  - dk/dv: a block owns 16 keys of one (sample, kv head), 4 keys per warp, and walks
+//    query tiles of 32 rows of every head of its group; lane i scores query i. Each
+//    key's dk/dv is owned by one warp: no atomics, deterministic.
+// Rows of K/V (forward, dq) and of Q/dO (dk/dv) that lanes read at a fixed column are
+// padded to HS+1 floats, so the 32 lanes hit 32 different banks.
+#pragma once
+#include <cmath>
+
+#include "core/cuda/cuda_util.cuh"
+
+namespace vlm::cuda::attn {
+
+inline constexpr int kWarps = 4;
+inline constexpr int kBlockThreads = kWarps * 32;
+inline constexpr int kRowsPerWarp = 4;
+inline constexpr int kQTile = kWarps * kRowsPerWarp;  // queries per block (forward, dq)
+inline constexpr int kKTile = 32;                     // keys per shared tile (lane = key)
+inline constexpr int kKvTile = kWarps * kRowsPerWarp;  // keys per block (dk/dv)
+inline constexpr int kQTileBwd = 32;                  // queries per shared tile (lane = query)
+inline constexpr int kMaxHeadSize = 256;              // NPL <= 8
+
+struct Params {
+  const int32_t* cu_seqlens;
+  int NH, NKV, HS;
+  float scale;
+  bool causal;
+};
+
+// Checks the shapes common to forward and backward; returns the number of samples B.
+inline int check_attention(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
+                           const Tensor& cu_seqlens, int max_seqlen) {
+  check_f32(q, op, "q");
+  check_f32(k, op, "k");
+  check_f32(v, op, "v");
+  VLM_ASSERT(q.ndim() == 3 && k.ndim() == 3, op, ": expected q[T,NH,HS], k[T,NKV,HS], got ", q.str(), " ", k.str());
+  check_same(v, k, op, "v");
+  VLM_ASSERT(k.size(0) == q.size(0) && k.size(2) == q.size(2), op, ": k ", k.str(), " does not match q ", q.str());
+  VLM_ASSERT(k.size(1) > 0 && q.size(1) % k.size(1) == 0, op, ": NH=", q.size(1), " not a multiple of NKV=",
+             k.size(1));
+  VLM_ASSERT(q.size(2) >= 1 && q.size(2) <= kMaxHeadSize, op, ": head size ", q.size(2), " outside [1, ",
+             kMaxHeadSize, "] (the CUDA kernels keep ceil(HS/32) columns per lane)");
+  check_dev(cu_seqlens, op, "cu_seqlens");
+  VLM_ASSERT(cu_seqlens.dtype() == DType::I32 && cu_seqlens.ndim() == 1 && cu_seqlens.numel() >= 1, op,
+             ": cu_seqlens must be i32 [B+1], got ", cu_seqlens.str());
+  const int64_t B = cu_seqlens.numel() - 1;
+  VLM_ASSERT(B <= 65535, op, ": at most 65535 samples per call, got ", B);
+  VLM_ASSERT(max_seqlen >= 0 && max_seqlen <= q.size(0), op, ": max_seqlen ", max_seqlen, " for T=", q.size(0));
+  VLM_ASSERT(q.size(0) < (int64_t(1) << 31), op, ": T must fit in int32");
+  return int(B);
+}
+
+inline Params make_params(const Tensor& q, const Tensor& k, const Tensor& cu_seqlens, bool causal) {
+  return Params{cu_seqlens.ptr<int32_t>(), int(q.size(1)), int(k.size(1)), int(q.size(2)),
+                float(1.0 / std::sqrt(double(q.size(2)))), causal};
+}
+
+// Values per lane for a head size: 1, 2, 4 or 8 (the kernels are instantiated for these).
+inline int npl_for(int HS) {
+  const int need = (HS + 31) / 32;
+  return need <= 1 ? 1 : need <= 2 ? 2 : need <= 4 ? 4 : 8;
+}
+
+// Allows `bytes` of dynamic shared memory for `kernel` (above 48 KB needs opting in).
+template <typename Kernel>
+void allow_smem(Kernel kernel, size_t bytes) {
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+}
+
+}  // namespace vlm::cuda::attn

@@ -1,0 +1,165 @@
+// The CUDA backend (core/backend.h, core/cuda/cuda_backend.h): device memory through
+// cudaMalloc (256-byte aligned, freed with cudaFree), synchronous copies in every
+// direction through cudaMemcpy with unified addressing, CudaStream (stream + cuBLASLt
+// handle + workspace + lazy cuDNN handle) and CudaEvent (timing disabled: ordering only).
+// device_count() is the one entry that must work without a driver: it turns any error
+// of cudaGetDeviceCount into 0 and a reason, and clears the sticky error state.
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <new>
+
+#include "core/cuda/cuda_backend.h"
+#include "core/cuda/cuda_check.h"
+
+namespace vlm::cuda {
+
+// ---- events and streams ---------------------------------------------------------------
+
+CudaEvent::CudaEvent() { CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
+
+CudaEvent::~CudaEvent() {
+  if (event_) cudaEventDestroy(event_);  // no check: may run during process exit
+}
+
+CudaStream::CudaStream(std::string name) : name_(std::move(name)) {
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamDefault));
+  CUBLAS_CHECK(cublasLtCreate(&cublaslt_));
+  CUDA_CHECK(cudaMalloc(&workspace_, kWorkspaceBytes));
+}
+
+CudaStream::~CudaStream() {
+  // No checks: destructors may run after the driver began shutting down.
+  if (cudnn_) cudnnDestroy(cudnn_);
+  if (cublaslt_) cublasLtDestroy(cublaslt_);
+  if (workspace_) cudaFree(workspace_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+void CudaStream::synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+void CudaStream::record(Event& e) {
+  auto* ce = dynamic_cast<CudaEvent*>(&e);
+  VLM_ASSERT(ce, "CudaStream::record: event of another backend");
+  CUDA_CHECK(cudaEventRecord(ce->handle(), stream_));
+}
+
+void CudaStream::wait(Event& e) {
+  auto* ce = dynamic_cast<CudaEvent*>(&e);
+  VLM_ASSERT(ce, "CudaStream::wait: event of another backend");
+  CUDA_CHECK(cudaStreamWaitEvent(stream_, ce->handle(), 0));
+}
+
+cudnnHandle_t CudaStream::cudnn() {
+  if (!cudnn_) {
+    CUDNN_CHECK(cudnnCreate(&cudnn_));
+    CUDNN_CHECK(cudnnSetStream(cudnn_, stream_));
+  }
+  return cudnn_;
+}
+
+CudaStream& cuda_stream(Stream& s) {
+  VLM_ASSERT(s.device() == DeviceKind::CUDA, "CUDA op on a ", device_name(s.device()), " stream '", s.name(), "'");
+  auto* cs = dynamic_cast<CudaStream*>(&s);
+  VLM_ASSERT(cs, "stream '", s.name(), "' claims CUDA but is not a CudaStream");
+  return *cs;
+}
+
+// ---- backend --------------------------------------------------------------------------
+
+namespace {
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend() {
+    CUDA_CHECK(cudaGetDevice(&device_));
+    cudaDeviceProp prop{};
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
+    char mem[32];
+    std::snprintf(mem, sizeof mem, "%.1f", double(prop.totalGlobalMem) / double(1ull << 30));
+    description_ = cat("cuda:", device_, " ", prop.name, " (sm_", prop.major, prop.minor, ", ", mem, " GiB)");
+    default_ = std::make_unique<CudaStream>("default");
+  }
+
+  DeviceKind device() const override { return DeviceKind::CUDA; }
+  std::string description() const override { return description_; }
+
+  void* allocate(size_t bytes) override {
+    void* p = nullptr;
+    cudaError_t st = cudaMalloc(&p, bytes ? bytes : 256);  // cudaMalloc aligns to 256 bytes
+    if (st == cudaErrorMemoryAllocation) {
+      cudaGetLastError();  // clear, so later checks do not report this failure again
+      throw std::bad_alloc();
+    }
+    CUDA_CHECK(st);
+    return p;
+  }
+
+  void deallocate(void* p) override {
+    if (!p) return;
+    cudaError_t st = cudaFree(p);
+    // Tensors held in statics may be freed after the runtime unloaded: harmless.
+    if (st == cudaErrorCudartUnloading) return;
+    CUDA_CHECK(st);
+  }
+
+  void copy(void* dst, DeviceKind dst_dev, const void* src, DeviceKind src_dev, size_t bytes) override {
+    if (!bytes) return;
+    // Unified addressing tells the runtime where each pointer lives; the legacy default
+    // stream waits for the (blocking) streams' earlier work, and cudaMemcpy returns when
+    // the copy is done, so the copy is synchronous and ordered after enqueued ops.
+    CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
+    if (dst_dev == DeviceKind::CUDA && src_dev == DeviceKind::CUDA) CUDA_CHECK(cudaDeviceSynchronize());
+  }
+
+  void memset_zero(void* p, size_t bytes) override {
+    if (!bytes) return;
+    CUDA_CHECK(cudaMemset(p, 0, bytes));  // legacy stream: ordered before later stream work
+  }
+
+  Stream& default_stream() override { return *default_; }
+  std::unique_ptr<Stream> create_stream(const std::string& name) override {
+    return std::make_unique<CudaStream>(name);
+  }
+  std::unique_ptr<Event> create_event() override { return std::make_unique<CudaEvent>(); }
+  void synchronize() override { CUDA_CHECK(cudaDeviceSynchronize()); }
+
+ private:
+  int device_ = 0;
+  std::string description_;
+  std::unique_ptr<CudaStream> default_;
+};
+
+}  // namespace
+
+int device_count(std::string* reason) {
+  // Asked once: the answer cannot change during a run, and a missing driver is slow to
+  // report on some systems.
+  static std::once_flag once;
+  static int count = 0;
+  static std::string why;
+  std::call_once(once, [] {
+    int n = 0;
+    cudaError_t st = cudaGetDeviceCount(&n);
+    if (st != cudaSuccess) {
+      why = cat("no CUDA device: ", cudaGetErrorName(st), ": ", cudaGetErrorString(st));
+      cudaGetLastError();  // clear the error state
+      n = 0;
+    } else if (n == 0) {
+      why = "no CUDA device: the driver reports 0 GPUs";
+    }
+    count = n;
+  });
+  if (reason) *reason = why;
+  return count;
+}
+
+Backend& backend() {
+  std::string reason;
+  VLM_ASSERT(device_count(&reason) > 0, "cuda::backend() without a GPU: ", reason);
+  // Never destroyed: tensors freed during static destruction must still find it.
+  static CudaBackend* b = new CudaBackend();
+  return *b;
+}
+
+}  // namespace vlm::cuda

@@ -1,0 +1,77 @@
+// The CUDA backend's concrete classes, visible to core/cuda/ only (the rest of the
+// project sees core/backend.h). The ops need them to reach the cudaStream_t, the
+// cuBLASLt handle, the cuDNN handle and the workspace of the Stream they are given.
+// Invariants:
+//  - One device per process: the device current when the backend is first used
+//    (cudaSetDevice(local_rank) beforehand picks another). Every allocation, stream and
+//    event of the backend lives on it.
+//  - Each CudaStream owns a cuBLASLt handle and a 32 MiB device workspace shared by
+//    cuBLASLt and cuDNN; work on one stream is ordered, so they never overlap. The
+//    cuDNN handle is created on first use (cuDNN's initialisation is slow and most
+//    streams never run a convolution).
+//  - Streams are blocking streams (cudaStreamDefault): synchronous copies through the
+//    legacy default stream (Backend::copy) wait for the work already enqueued on them.
+#pragma once
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <cstddef>
+#include <string>
+
+#include "core/backend.h"
+
+namespace vlm::cuda {
+
+inline constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+
+class CudaEvent final : public Event {
+ public:
+  CudaEvent();
+  ~CudaEvent() override;
+  CudaEvent(const CudaEvent&) = delete;
+  CudaEvent& operator=(const CudaEvent&) = delete;
+  cudaEvent_t handle() const { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+class CudaStream final : public Stream {
+ public:
+  explicit CudaStream(std::string name);
+  ~CudaStream() override;
+  CudaStream(const CudaStream&) = delete;
+  CudaStream& operator=(const CudaStream&) = delete;
+
+  DeviceKind device() const override { return DeviceKind::CUDA; }
+  const std::string& name() const override { return name_; }
+  void synchronize() override;
+  void record(Event& e) override;
+  void wait(Event& e) override;
+
+  cudaStream_t handle() const { return stream_; }
+  cublasLtHandle_t cublaslt() const { return cublaslt_; }
+  cudnnHandle_t cudnn();  // created on first call, bound to this stream
+  void* workspace() const { return workspace_; }
+  size_t workspace_bytes() const { return kWorkspaceBytes; }
+
+ private:
+  std::string name_;
+  cudaStream_t stream_ = nullptr;
+  cublasLtHandle_t cublaslt_ = nullptr;
+  cudnnHandle_t cudnn_ = nullptr;
+  void* workspace_ = nullptr;
+};
+
+// The CudaStream behind a Stream of the CUDA backend (internal error otherwise).
+CudaStream& cuda_stream(Stream& s);
+inline cudaStream_t stream_of(Stream& s) { return cuda_stream(s).handle(); }
+
+// Number of visible GPUs; 0 with the driver's reason when none (never throws, never
+// aborts: a machine without a driver must still run on CPU).
+int device_count(std::string* reason);
+// The process-wide CUDA backend (created on first call; needs device_count() > 0).
+Backend& backend();
+
+}  // namespace vlm::cuda

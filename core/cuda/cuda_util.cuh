@@ -1,0 +1,120 @@
+// Helpers shared by the CUDA op files (core/cuda/*.cu), not a public header:
+//  - tensor checks (defined, on CUDA, dtype, element count) as internal errors, and typed
+//    device pointers (f32p, i32p, bf16p);
+//  - launch sizes: grid-stride loops over int64 element counts (grid_1d), kThreads;
+//  - warp and block reductions (sum, max) in f32; block reductions need blockDim.x to be
+//    a multiple of 32 and are called by every thread of the block;
+//  - the tanh GELU of GPT-2 and its derivative, in f32 (same formula as core/cpu/).
+// Every kernel launch is followed by CUDA_CHECK_LAUNCH(); a launch with zero work is
+// skipped by the caller (a grid of size 0 is a launch error).
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cstdint>
+
+#include "core/cuda/cuda_backend.h"
+#include "core/cuda/cuda_check.h"
+#include "core/ops.h"
+
+namespace vlm::cuda {
+
+inline constexpr int kThreads = 256;
+
+// ---- checks and pointers (host) -------------------------------------------------------
+
+inline void check_dev(const Tensor& t, const char* op, const char* what) {
+  VLM_ASSERT(t.defined(), op, ": ", what, " is undefined");
+  VLM_ASSERT(t.device() == DeviceKind::CUDA, op, ": ", what, " is ", t.str(), ", expected a cuda tensor");
+}
+
+// t is a CUDA tensor of dtype dt with numel elements.
+inline void check_tensor(const Tensor& t, DType dt, int64_t numel, const char* op, const char* what) {
+  check_dev(t, op, what);
+  VLM_ASSERT(t.dtype() == dt, op, ": ", what, " is ", t.str(), ", expected dtype ", dtype_name(dt));
+  VLM_ASSERT(t.numel() == numel, op, ": ", what, " is ", t.str(), ", expected ", numel, " elements");
+}
+
+// t is a CUDA tensor with the shape and dtype of ref.
+inline void check_same(const Tensor& t, const Tensor& ref, const char* op, const char* what) {
+  check_dev(t, op, what);
+  VLM_ASSERT(t.dtype() == ref.dtype() && t.shape() == ref.shape(), op, ": ", what, " is ", t.str(),
+             ", expected ", ref.str());
+}
+
+// t is a CUDA f32 tensor.
+inline void check_f32(const Tensor& t, const char* op, const char* what) {
+  check_dev(t, op, what);
+  VLM_ASSERT(t.dtype() == DType::F32, op, ": ", what, " is ", t.str(), ", expected f32 on cuda");
+}
+
+inline float* f32p(const Tensor& t) { return t.ptr<float>(); }
+inline int32_t* i32p(const Tensor& t) { return t.ptr<int32_t>(); }
+inline __nv_bfloat16* bf16p(const Tensor& t) {
+  VLM_ASSERT(t.dtype() == DType::BF16, "tensor is ", t.str(), ", accessed as bf16");
+  return static_cast<__nv_bfloat16*>(t.data());
+}
+
+// ---- launch sizes ---------------------------------------------------------------------
+
+// Blocks for a grid-stride loop over n elements (n > 0): enough to fill any GPU, capped
+// so the grid stays small for huge n (the loop covers the rest).
+inline unsigned grid_1d(int64_t n, int threads = kThreads) {
+  int64_t blocks = (n + threads - 1) / threads;
+  return unsigned(std::min<int64_t>(std::max<int64_t>(blocks, 1), int64_t(1) << 16));
+}
+
+#define VLM_GRID_STRIDE(i, n) \
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
+
+// ---- reductions (device) --------------------------------------------------------------
+
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Sum of v over the block, returned to every thread. The leading barrier makes repeated
+// calls safe (the shared slots of the previous call have been read by then).
+__device__ __forceinline__ float block_sum(float v) {
+  __shared__ float slots[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  v = warp_sum(v);
+  __syncthreads();
+  if (lane == 0) slots[warp] = v;
+  __syncthreads();
+  return warp_sum(lane < nwarps ? slots[lane] : 0.f);
+}
+
+__device__ __forceinline__ float block_max(float v) {
+  __shared__ float slots[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  v = warp_max(v);
+  __syncthreads();
+  if (lane == 0) slots[warp] = v;
+  __syncthreads();
+  return warp_max(lane < nwarps ? slots[lane] : -INFINITY);
+}
+
+// ---- GELU (tanh approximation, GPT-2) ------------------------------------------------
+
+inline constexpr float kGeluK = 0.7978845608028654f;  // sqrt(2/pi)
+inline constexpr float kGeluC = 0.044715f;
+
+__device__ __forceinline__ float gelu_f(float x) {
+  return 0.5f * x * (1.f + tanhf(kGeluK * (x + kGeluC * x * x * x)));
+}
+
+__device__ __forceinline__ float gelu_grad_f(float x) {
+  const float t = tanhf(kGeluK * (x + kGeluC * x * x * x));
+  return 0.5f * (1.f + t) + 0.5f * x * (1.f - t * t) * kGeluK * (1.f + 3.f * kGeluC * x * x);
+}
+
+}  // namespace vlm::cuda

@@ -1,0 +1,183 @@
+// CUDA elementwise helpers (core/ops/elementwise.inc, first part): fill, scale, add,
+// accumulate, mul, convert, bias_add, slice_cols, unslice_cols, sum_squares.
+// All f32 except convert (any pair of f32, bf16, f64). Grid-stride loops over int64
+// element counts; each element is read and written by one thread, so every op whose
+// declaration allows aliasing (out == a, out == in) is safe. sum_squares reduces per
+// block in f32 and adds each block's part to out[0] with one atomicAdd (the order of
+// the block parts varies, so the last bits may differ between runs).
+#include <type_traits>
+
+#include "core/cuda/cuda_util.cuh"
+
+namespace vlm::cuda {
+namespace {
+
+__global__ void fill_kernel(float* x, float v, int64_t n) {
+  VLM_GRID_STRIDE(i, n) x[i] = v;
+}
+__global__ void scale_kernel(float* x, float a, int64_t n) {
+  VLM_GRID_STRIDE(i, n) x[i] *= a;
+}
+__global__ void add_kernel(float* out, const float* a, const float* b, int64_t n) {
+  VLM_GRID_STRIDE(i, n) out[i] = a[i] + b[i];
+}
+__global__ void accumulate_kernel(float* y, const float* x, float alpha, int64_t n) {
+  VLM_GRID_STRIDE(i, n) y[i] += alpha * x[i];
+}
+__global__ void mul_kernel(float* out, const float* a, const float* b, int64_t n) {
+  VLM_GRID_STRIDE(i, n) out[i] = a[i] * b[i];
+}
+__global__ void bias_add_kernel(float* out, const float* in, const float* bias, int64_t n, int64_t c) {
+  VLM_GRID_STRIDE(i, n) out[i] = in[i] + bias[i % c];
+}
+// dst[r, j] = src[r, off + j], j < w
+__global__ void slice_cols_kernel(float* dst, const float* src, int64_t n, int64_t w, int64_t W, int64_t off) {
+  VLM_GRID_STRIDE(i, n) dst[i] = src[(i / w) * W + off + i % w];
+}
+// dst[r, off + j] = src[r, j], j < w
+__global__ void unslice_cols_kernel(float* dst, const float* src, int64_t n, int64_t w, int64_t W, int64_t off) {
+  VLM_GRID_STRIDE(i, n) dst[(i / w) * W + off + i % w] = src[i];
+}
+
+__global__ void sum_squares_kernel(float* out, const float* x, int64_t n) {
+  float acc = 0.f;
+  VLM_GRID_STRIDE(i, n) acc += x[i] * x[i];
+  acc = block_sum(acc);
+  if (threadIdx.x == 0) atomicAdd(out, acc);
+}
+
+// Conversions: f64 -> f64 is exact, everything else goes through f32 (bf16 rounds to
+// nearest even, NaN stays NaN, as dtype.h's f32_to_bf16).
+__device__ __forceinline__ float to_f32(float v) { return v; }
+__device__ __forceinline__ float to_f32(double v) { return float(v); }
+__device__ __forceinline__ float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename D, typename S>
+__device__ __forceinline__ D convert_one(S v) {
+  if constexpr (std::is_same_v<D, double> && std::is_same_v<S, double>) return v;
+  else if constexpr (std::is_same_v<D, double>) return double(to_f32(v));
+  else if constexpr (std::is_same_v<D, float>) return to_f32(v);
+  else return __float2bfloat16(to_f32(v));
+}
+template <typename D, typename S>
+__global__ void convert_kernel(D* dst, const S* src, int64_t n) {
+  VLM_GRID_STRIDE(i, n) dst[i] = convert_one<D>(src[i]);
+}
+
+template <typename D, typename S>
+void launch_convert(cudaStream_t st, void* dst, const void* src, int64_t n) {
+  convert_kernel<D, S><<<grid_1d(n), kThreads, 0, st>>>(static_cast<D*>(dst), static_cast<const S*>(src), n);
+  CUDA_CHECK_LAUNCH();
+}
+template <typename D>
+void launch_convert_from(cudaStream_t st, DType sd, void* dst, const void* src, int64_t n) {
+  switch (sd) {
+    case DType::F32: return launch_convert<D, float>(st, dst, src, n);
+    case DType::BF16: return launch_convert<D, __nv_bfloat16>(st, dst, src, n);
+    case DType::F64: return launch_convert<D, double>(st, dst, src, n);
+    default: VLM_ASSERT(false, "convert: unsupported source dtype ", dtype_name(sd));
+  }
+}
+
+// Checks that every tensor is f32 on CUDA with x's element count.
+void check_all(const char* op, const Tensor& x, std::initializer_list<const Tensor*> others) {
+  check_f32(x, op, "first operand");
+  for (const Tensor* t : others) check_tensor(*t, DType::F32, x.numel(), op, "operand");
+}
+
+}  // namespace
+
+void fill(Stream& s, const Tensor& x, float value) {
+  check_f32(x, "fill", "x");
+  if (x.numel() == 0) return;
+  fill_kernel<<<grid_1d(x.numel()), kThreads, 0, stream_of(s)>>>(f32p(x), value, x.numel());
+  CUDA_CHECK_LAUNCH();
+}
+
+void scale(Stream& s, const Tensor& x, float alpha) {
+  check_f32(x, "scale", "x");
+  if (x.numel() == 0) return;
+  scale_kernel<<<grid_1d(x.numel()), kThreads, 0, stream_of(s)>>>(f32p(x), alpha, x.numel());
+  CUDA_CHECK_LAUNCH();
+}
+
+void add(Stream& s, const Tensor& out, const Tensor& a, const Tensor& b) {
+  check_all("add", out, {&a, &b});
+  if (out.numel() == 0) return;
+  add_kernel<<<grid_1d(out.numel()), kThreads, 0, stream_of(s)>>>(f32p(out), f32p(a), f32p(b), out.numel());
+  CUDA_CHECK_LAUNCH();
+}
+
+void accumulate(Stream& s, const Tensor& y, const Tensor& x, float alpha) {
+  check_all("accumulate", y, {&x});
+  if (y.numel() == 0) return;
+  accumulate_kernel<<<grid_1d(y.numel()), kThreads, 0, stream_of(s)>>>(f32p(y), f32p(x), alpha, y.numel());
+  CUDA_CHECK_LAUNCH();
+}
+
+void mul(Stream& s, const Tensor& out, const Tensor& a, const Tensor& b) {
+  check_all("mul", out, {&a, &b});
+  if (out.numel() == 0) return;
+  mul_kernel<<<grid_1d(out.numel()), kThreads, 0, stream_of(s)>>>(f32p(out), f32p(a), f32p(b), out.numel());
+  CUDA_CHECK_LAUNCH();
+}
+
+void convert(Stream& s, const Tensor& dst, const Tensor& src) {
+  check_dev(dst, "convert", "dst");
+  check_dev(src, "convert", "src");
+  VLM_ASSERT(dst.numel() == src.numel(), "convert: ", src.str(), " -> ", dst.str(), ": element counts differ");
+  const int64_t n = dst.numel();
+  if (n == 0) return;
+  cudaStream_t st = stream_of(s);
+  switch (dst.dtype()) {
+    case DType::F32: return launch_convert_from<float>(st, src.dtype(), dst.data(), src.data(), n);
+    case DType::BF16: return launch_convert_from<__nv_bfloat16>(st, src.dtype(), dst.data(), src.data(), n);
+    case DType::F64: return launch_convert_from<double>(st, src.dtype(), dst.data(), src.data(), n);
+    default: VLM_ASSERT(false, "convert: unsupported destination ", dst.str());
+  }
+}
+
+void bias_add(Stream& s, const Tensor& out, const Tensor& in, const Tensor& bias) {
+  check_all("bias_add", out, {&in});
+  const int64_t c = in.cols();
+  check_tensor(bias, DType::F32, c, "bias_add", "bias");
+  if (out.numel() == 0) return;
+  bias_add_kernel<<<grid_1d(out.numel()), kThreads, 0, stream_of(s)>>>(f32p(out), f32p(in), f32p(bias),
+                                                                        out.numel(), c);
+  CUDA_CHECK_LAUNCH();
+}
+
+void slice_cols(Stream& s, const Tensor& dst, const Tensor& src, int64_t offset) {
+  check_f32(dst, "slice_cols", "dst");
+  check_f32(src, "slice_cols", "src");
+  const int64_t w = dst.cols(), W = src.cols();
+  VLM_ASSERT(dst.rows() == src.rows() && offset >= 0 && offset + w <= W, "slice_cols: ", dst.str(), " from ",
+             src.str(), " at column ", offset);
+  if (dst.numel() == 0) return;
+  slice_cols_kernel<<<grid_1d(dst.numel()), kThreads, 0, stream_of(s)>>>(f32p(dst), f32p(src), dst.numel(), w,
+                                                                          W, offset);
+  CUDA_CHECK_LAUNCH();
+}
+
+void unslice_cols(Stream& s, const Tensor& dst, const Tensor& src, int64_t offset) {
+  check_f32(dst, "unslice_cols", "dst");
+  check_f32(src, "unslice_cols", "src");
+  const int64_t w = src.cols(), W = dst.cols();
+  VLM_ASSERT(dst.rows() == src.rows() && offset >= 0 && offset + w <= W, "unslice_cols: ", src.str(), " into ",
+             dst.str(), " at column ", offset);
+  if (src.numel() == 0) return;
+  unslice_cols_kernel<<<grid_1d(src.numel()), kThreads, 0, stream_of(s)>>>(f32p(dst), f32p(src), src.numel(), w,
+                                                                            W, offset);
+  CUDA_CHECK_LAUNCH();
+}
+
+void sum_squares(Stream& s, const Tensor& out, const Tensor& x) {
+  check_f32(x, "sum_squares", "x");
+  check_f32(out, "sum_squares", "out");
+  VLM_ASSERT(out.numel() >= 1, "sum_squares: out is empty");
+  if (x.numel() == 0) return;
+  const unsigned blocks = std::min(grid_1d(x.numel()), 1024u);
+  sum_squares_kernel<<<blocks, kThreads, 0, stream_of(s)>>>(f32p(out), f32p(x), x.numel());
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace vlm::cuda

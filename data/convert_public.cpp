@@ -1,0 +1,140 @@
+// Converters for the two public datasets shipped as Debian packages:
+//  - Fashion-MNIST (dataset-fashion-mnist): raw [N,28,28,1] storage, labels and class
+//    names kept, one caption per image from the class name in one of several phrasings
+//    (chosen by image index), official train/test split kept, val carved from train by
+//    the seeded permutation. Images 0..n_train-1 come from train, then the test images.
+//    With --data.limit L: L - L/7 train images and L/7 test images (the official ratio).
+//  - Tux Paint stamps (tuxpaint-stamps-default): every *.png with a sibling .txt, in
+//    sorted path order; caption = first line of the .txt (English), trimmed.
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+
+#include "core/error.h"
+#include "data/converters.h"
+#include "data/dataset_writer.h"
+#include "data/idx.h"
+#include "data/sampler.h"
+#include "data/schema.h"
+
+namespace vlm {
+
+namespace fs = std::filesystem;
+
+static const std::vector<std::string> kFashionClasses = {
+    "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
+// Noun phrases used in captions (with their article).
+static const char* kFashionNouns[10] = {"a T-shirt", "a pair of trousers", "a pullover", "a dress", "a coat",
+                                        "a sandal", "a shirt", "a sneaker", "a bag", "an ankle boot"};
+static const char* kPhrasings[6] = {"{}.", "A photo of {}.", "A grayscale picture of {}.",
+                                    "This is {}.", "A small image showing {}.", "{} on a dark background."};
+
+std::string fashion_caption(int label, int64_t image) {
+  std::string p = kPhrasings[size_t(image % 6)];
+  std::string noun = kFashionNouns[label];
+  if (p.rfind("{}", 0) == 0) noun[0] = char(std::toupper(static_cast<unsigned char>(noun[0])));
+  p.replace(p.find("{}"), 2, noun);
+  return p;
+}
+
+static std::string find_idx(const std::string& dir, const std::string& stem) {
+  for (const char* ext : {".gz", ""}) {
+    const std::string p = dir + "/" + stem + ext;
+    if (fs::exists(p)) return p;
+  }
+  throw UserError(cat(dir, ": missing ", stem, "[.gz] (is dataset-fashion-mnist installed?)"));
+}
+
+BuildReport build_fashion_mnist(const std::string& dir, const BuildOptions& opt) {
+  const int64_t want_train = opt.limit > 0 ? opt.limit - opt.limit / 7 : 0;
+  const int64_t want_test = opt.limit > 0 ? std::max<int64_t>(opt.limit / 7, 0) : 0;
+  IdxArray tr_img = read_idx(find_idx(dir, "train-images-idx3-ubyte"), want_train);
+  IdxArray tr_lab = read_idx(find_idx(dir, "train-labels-idx1-ubyte"), want_train);
+  IdxArray te_img, te_lab;
+  if (opt.limit == 0 || want_test > 0) {
+    te_img = read_idx(find_idx(dir, "t10k-images-idx3-ubyte"), want_test);
+    te_lab = read_idx(find_idx(dir, "t10k-labels-idx1-ubyte"), want_test);
+  } else {
+    te_img.dims = {0, 28, 28};
+    te_lab.dims = {0};
+  }
+  for (const IdxArray* a : {&tr_img, &te_img})
+    VLM_REQUIRE(a->dims.size() == 3 && a->dims[1] == 28 && a->dims[2] == 28, dir,
+                ": Fashion-MNIST images must be N x 28 x 28");
+  VLM_REQUIRE(tr_img.dims[0] == tr_lab.dims[0] && te_img.dims[0] == te_lab.dims[0], dir,
+              ": image and label counts differ");
+  DatasetWriter w = DatasetWriter::raw(opt.out, 28, 28, 1);
+  w.set_source("fashion-mnist:" + dir);
+  std::vector<int32_t> labels;
+  const int64_t n_train = tr_img.dims[0], n_test = te_img.dims[0], n = n_train + n_test;
+  for (int64_t i = 0; i < n; ++i) {
+    const bool tr = i < n_train;
+    const int64_t k = tr ? i : i - n_train;
+    const uint8_t* px = (tr ? tr_img : te_img).data.data() + k * 784;
+    const int label = (tr ? tr_lab : te_lab).data[size_t(k)];
+    VLM_REQUIRE(label < 10, dir, ": label ", label, " out of range 0..9");
+    w.add_raw(px);
+    w.add_caption(i, fashion_caption(label, i));
+    labels.push_back(label);
+    build_progress(opt, "fashion-mnist images", i + 1, n);
+  }
+  w.set_labels(labels, kFashionClasses);
+  // Official split: test = the t10k images; val = val_fraction of train (seeded).
+  std::vector<int64_t> train, val, test;
+  const std::vector<int64_t> p = DistributedSampler::permutation(std::max<int64_t>(n_train, 1), opt.seed, -1);
+  const int64_t nv = int64_t(double(n_train) * opt.val_fraction);
+  for (int64_t k = 0; k < n_train; ++k) (k < nv ? val : train).push_back(p[size_t(k)]);
+  for (int64_t i = n_train; i < n; ++i) test.push_back(i);
+  w.set_split(schema::kSplitTrain, std::move(train));
+  w.set_split(schema::kSplitVal, std::move(val));
+  w.set_split(schema::kSplitTest, std::move(test));
+  w.finish();
+  return {n, n, 0};
+}
+
+BuildReport build_tuxpaint(const std::string& dir, const BuildOptions& opt) {
+  VLM_REQUIRE(fs::is_directory(dir), dir, ": not a directory (is tuxpaint-stamps-default installed?)");
+  std::vector<std::pair<std::string, std::string>> stamps;  // png, caption
+  int64_t no_text = 0;
+  std::vector<std::string> pngs;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file() && e.path().extension() == ".png") pngs.push_back(e.path().string());
+  std::sort(pngs.begin(), pngs.end());
+  for (const std::string& png : pngs) {
+    const std::string txt = fs::path(png).replace_extension(".txt").string();
+    std::string line;
+    if (fs::exists(txt)) {
+      const std::string t = read_text_file(txt);
+      line = t.substr(0, t.find('\n'));
+      const size_t b = line.find_first_not_of(" \t\r"), e = line.find_last_not_of(" \t\r");
+      line = b == std::string::npos ? "" : line.substr(b, e - b + 1);
+    }
+    if (line.empty()) {
+      ++no_text;
+      continue;
+    }
+    stamps.emplace_back(png, line);
+    if (opt.limit > 0 && int64_t(stamps.size()) >= opt.limit) break;
+  }
+  BuildReport rep;
+  rep.skipped = no_text;
+  if (no_text > 0)
+    std::fprintf(stderr, "[build] %s: %lld stamps without a description skipped\n", dir.c_str(),
+                 (long long)no_text);
+  DatasetWriter w = DatasetWriter::encoded(opt.out);
+  w.set_source("tuxpaint-stamps:" + dir);
+  for (size_t k = 0; k < stamps.size(); ++k) {
+    int64_t idx;
+    if (add_encoded_file(w, stamps[k].first, &idx)) w.add_caption(idx, stamps[k].second);
+    else ++rep.skipped;
+    build_progress(opt, "tuxpaint stamps", int64_t(k) + 1, int64_t(stamps.size()));
+  }
+  rep.images = w.num_images();
+  rep.captions = w.num_captions();
+  write_random_splits(w, rep.images, opt);
+  w.finish();
+  return rep;
+}
+
+}  // namespace vlm

@@ -1,0 +1,72 @@
+// DatasetReader: opens a schema-v1 image-text HDF5 file (schema.h, SCHEMA.md) and gives
+// random access to images, captions, tokens and splits.
+// Invariants established at open (violations are UserError naming file and dataset):
+//  - root attrs format == "vlm-image-text" and version == 1;
+//  - every required dataset exists with the schema's dtype and rank;
+//  - offsets start at 0, never decrease, end at the byte dataset's length, and no single
+//    image/caption exceeds the schema limits; caption -> image indices and split indices
+//    are in range. Hence no later read allocates more than the limits allow.
+// Thread-safe: every HDF5 access holds h5_mutex(); returned buffers are the caller's.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "data/h5_io.h"
+
+namespace vlm {
+
+struct ImageInfo {
+  int height = 0, width = 0, channels = 0;
+};
+
+class DatasetReader {
+ public:
+  explicit DatasetReader(const std::string& path);
+
+  const std::string& path() const { return path_; }
+  int64_t num_images() const { return n_images_; }
+  int64_t num_captions() const { return int64_t(cap_image_.size()); }
+  bool raw() const { return raw_; }
+  std::string source() const { return source_; }
+  ImageInfo image_info(int64_t i) const;
+
+  // Encoded storage: the PNG/JPEG bytes of image i. Raw storage: H*W*C pixels (HWC).
+  std::vector<uint8_t> image_data(int64_t i) const;
+  int64_t image_bytes(int64_t i) const;  // size image_data(i) will have
+
+  std::string caption(int64_t j) const;
+  std::string prompt(int64_t j) const;  // "" when the file has no prompts
+  int64_t caption_image(int64_t j) const { return cap_image_[size_t(j)]; }
+  bool has_tokens() const { return !tok_off_.empty(); }
+  std::vector<int32_t> tokens(int64_t j) const;
+  std::string tokenizer_name() const { return tokenizer_name_; }
+
+  // Image indices of a split: "train", "val" or "test".
+  const std::vector<int64_t>& split(const std::string& name) const;
+  // Caption indices whose image belongs to the split, ascending ("all" = every caption).
+  std::vector<int64_t> split_captions(const std::string& name) const;
+
+  const std::vector<int32_t>& labels() const { return labels_; }  // empty if none
+  const std::vector<std::string>& class_names() const { return class_names_; }
+
+ private:
+  std::vector<int64_t> read_offsets(const std::string& ds, int64_t n_plus_1, const H5Id& bytes,
+                                    const std::string& bytes_name, int64_t max_one);
+  std::vector<int32_t> read_i32(const std::string& ds, int64_t n);
+  std::string read_text(const H5Id& ds, const std::vector<int64_t>& off, int64_t j) const;
+
+  std::string path_;
+  H5Id file_;
+  bool raw_ = false;
+  int64_t n_images_ = 0;
+  int raw_h_ = 0, raw_w_ = 0, raw_c_ = 0;
+  H5Id images_, text_, prompt_, tokens_;
+  std::vector<int64_t> img_off_, text_off_, prompt_off_, tok_off_, cap_image_;
+  std::vector<int32_t> heights_, widths_, channels_, labels_;
+  std::vector<std::string> class_names_;
+  std::vector<int64_t> splits_[3];
+  std::string source_, tokenizer_name_;
+};
+
+}  // namespace vlm

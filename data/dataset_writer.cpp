@@ -1,0 +1,146 @@
+// Implementation of DatasetWriter (see dataset_writer.h).
+#include "data/dataset_writer.h"
+
+#include <algorithm>
+
+#include "data/schema.h"
+
+namespace vlm {
+
+static constexpr size_t kFlushBytes = size_t(4) << 20;
+
+DatasetWriter DatasetWriter::encoded(const std::string& path) {
+  DatasetWriter w;
+  w.path_ = path;
+  w.file_ = h5_create_file(path);
+  H5Id g = h5_create_group(w.file_, "images");
+  // Encoded bytes are already compressed (PNG/JPEG): chunked for appending, no gzip.
+  w.img_ = std::make_unique<H5Appender>(g, "encoded", H5Elem::U8, std::vector<int64_t>{},
+                                        int64_t(1) << 20, 0);
+  return w;
+}
+
+DatasetWriter DatasetWriter::raw(const std::string& path, int h, int w, int c) {
+  VLM_REQUIRE(h > 0 && w > 0 && (c == 1 || c == 3 || c == 4), path, ": bad raw image size ", h,
+              "x", w, "x", c);
+  DatasetWriter wr;
+  wr.path_ = path;
+  wr.raw_ = true;
+  wr.h_ = h, wr.w_ = w, wr.c_ = c;
+  wr.file_ = h5_create_file(path);
+  H5Id g = h5_create_group(wr.file_, "images");
+  // Raw pixels compress well (Fashion-MNIST ~2x): gzip 4 on chunks of ~32 KiB, small
+  // enough that a random read inflates little more than the image it wants.
+  const int64_t per = int64_t(h) * w * c;
+  const int64_t rows = std::max<int64_t>(1, (int64_t(32) << 10) / per);
+  wr.img_ = std::make_unique<H5Appender>(g, "raw", H5Elem::U8, std::vector<int64_t>{h, w, c},
+                                         rows, 4);
+  return wr;
+}
+
+DatasetWriter::DatasetWriter(DatasetWriter&&) noexcept = default;
+DatasetWriter::~DatasetWriter() = default;
+
+void DatasetWriter::flush_images() {
+  if (img_buf_.empty()) return;
+  img_->append(img_buf_.data(), raw_ ? img_buf_rows_ : int64_t(img_buf_.size()));
+  img_buf_.clear();
+  img_buf_rows_ = 0;
+}
+
+int64_t DatasetWriter::add_encoded(const uint8_t* bytes, size_t n, int h, int w, int c) {
+  VLM_ASSERT(!raw_ && !finished_, "add_encoded on a raw or finished writer");
+  VLM_REQUIRE(int64_t(n) <= schema::kMaxImageBytes, path_, ": image ", n_images_, " has ", n,
+              " bytes (limit ", schema::kMaxImageBytes, ")");
+  img_buf_.insert(img_buf_.end(), bytes, bytes + n);
+  offsets_.push_back(offsets_.back() + int64_t(n));
+  heights_.push_back(h), widths_.push_back(w), channels_.push_back(c);
+  if (img_buf_.size() >= kFlushBytes) flush_images();
+  return n_images_++;
+}
+
+int64_t DatasetWriter::add_raw(const uint8_t* pixels) {
+  VLM_ASSERT(raw_ && !finished_, "add_raw on an encoded or finished writer");
+  const size_t per = size_t(h_) * size_t(w_) * size_t(c_);
+  img_buf_.insert(img_buf_.end(), pixels, pixels + per);
+  ++img_buf_rows_;
+  heights_.push_back(h_), widths_.push_back(w_), channels_.push_back(c_);
+  if (img_buf_.size() >= kFlushBytes) flush_images();
+  return n_images_++;
+}
+
+void DatasetWriter::add_caption(int64_t image, std::string_view text, std::string_view prompt) {
+  VLM_ASSERT(image >= 0 && image < n_images_, "caption for unknown image ", image);
+  VLM_REQUIRE(int64_t(text.size()) <= schema::kMaxCaptionBytes, path_, ": caption of image ",
+              image, " is longer than ", schema::kMaxCaptionBytes, " bytes");
+  text_.insert(text_.end(), text.begin(), text.end());
+  text_off_.push_back(int64_t(text_.size()));
+  prompt_.insert(prompt_.end(), prompt.begin(), prompt.end());
+  prompt_off_.push_back(int64_t(prompt_.size()));
+  cap_image_.push_back(image);
+}
+
+void DatasetWriter::set_split(const std::string& path, std::vector<int64_t> images) {
+  std::sort(images.begin(), images.end());
+  for (auto& s : splits_)
+    if (s.first == path) {
+      s.second = std::move(images);
+      return;
+    }
+  splits_.emplace_back(path, std::move(images));
+}
+
+void DatasetWriter::set_labels(std::vector<int32_t> labels, const std::vector<std::string>& names) {
+  labels_ = std::move(labels);
+  class_names_.clear();
+  for (size_t i = 0; i < names.size(); ++i) class_names_ += (i ? "\n" : "") + names[i];
+}
+
+void DatasetWriter::finish() {
+  VLM_ASSERT(!finished_, "finish() twice");
+  flush_images();
+  img_->close();
+  H5Lock lock(h5_mutex());
+  {
+    H5Id g(H5_CHECK(H5Gopen2(file_, "images", H5P_DEFAULT)));
+    if (!raw_) h5_write_1d(g, "offsets", H5Elem::I64, offsets_.data(), int64_t(offsets_.size()), true);
+    h5_write_1d(g, "height", H5Elem::I32, heights_.data(), n_images_, true);
+    h5_write_1d(g, "width", H5Elem::I32, widths_.data(), n_images_, true);
+    h5_write_1d(g, "channels", H5Elem::I32, channels_.data(), n_images_, true);
+    if (!labels_.empty()) {
+      VLM_ASSERT(int64_t(labels_.size()) == n_images_, "one label per image");
+      h5_write_1d(g, "label", H5Elem::I32, labels_.data(), n_images_, true);
+      h5_write_attr_string(g, schema::kAttrClassNames, class_names_);
+    }
+  }
+  {
+    H5Id g = h5_create_group(file_, "captions");
+    const int64_t m = int64_t(cap_image_.size());
+    h5_write_1d(g, "text", H5Elem::U8, text_.data(), int64_t(text_.size()), true);
+    h5_write_1d(g, "text_offsets", H5Elem::I64, text_off_.data(), m + 1, true);
+    h5_write_1d(g, "image", H5Elem::I64, cap_image_.data(), m, true);
+    if (prompt_off_.back() > 0) {
+      h5_write_1d(g, "prompt", H5Elem::U8, prompt_.data(), int64_t(prompt_.size()), true);
+      h5_write_1d(g, "prompt_offsets", H5Elem::I64, prompt_off_.data(), m + 1, true);
+    }
+  }
+  {
+    H5Id g = h5_create_group(file_, "splits");
+    for (const char* name : {schema::kSplitTrain, schema::kSplitVal, schema::kSplitTest}) {
+      std::vector<int64_t> idx;
+      for (auto& s : splits_)
+        if (s.first == name) idx = s.second;
+      for (int64_t i : idx) VLM_ASSERT(i >= 0 && i < n_images_, "split index out of range");
+      h5_write_1d(g, std::string(name).substr(8), H5Elem::I64, idx.data(), int64_t(idx.size()), true);
+    }
+  }
+  h5_write_attr_string(file_, schema::kAttrFormat, schema::kFormat);
+  h5_write_attr_int(file_, schema::kAttrVersion, schema::kVersion);
+  h5_write_attr_string(file_, schema::kAttrStorage, raw_ ? schema::kStorageRaw : schema::kStorageEncoded);
+  h5_write_attr_string(file_, schema::kAttrSource, source_);
+  H5_CHECK(H5Fflush(file_, H5F_SCOPE_GLOBAL));
+  file_.reset();
+  finished_ = true;
+}
+
+}  // namespace vlm

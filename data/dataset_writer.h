@@ -1,0 +1,63 @@
+// DatasetWriter: streams images and captions into a schema-v1 HDF5 file (schema.h).
+// Invariants:
+//  - Images are numbered 0..N-1 in the order they are added; captions 0..M-1 likewise,
+//    each naming an image already added.
+//  - Image bytes are streamed to disk in ~4 MiB batches (memory stays bounded); captions,
+//    offsets and splits are kept in memory and written by finish().
+//  - The file only becomes valid (root attrs written) in finish(); a writer destroyed
+//    without finish() leaves a file the reader rejects.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "data/h5_io.h"
+
+namespace vlm {
+
+class DatasetWriter {
+ public:
+  // Encoded storage: each image is a PNG/JPEG byte string.
+  static DatasetWriter encoded(const std::string& path);
+  // Raw storage: every image is H x W x C uint8 (all sizes agree).
+  static DatasetWriter raw(const std::string& path, int h, int w, int c);
+  DatasetWriter(DatasetWriter&&) noexcept;
+  ~DatasetWriter();
+
+  // Returns the new image index. h, w, c are the decoded size (recorded for inspect and
+  // for the reader's bounds).
+  int64_t add_encoded(const uint8_t* bytes, size_t n, int h, int w, int c);
+  int64_t add_raw(const uint8_t* pixels);  // h*w*c bytes, row-major HWC
+  void add_caption(int64_t image, std::string_view text, std::string_view prompt = {});
+  void set_split(const std::string& path, std::vector<int64_t> images);  // schema::kSplit*
+  void set_labels(std::vector<int32_t> labels, const std::vector<std::string>& class_names);
+  void set_source(const std::string& source) { source_ = source; }
+
+  int64_t num_images() const { return n_images_; }
+  int64_t num_captions() const { return int64_t(cap_image_.size()); }
+  void finish();
+
+ private:
+  DatasetWriter() = default;
+  void flush_images();
+
+  std::string path_;
+  H5Id file_;
+  bool raw_ = false, finished_ = false;
+  int h_ = 0, w_ = 0, c_ = 0;
+  int64_t n_images_ = 0;
+  std::unique_ptr<H5Appender> img_;
+  std::vector<uint8_t> img_buf_;
+  int64_t img_buf_rows_ = 0;
+  std::vector<int64_t> offsets_{0};
+  std::vector<int32_t> heights_, widths_, channels_;
+  std::vector<uint8_t> text_, prompt_;
+  std::vector<int64_t> text_off_{0}, prompt_off_{0}, cap_image_;
+  std::vector<std::pair<std::string, std::vector<int64_t>>> splits_;
+  std::vector<int32_t> labels_;
+  std::string class_names_, source_;
+};
+
+}  // namespace vlm

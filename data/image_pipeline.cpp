@@ -1,0 +1,73 @@
+// Implementation of the decode / letterbox pipeline (see image_pipeline.h).
+#include "data/image_pipeline.h"
+
+#include <algorithm>
+#include <cmath>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include "core/error.h"
+
+namespace vlm {
+
+// Any depth/channel count -> 8-bit RGB; BGR(A) input as OpenCV decodes it.
+static cv::Mat to_rgb8(const cv::Mat& m, bool bgr, uint8_t background) {
+  cv::Mat u8;
+  if (m.depth() == CV_16U) m.convertTo(u8, CV_8U, 1.0 / 257.0);
+  else if (m.depth() == CV_8U) u8 = m;
+  else return {};
+  cv::Mat out;
+  switch (u8.channels()) {
+    case 1: cv::cvtColor(u8, out, cv::COLOR_GRAY2RGB); break;
+    case 3: out = bgr ? cv::Mat() : u8.clone(); if (bgr) cv::cvtColor(u8, out, cv::COLOR_BGR2RGB); break;
+    case 4: {
+      out.create(u8.rows, u8.cols, CV_8UC3);
+      const int r = bgr ? 2 : 0, b = bgr ? 0 : 2;
+      for (int y = 0; y < u8.rows; ++y) {
+        const uint8_t* p = u8.ptr<uint8_t>(y);
+        uint8_t* q = out.ptr<uint8_t>(y);
+        for (int x = 0; x < u8.cols; ++x) {
+          const int a = p[4 * x + 3];
+          const int src[3] = {p[4 * x + r], p[4 * x + 1], p[4 * x + b]};
+          for (int k = 0; k < 3; ++k) q[3 * x + k] = uint8_t((src[k] * a + background * (255 - a) + 127) / 255);
+        }
+      }
+      break;
+    }
+    default: return {};
+  }
+  return out;
+}
+
+cv::Mat decode_rgb(const uint8_t* data, size_t n, uint8_t background) {
+  if (data == nullptr || n == 0) return {};
+  try {
+    const cv::Mat buf(1, int(n), CV_8U, const_cast<uint8_t*>(data));
+    cv::Mat m = cv::imdecode(buf, cv::IMREAD_UNCHANGED);
+    if (m.empty()) return {};
+    return to_rgb8(m, true, background);
+  } catch (const cv::Exception&) {
+    return {};
+  }
+}
+
+cv::Mat raw_to_rgb(const uint8_t* pixels, int h, int w, int c, uint8_t background) {
+  VLM_ASSERT(c == 1 || c == 3 || c == 4, "raw image with ", c, " channels");
+  const cv::Mat m(h, w, CV_8UC(c), const_cast<uint8_t*>(pixels));
+  return to_rgb8(m, false, background);
+}
+
+cv::Mat letterbox(const cv::Mat& rgb, int S, uint8_t background) {
+  VLM_ASSERT(rgb.type() == CV_8UC3 && S > 0, "letterbox needs CV_8UC3 and S > 0");
+  if (rgb.rows == S && rgb.cols == S) return rgb;
+  const double scale = double(S) / std::max(rgb.rows, rgb.cols);
+  const int nh = std::clamp(int(std::lround(rgb.rows * scale)), 1, S);
+  const int nw = std::clamp(int(std::lround(rgb.cols * scale)), 1, S);
+  cv::Mat resized;
+  cv::resize(rgb, resized, cv::Size(nw, nh), 0, 0, scale < 1.0 ? cv::INTER_AREA : cv::INTER_LINEAR);
+  cv::Mat canvas(S, S, CV_8UC3, cv::Scalar(background, background, background));
+  resized.copyTo(canvas(cv::Rect((S - nw) / 2, (S - nh) / 2, nw, nh)));
+  return canvas;
+}
+
+}  // namespace vlm

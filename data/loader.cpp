@@ -1,0 +1,168 @@
+// Implementation of Loader (threads, ordering and shutdown: loader.h).
+// Workers take job numbers in order under the mutex together with the sampler's batch
+// for that job, build the batch without the lock (HDF5 reads take the HDF5 mutex only
+// for the read itself), and hand it to an ordered map that next() drains in order.
+#include "data/loader.h"
+
+#include <cstdio>
+#include <cstring>
+
+#include "data/image_pipeline.h"
+
+namespace vlm {
+
+Loader::Loader(LoaderOptions opt) : opt_(std::move(opt)) {
+  VLM_REQUIRE(opt_.image_size >= 1 && opt_.grid >= 1 && opt_.grid <= opt_.image_size,
+              "loader: grid G=", opt_.grid, " must be in [1, image size S=", opt_.image_size, "]");
+  VLM_REQUIRE(opt_.threads >= 1 && opt_.prefetch >= 1, "loader: threads and prefetch must be >= 1");
+  reader_ = std::make_unique<DatasetReader>(opt_.path);
+  samples_ = reader_->split_captions(opt_.split);
+  VLM_REQUIRE(!samples_.empty(), opt_.path, ": split '", opt_.split, "' has no captions");
+  sampler_ = std::make_unique<DistributedSampler>(int64_t(samples_.size()), opt_.batch_size, opt_.dp_size,
+                                                  opt_.dp_rank, opt_.seed, opt_.policy);
+  next_state_ = sampler_->state();
+  start();
+}
+
+Loader::~Loader() {
+  stop();
+  if (skipped_total_ > 0)
+    std::fprintf(stderr, "loader: %s: skipped %lld undecodable image(s) in total\n", opt_.path.c_str(),
+                 (long long)skipped_total_.load());
+}
+
+void Loader::start() {
+  stop_ = false;
+  next_job_ = consumed_ = 0;
+  ready_.clear();
+  error_ = nullptr;
+  for (int t = 0; t < opt_.threads; ++t) threads_.emplace_back([this] { worker(); });
+}
+
+void Loader::stop() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_ = true;
+  }
+  cv_work_.notify_all();
+  cv_ready_.notify_all();
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+}
+
+void Loader::worker() {
+  while (true) {
+    int64_t job;
+    SamplerState at;
+    std::vector<SampleRef> refs;
+    {
+      std::unique_lock<std::mutex> lk(mu_);
+      cv_work_.wait(lk, [&] { return stop_ || next_job_ < consumed_ + opt_.prefetch; });
+      if (stop_) return;
+      job = next_job_++;
+      at = sampler_->state();
+      refs = sampler_->next();
+    }
+    try {
+      Batch b = build(at.epoch, at.step, refs);
+      std::lock_guard<std::mutex> lk(mu_);
+      ready_.emplace(job, std::move(b));
+    } catch (...) {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (!error_) error_ = std::current_exception();
+    }
+    cv_ready_.notify_all();
+  }
+}
+
+Batch Loader::next() {
+  std::unique_lock<std::mutex> lk(mu_);
+  cv_ready_.wait(lk, [&] { return error_ || ready_.count(consumed_) > 0; });
+  if (error_) std::rethrow_exception(error_);
+  auto it = ready_.find(consumed_);
+  Batch b = std::move(it->second);
+  ready_.erase(it);
+  ++consumed_;
+  next_state_ = {next_state_.seed, b.epoch, b.step + 1};
+  if (next_state_.step == sampler_->steps_per_epoch()) next_state_.step = 0, next_state_.epoch++;
+  lk.unlock();
+  cv_work_.notify_all();
+  return b;
+}
+
+SamplerState Loader::state() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return next_state_;
+}
+
+void Loader::restore(const SamplerState& s) {
+  stop();
+  sampler_->restore(s);
+  next_state_ = s;
+  start();
+}
+
+Batch Loader::build(int64_t epoch, int64_t step, const std::vector<SampleRef>& refs) {
+  const int S = opt_.image_size, G = opt_.grid;
+  const size_t img_elems = size_t(S) * S * 3, tex_elems = size_t(kTextureChannels) * G * G;
+  Batch b;
+  b.epoch = epoch, b.step = step, b.S = S, b.G = G;
+  b.cu_seqlens.push_back(0);
+  for (const SampleRef& r : refs) {
+    const int64_t cap = samples_[size_t(r.index)];
+    const int64_t img = reader_->caption_image(cap);
+    const std::vector<uint8_t> data = reader_->image_data(img);
+    cv::Mat rgb;
+    if (reader_->raw()) {
+      const ImageInfo info = reader_->image_info(img);
+      rgb = raw_to_rgb(data.data(), info.height, info.width, info.channels, opt_.background);
+    } else {
+      rgb = decode_rgb(data.data(), data.size(), opt_.background);
+    }
+    if (rgb.empty()) {
+      ++b.skipped;
+      ++skipped_total_;
+      if (warnings_.fetch_add(1) < 10)
+        std::fprintf(stderr, "loader: warning: %s: image %lld (%zu bytes) cannot be decoded; skipped\n",
+                     opt_.path.c_str(), (long long)img, data.size());
+      continue;
+    }
+    const cv::Mat sq = letterbox(rgb, S, opt_.background);
+    if (opt_.float_images) {
+      const size_t o = b.images_f32.size();
+      b.images_f32.resize(o + img_elems);
+      cv::Mat dst(S, S, CV_32FC3, b.images_f32.data() + o);
+      sq.convertTo(dst, CV_32FC3, 1.0 / 255.0);
+    } else {
+      const size_t o = b.images_u8.size();
+      b.images_u8.resize(o + img_elems);
+      for (int y = 0; y < S; ++y) std::memcpy(b.images_u8.data() + o + size_t(y) * S * 3, sq.ptr(y), size_t(S) * 3);
+    }
+    if (opt_.texture) {
+      const size_t o = b.texture.size();
+      b.texture.resize(o + tex_elems);
+      compute_texture(sq, G, b.texture.data() + o, opt_.texture_options);
+    }
+    std::vector<int32_t> toks, ptoks;
+    if (opt_.tokenizer) {
+      toks = opt_.tokenizer->encode(reader_->caption(cap), true, true);
+      const std::string p = reader_->prompt(cap);
+      if (!p.empty()) ptoks = opt_.tokenizer->encode(p);
+    } else if (reader_->has_tokens()) {
+      toks = reader_->tokens(cap);
+    }
+    if (int(toks.size()) > opt_.max_tokens) toks.resize(size_t(opt_.max_tokens));
+    if (int(ptoks.size()) > opt_.max_tokens) ptoks.resize(size_t(opt_.max_tokens));
+    b.tokens.insert(b.tokens.end(), toks.begin(), toks.end());
+    b.token_lengths.push_back(int32_t(toks.size()));
+    b.cu_seqlens.push_back(b.cu_seqlens.back() + int32_t(toks.size()));
+    b.prompt_tokens.insert(b.prompt_tokens.end(), ptoks.begin(), ptoks.end());
+    b.prompt_lengths.push_back(int32_t(ptoks.size()));
+    b.caption_index.push_back(cap);
+    b.image_index.push_back(img);
+    b.is_pad.push_back(r.is_pad ? 1 : 0);
+  }
+  return b;
+}
+
+}  // namespace vlm

@@ -1,0 +1,134 @@
+// Backbone: the tensor-parallel language model (DESIGN.md section 2, issue 4): embedding
+// (vocab-parallel tokens, or caller-given embeddings; + learned positions for gpt2),
+// L pre-norm blocks, final norm, vocab-parallel output layer and cross-entropy.
+// Every rank of a TP group constructs it with the same config and calls every method in
+// the same order with the same batch (the inputs are replicated over the TP group).
+//
+// Input: one packed micro-batch of B variable-length samples, T tokens in all:
+//   cu_seqlens [B+1] (i32, 0 = cu[0] < ... < cu[B] = T), positions [T] (restart at 0 per
+//   sample), and either token ids [T] or embeddings [T,C] (the VLM puts its visual tokens
+//   before the text), targets [T] (next-token ids; kIgnoreIndex = not counted: the loss
+//   mask). loss = sum over counted tokens / loss_norm (default: their number).
+// With sequence parallelism T must be a multiple of tp.
+//
+// Memory: parameters and gradients live in two arenas (ParamTable), activations in one
+// arena planned at construction for max_tokens tokens (activation_bytes() is exact).
+// Gradient rule (every module, see llm/context.h): parameter grads ACCUMULATE over
+// backward calls (micro-batches) until zero_grads(); activation grads overwrite; the
+// residual stream gradient accumulates. After the last micro-batch call
+// finalize_grads() once (before any DP reduction or optimizer step): it all-reduces the
+// gradients that are partial per rank (ParamSpec::tp_partial_grad).
+//
+// Activation recomputation (config.recompute): none; selective (the attention core is
+// recomputed in backward from the saved q/k/v); full (only each block's input is kept,
+// the block is re-run before its backward). Results are bitwise equal on CPU.
+//
+// Communication per step, f32, T tokens, tp > 1, as counted by the Communicator (bytes
+// of the local input buffer of each call); E = 1 for token ids, 0 for embeddings input:
+//   no SP: all_reduce = 4*T*C*(E + 4L + 1) + 4*3T + 4*R
+//          (E: embedding fwd; per block 2 fwd (o_proj, down_proj) + 2 bwd (q/k/v and
+//           gate/up input); 1: lm_head input bwd; 3T: loss max + (sumexp, target);
+//           R: replicated KV weight/bias elements when NKV < tp, finalize_grads)
+//   SP:    all_gather = 4*(T/tp)*C*(E + 4L + 1) + [embeddings input: 4*(T/tp)*C]
+//          reduce_scatter = 4*T*C*(E + 4L + 1)
+//          all_reduce = 4*3T + 4*(R + S)  (S: elements of norms, row biases and
+//           positions, partial on sequence shards)
+// Full recomputation adds the forward collectives of every block once more.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/arena.h"
+#include "core/backend.h"
+#include "llm/block.h"
+#include "llm/embedding_parallel.h"
+#include "llm/loss_parallel.h"
+#include "llm/model_config.h"
+#include "llm/param_table.h"
+
+namespace vlm {
+
+// One packed micro-batch (device tensors on the backbone's backend).
+struct LmInput {
+  Tensor ids;          // [T] i32 token ids (token path), or undefined
+  Tensor embeddings;   // [T,C] f32 input embeddings (replicated over TP), or undefined
+  Tensor cu_seqlens;   // [B+1] i32
+  Tensor positions;    // [T] i32
+  Tensor targets;      // [T] i32, kIgnoreIndex where not counted; undefined = no loss
+  int max_seqlen = 0;  // longest sample
+  int64_t n_tokens = 0;        // T
+  double loss_norm = 0.0;      // divisor of the summed loss (0 = number of counted targets)
+  int64_t n_counted = 0;       // counted targets (set by make_lm_input)
+};
+
+// Builds an LmInput on backend `b` from host vectors: positions restart per sample;
+// validates cu_seqlens against T and the targets' range (UserError). `ids` or
+// `embeddings` (a device tensor [T,C]) must be given; `targets` may be empty (no loss).
+LmInput make_lm_input(Backend& b, const std::vector<int32_t>& cu_seqlens, const std::vector<int32_t>& ids,
+                      const std::vector<int32_t>& targets, const Tensor& embeddings = Tensor{});
+
+class Backbone {
+ public:
+  // Validates cfg for tp.size() (UserError), builds the parameter table (values zero,
+  // call init() or load them) and plans the activation arena for max_tokens tokens.
+  Backbone(const ModelConfig& cfg, Backend& backend, Communicator& tp, int64_t max_tokens);
+  ~Backbone();
+  Backbone(const Backbone&) = delete;
+  Backbone& operator=(const Backbone&) = delete;
+
+  const ModelConfig& config() const { return cfg_; }
+  ParamTable& params() { return *params_; }
+  const ParamTable& params() const { return *params_; }
+  // Initialises every parameter from `seed` (init.h: independent of tp and order).
+  void init(uint64_t seed);
+
+  // Forward of one micro-batch; keeps what backward needs. Returns the mean loss
+  // (identical on every TP rank), or 0 when in.targets is undefined.
+  float forward(Stream& s, const LmInput& in);
+  // Backward of the last forward (same `in`). Parameter grads +=. When the input was
+  // embeddings and d_embeddings [T,C] is defined, it receives dL/d(embeddings)
+  // (overwrite; the full gradient, identical on every TP rank).
+  void backward(Stream& s, const LmInput& in, const Tensor& d_embeddings = Tensor{});
+  // All-reduces the TP-partial gradients (see above); once per optimizer step.
+  void finalize_grads(Stream& s);
+  void zero_grads() { params_->zero_grads(); }
+
+  // Results of the last forward: this rank's logits [T, Vl] (columns
+  // [vocab_offset(), +Vl); padding columns hold -1e30) and per-token losses [T].
+  Tensor logits() const;
+  Tensor losses() const;
+  int64_t vocab_offset() const { return out_.vocab_offset; }
+  int64_t local_vocab() const;
+  // The full logits [T, V] (unpadded) on the host, gathered over the TP group
+  // (a collective; for checks and the `vlm lm logits` command, not for training).
+  Tensor gather_logits(Stream& s);
+
+  size_t param_bytes() const { return params_->param_bytes(); }
+  size_t activation_bytes() const { return acts_.bytes(); }
+  int64_t max_tokens() const { return max_tokens_; }
+
+ private:
+  void bind_params();
+  void plan_activations();
+  BlockActs block_acts(int layer, int64_t T, int64_t Ts) const;
+  Scratch scratch(int64_t T, int64_t Ts) const;
+  Tensor act(const std::string& name, int64_t rows) const;
+  int64_t stream_rows(int64_t T) const;
+
+  ModelConfig cfg_;
+  Backend& backend_;
+  Communicator& tp_;
+  int64_t max_tokens_;
+  bool sp_;
+  std::unique_ptr<ParamTable> params_;
+  Arena acts_{"activations"};
+  VocabParallelEmbedding emb_;
+  Tensor wpe_, dwpe_;  // [max_pos, C] (gpt2)
+  std::vector<Block> blocks_;
+  Norm lnf_;
+  VocabParallelOutput out_;
+  int64_t last_T_ = 0;
+};
+
+}  // namespace vlm

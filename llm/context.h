@@ -1,0 +1,29 @@
+// LlmContext: what every llm/ module's forward/backward runs with: the stream, the TP
+// group's communicator (size 1 = no tensor parallelism; the region ops are then
+// identities without communication) and whether sequence parallelism is on.
+//
+// Module contract (DESIGN.md section 5), for every forward/backward in llm/:
+//  - Parameter gradients ACCUMULATE (+=): micro-batches and tied weights add up.
+//  - Activation gradients OVERWRITE (=) their output buffers ...
+//  - ... except the residual stream gradient dres, which ACCUMULATES (+=): each block's
+//    backward adds its branch gradients into the dres it was given.
+// Token dimensions: T = tokens of the packed micro-batch on the TP group (every rank
+// sees all T in the tensor-parallel regions); Ts = tokens of the residual stream on this
+// rank: T without SP, T/tp with SP (rank r holds rows [r*Ts, (r+1)*Ts)).
+#pragma once
+#include "core/backend.h"
+#include "parallel/communicator.h"
+
+namespace vlm {
+
+struct LlmContext {
+  Stream& stream;
+  Communicator& tp;
+  bool sp = false;  // sequence parallel (only meaningful when tp.size() > 1)
+
+  int tp_size() const { return tp.size(); }
+  int tp_rank() const { return tp.rank(); }
+  bool seq_parallel() const { return sp && tp.size() > 1; }
+};
+
+}  // namespace vlm

@@ -1,0 +1,155 @@
+// Hugging Face Llama/Qwen2 config.json <-> ModelConfig; see hf_config.h for the keys
+// read and the features refused.
+#include "llm/hf_config.h"
+
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+#include "core/json.h"
+
+namespace vlm {
+
+namespace {
+
+// Typed getters that name the file and key in errors.
+struct Reader {
+  const json::Value& root;
+  std::string file;
+
+  std::string what(const char* key) const { return cat(file, ": ", key); }
+  bool has(const char* key) const { const auto* v = root.find(key); return v && !v->is_null(); }
+  int64_t get_int(const char* key) const {
+    int64_t x = root.at(key, file).as_int(what(key));
+    VLM_REQUIRE(x > 0, what(key), ": expected > 0, got ", x);
+    return x;
+  }
+  int64_t get_int_or(const char* key, int64_t def) const { return has(key) ? get_int(key) : def; }
+  double get_double_or(const char* key, double def) const {
+    return has(key) ? root.at(key).as_double(what(key)) : def;
+  }
+  bool get_bool_or(const char* key, bool def) const { return has(key) ? root.at(key).as_bool(what(key)) : def; }
+  std::string get_string_or(const char* key, const std::string& def) const {
+    return has(key) ? root.at(key).as_string(what(key)) : def;
+  }
+};
+
+double rope_theta_of(const Reader& r) {
+  // transformers >= 5: "rope_parameters": {"rope_type": "default", "rope_theta": ...};
+  // older files: top-level "rope_theta" and an optional "rope_scaling" object.
+  double theta = r.get_double_or("rope_theta", 10000.0);
+  for (const char* key : {"rope_parameters", "rope_scaling"}) {
+    if (!r.has(key)) continue;
+    const json::Value& p = r.root.at(key);
+    const std::string w = r.what(key);
+    p.as_object(w);
+    std::string type = "default";
+    if (const auto* t = p.find("rope_type")) type = t->as_string(cat(w, ".rope_type"));
+    else if (const auto* t2 = p.find("type")) type = t2->as_string(cat(w, ".type"));
+    VLM_REQUIRE(type == "default", w, ": RoPE type '", type,
+                "' is not supported (only the default, unscaled RoPE)");
+    if (const auto* t = p.find("rope_theta")) theta = t->as_double(cat(w, ".rope_theta"));
+  }
+  VLM_REQUIRE(theta > 0 && std::isfinite(theta), r.what("rope_theta"), ": expected > 0, got ", theta);
+  return theta;
+}
+
+// A float as the JSON number of its shortest decimal form (1e-06, not 9.99999997e-07),
+// which reads back to the same float.
+json::Value float_number(float f) {
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof buf, f);
+  double d = 0;
+  std::from_chars(buf, r.ptr, d);
+  return json::Value::number(d);
+}
+
+}  // namespace
+
+ModelConfig read_hf_config(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::string file = fs::is_directory(path) ? (fs::path(path) / "config.json").string() : path;
+  VLM_REQUIRE(fs::exists(file), file, ": not found (expected a Hugging Face config.json)");
+  json::Value root = json::parse_file(file);
+  root.as_object(file);
+  Reader r{root, file};
+
+  const std::string type = root.at("model_type", file).as_string(r.what("model_type"));
+  VLM_REQUIRE(type == "llama" || type == "qwen2", r.what("model_type"), ": '", type,
+              "' is not supported (expected llama or qwen2)");
+  const std::string act = r.get_string_or("hidden_act", "silu");
+  VLM_REQUIRE(act == "silu", r.what("hidden_act"), ": '", act, "' is not supported (expected silu)");
+
+  ModelConfig m;
+  m.family = ModelFamily::Llama;
+  m.vocab_size = r.get_int("vocab_size");
+  m.d_model = r.get_int("hidden_size");
+  m.n_layers = int(r.get_int("num_hidden_layers"));
+  m.n_heads = int(r.get_int("num_attention_heads"));
+  m.n_kv_heads = int(r.get_int_or("num_key_value_heads", m.n_heads));
+  m.d_ff = r.get_int("intermediate_size");
+  m.max_pos = r.get_int_or("max_position_embeddings", 2048);
+  m.norm_eps = float(r.get_double_or("rms_norm_eps", 1e-6));
+  m.rope_theta = float(rope_theta_of(r));
+  m.tied_embeddings = r.get_bool_or("tie_word_embeddings", false);
+  m.init_std = float(r.get_double_or("initializer_range", 0.02));
+  m.qkv_bias = type == "qwen2";
+
+  VLM_REQUIRE(m.d_model % m.n_heads == 0, r.what("hidden_size"), "=", m.d_model,
+              " is not divisible by num_attention_heads=", m.n_heads);
+  if (r.has("head_dim"))
+    VLM_REQUIRE(r.get_int("head_dim") == m.d_model / m.n_heads, r.what("head_dim"), "=", r.get_int("head_dim"),
+                " differs from hidden_size / num_attention_heads = ", m.d_model / m.n_heads,
+                " (not supported by the backbone)");
+  if (type == "llama") {
+    VLM_REQUIRE(!r.get_bool_or("attention_bias", false), r.what("attention_bias"),
+                ": true is not supported (Llama attention without biases only)");
+    VLM_REQUIRE(!r.get_bool_or("mlp_bias", false), r.what("mlp_bias"), ": true is not supported");
+  } else {
+    VLM_REQUIRE(!r.get_bool_or("use_sliding_window", false), r.what("use_sliding_window"),
+                ": sliding-window attention is not supported");
+  }
+  return m;
+}
+
+std::string hf_config_json(const ModelConfig& m) {
+  VLM_REQUIRE(m.is_llama(), "Hugging Face export: only the llama family (Llama/Qwen2) can be exported, got ",
+              family_name(m.family));
+  using json::Value;
+  const bool qwen = m.qkv_bias;
+  Value v = Value::object();
+  v.set("architectures", Value::array({Value::string(qwen ? "Qwen2ForCausalLM" : "LlamaForCausalLM")}));
+  v.set("model_type", Value::string(qwen ? "qwen2" : "llama"));
+  v.set("hidden_act", Value::string("silu"));
+  v.set("vocab_size", Value::integer(m.vocab_size));
+  v.set("hidden_size", Value::integer(m.d_model));
+  v.set("intermediate_size", Value::integer(m.d_ff));
+  v.set("num_hidden_layers", Value::integer(m.n_layers));
+  v.set("num_attention_heads", Value::integer(m.n_heads));
+  v.set("num_key_value_heads", Value::integer(m.kv_heads()));
+  v.set("head_dim", Value::integer(m.head_dim()));
+  v.set("max_position_embeddings", Value::integer(m.max_pos));
+  v.set("rms_norm_eps", float_number(m.norm_eps));
+  v.set("rope_theta", float_number(m.rope_theta));
+  v.set("tie_word_embeddings", Value::boolean(m.tied_embeddings));
+  v.set("initializer_range", float_number(m.init_std));
+  if (qwen) v.set("use_sliding_window", Value::boolean(false));
+  else {
+    v.set("attention_bias", Value::boolean(false));
+    v.set("mlp_bias", Value::boolean(false));
+  }
+  v.set("torch_dtype", Value::string("float32"));
+  return json::write(v);
+}
+
+void write_hf_config(const std::string& path, const ModelConfig& cfg) {
+  std::string text = hf_config_json(cfg);
+  std::ofstream f(path, std::ios::trunc);
+  VLM_REQUIRE(f, path, ": cannot open for writing");
+  f << text << "\n";
+  VLM_REQUIRE(f, path, ": write failed");
+}
+
+}  // namespace vlm

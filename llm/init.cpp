@@ -1,0 +1,64 @@
+// Counter-based initialisation; see init.h.
+#include "llm/init.h"
+
+#include <cmath>
+#include <vector>
+
+namespace vlm {
+
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+uint64_t fnv1a64(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+// Uniform in (0, 1): 53 random bits, never 0.
+double uniform(uint64_t key, uint64_t counter) {
+  return (double(splitmix64(key + counter) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+}  // namespace
+
+float init_value(uint64_t seed, const std::string& name, InitKind kind, float std, int64_t index) {
+  switch (kind) {
+    case InitKind::Zeros: return 0.f;
+    case InitKind::Ones: return 1.f;
+    case InitKind::Normal: break;
+  }
+  const uint64_t key = splitmix64(seed ^ fnv1a64(name));
+  const double u1 = uniform(key, 2 * uint64_t(index)), u2 = uniform(key, 2 * uint64_t(index) + 1);
+  const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  return float(double(std) * z);
+}
+
+void init_params(ParamTable& table, uint64_t seed) {
+  VLM_ASSERT(table.allocated(), "init_params before allocate");
+  for (const Param& p : table.params()) {
+    const ParamSpec& s = p.spec;
+    const int64_t hf_rows = s.hf[0];
+    const int64_t cols = s.hf.ndim() >= 2 ? s.hf.numel() / hf_rows : 1;
+    const int64_t lrows = p.local[0];
+    const int64_t lcols = p.local.ndim() >= 2 ? p.local.numel() / lrows : 1;
+    const int64_t row0 = s.split_dim == 0 ? p.offset : 0;
+    const int64_t col0 = s.split_dim == 1 ? p.offset : 0;
+    std::vector<float> v(size_t(p.local.numel()), 0.f);
+    for (int64_t r = 0; r < lrows; ++r) {
+      const int64_t gr = row0 + r;
+      if (gr >= hf_rows) continue;  // vocabulary padding
+      for (int64_t c = 0; c < lcols; ++c)
+        v[size_t(r * lcols + c)] = init_value(seed, s.name, s.init, s.std, gr * cols + col0 + c);
+    }
+    copy_tensor(p.value, Tensor::from_vector(v, p.local));
+  }
+}
+
+}  // namespace vlm

@@ -1,0 +1,69 @@
+// ModelConfig: the shape and options of the language backbone (DESIGN.md sections 2, 5),
+// registered once in the Config under `model.*` and read into a plain struct.
+//
+// Families:
+//   gpt2  : LayerNorm (with bias), GELU MLP, learned positions, biases on every linear,
+//           tied embeddings by default.
+//   llama : RMSNorm, SwiGLU MLP, RoPE (HF rotate-half), grouped-query attention,
+//           optional QKV bias (Qwen2), no other biases, untied output layer by default.
+// Invariants after validate(tp): d_model = n_heads * head_dim, head_dim even for RoPE,
+// n_heads % n_kv_heads == 0, n_heads % tp == 0, d_ff % tp == 0, and either
+// n_kv_heads % tp == 0 (KV heads split) or tp % n_kv_heads == 0 (KV heads replicated).
+// The vocabulary is padded to a multiple of 128 * tp (padded_vocab); padded logits are
+// masked out of the loss, so the model does not depend on the padding.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace vlm {
+
+class Config;
+
+enum class ModelFamily { GPT2, Llama };
+enum class Recompute { None, Selective, Full };  // selective = attention core, full = whole block
+
+struct ModelConfig {
+  ModelFamily family = ModelFamily::GPT2;
+  int64_t vocab_size = 50257;  // V (unpadded, as in the tokenizer / HF config)
+  int64_t d_model = 768;       // C
+  int n_layers = 12;           // L
+  int n_heads = 12;            // NH
+  int n_kv_heads = 0;          // NKV (0 = n_heads)
+  int64_t d_ff = 3072;         // MLP hidden width
+  int64_t max_pos = 1024;      // learned position table rows (gpt2); max sample length
+  float rope_theta = 10000.f;  // llama
+  float norm_eps = 1e-5f;
+  bool qkv_bias = false;       // llama: bias on q/k/v (Qwen2); gpt2 always has biases
+  bool tied_embeddings = true; // lm_head shares model.embed_tokens.weight
+  Recompute recompute = Recompute::None;
+  bool sequence_parallel = false;
+  float init_std = 0.02f;      // normal init std; residual projections use std/sqrt(2L)
+
+  int kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }
+  int64_t head_dim() const { return d_model / n_heads; }  // HS
+  bool is_llama() const { return family == ModelFamily::Llama; }
+  bool has_linear_bias() const { return family == ModelFamily::GPT2; }
+  bool has_qkv_bias() const { return family == ModelFamily::GPT2 || qkv_bias; }
+  // Vocabulary rounded up to a multiple of 128 * tp (rows of the embedding table).
+  int64_t padded_vocab(int tp) const;
+  // KV heads are replicated on every rank (each rank uses one) when NKV < tp.
+  bool kv_replicated(int tp) const { return kv_heads() < tp; }
+
+  // Throws UserError naming the `model.*` option when the config is invalid for `tp`.
+  void validate(int tp) const;
+  std::string str() const;  // one line for logs
+};
+
+const char* family_name(ModelFamily f);
+const char* recompute_name(Recompute r);
+
+// Registers `model.family`, `model.vocab_size`, `model.d_model`, `model.n_layers`,
+// `model.n_heads`, `model.n_kv_heads`, `model.d_ff`, `model.max_pos`, `model.rope_theta`,
+// `model.norm_eps`, `model.qkv_bias`, `model.tied_embeddings` (choice auto|true|false:
+// auto = true for gpt2, false for llama), `model.recompute` (none|selective|full),
+// `model.sequence_parallel`, `model.init_std`.
+void register_llm_options(Config& cfg);
+// Reads the options registered above (does not validate: call validate(tp)).
+ModelConfig read_model_config(const Config& cfg);
+
+}  // namespace vlm

@@ -1,0 +1,79 @@
+// ParamTable: local slices of the parameter table (see param_table.h).
+#include "llm/param_table.h"
+
+#include <cstring>
+
+namespace vlm {
+
+ParamTable::ParamTable(std::vector<ParamSpec> specs, int tp, int tp_rank) : tp_(tp), tp_rank_(tp_rank) {
+  VLM_ASSERT(tp >= 1 && tp_rank >= 0 && tp_rank < tp, "bad tp ", tp, " rank ", tp_rank);
+  for (auto& s : specs) {
+    Param p;
+    p.spec = std::move(s);
+    std::vector<int64_t> d = p.spec.full.dims();
+    if (p.spec.split_dim >= 0) {
+      const int k = p.spec.split_dim;
+      VLM_ASSERT(k < int(d.size()) && d[size_t(k)] % tp == 0, p.spec.name, ": ", p.spec.full.str(),
+                 " not divisible by tp=", tp, " along dim ", k);
+      d[size_t(k)] /= tp;
+      p.offset = d[size_t(k)] * tp_rank;
+    }
+    p.local = Shape(d);
+    VLM_ASSERT(!index_.count(p.spec.name), "duplicate parameter ", p.spec.name);
+    index_[p.spec.name] = params_.size();
+    values_.add(p.spec.name, p.local);
+    grads_.add(p.spec.name, p.local);
+    params_.push_back(std::move(p));
+  }
+}
+
+void ParamTable::allocate(Backend& b) {
+  values_.allocate(b, true);
+  grads_.allocate(b, true);
+  for (auto& p : params_) {
+    p.value = values_.get(p.spec.name);
+    p.grad = grads_.get(p.spec.name);
+  }
+}
+
+const Param& ParamTable::get(const std::string& name) const {
+  auto it = index_.find(name);
+  VLM_ASSERT(it != index_.end(), "unknown parameter ", name);
+  return params_[it->second];
+}
+
+size_t ParamTable::param_bytes() const {
+  size_t n = 0;
+  for (const auto& p : params_) n += size_t(p.local.numel()) * sizeof(float);
+  return n;
+}
+
+Tensor ParamTable::local_slice(const Param& p, const Tensor& full_host) const {
+  VLM_REQUIRE(full_host.shape() == p.spec.full || full_host.shape() == p.spec.hf, p.spec.name,
+              ": expected shape ", p.spec.hf.str(), " (or padded ", p.spec.full.str(), "), got ",
+              full_host.shape().str());
+  VLM_ASSERT(full_host.is_cpu() && full_host.dtype() == DType::F32, "local_slice needs host f32");
+  const float* src = full_host.ptr<float>();
+  const int64_t src_rows = full_host.shape()[0];
+  const int64_t cols = p.spec.full.ndim() >= 2 ? p.spec.full.numel() / p.spec.full[0] : 1;
+  std::vector<float> out(size_t(p.local.numel()), 0.f);
+  const int64_t lrows = p.local[0];
+  const int64_t lcols = p.local.ndim() >= 2 ? p.local.numel() / lrows : 1;
+  const int64_t row0 = p.spec.split_dim == 0 ? p.offset : 0;
+  const int64_t col0 = p.spec.split_dim == 1 ? p.offset : 0;
+  VLM_ASSERT(p.spec.split_dim <= 1 && (p.spec.split_dim != 1 || p.local.ndim() == 2), p.spec.name);
+  for (int64_t r = 0; r < lrows; ++r) {
+    const int64_t gr = row0 + r;
+    if (gr >= src_rows) continue;  // padded rows
+    std::memcpy(&out[size_t(r * lcols)], src + gr * cols + col0, size_t(lcols) * sizeof(float));
+  }
+  return Tensor::from_vector(out, p.local);
+}
+
+void ParamTable::set_full(const std::string& name, const Tensor& full_host) {
+  VLM_ASSERT(allocated(), "set_full before allocate");
+  const Param& p = get(name);
+  copy_tensor(p.value, local_slice(p, full_host));
+}
+
+}  // namespace vlm

@@ -1,0 +1,134 @@
+// Communicator base: argument validation and the byte counters (rule in
+// communicator.h), shared by every implementation so they count alike.
+#include "parallel/communicator.h"
+
+#include <utility>
+
+#include "core/error.h"
+
+namespace vlm {
+
+namespace {
+// True when the byte ranges of a and b intersect (MPI and NCCL forbid aliasing there).
+bool overlaps(const Tensor& a, const Tensor& b) {
+  const auto* pa = static_cast<const char*>(a.data());
+  const auto* pb = static_cast<const char*>(b.data());
+  if (a.nbytes() == 0 || b.nbytes() == 0) return false;
+  return pa < pb + b.nbytes() && pb < pa + a.nbytes();
+}
+}  // namespace
+
+const char* coll_name(CollKind k) {
+  switch (k) {
+    case CollKind::AllReduce: return "all_reduce";
+    case CollKind::AllGather: return "all_gather";
+    case CollKind::ReduceScatter: return "reduce_scatter";
+    case CollKind::Broadcast: return "broadcast";
+    case CollKind::Send: return "send";
+    case CollKind::Recv: return "recv";
+    case CollKind::Barrier: return "barrier";
+  }
+  return "?";
+}
+
+uint64_t CommCounters::total_bytes() const {
+  uint64_t t = 0;
+  for (uint64_t b : bytes) t += b;
+  return t;
+}
+
+std::string CommCounters::str() const {
+  std::string s;
+  for (int k = 0; k < kNumCollKinds; ++k) {
+    if (calls[size_t(k)] == 0) continue;
+    if (!s.empty()) s += ", ";
+    s += cat(coll_name(CollKind(k)), " ", bytes[size_t(k)], " B / ", calls[size_t(k)], " calls");
+  }
+  return s.empty() ? "no calls" : s;
+}
+
+Communicator::Communicator(std::string name, int world_rank, double timeout_s)
+    : name_(std::move(name)), world_rank_(world_rank), timeout_s_(timeout_s) {
+  VLM_ASSERT(timeout_s_ > 0, "timeout_s=", timeout_s_);
+}
+
+std::string Communicator::timeout_message(CollKind kind) const {
+  return cat("collective ", coll_name(kind), " on group ", name_, " (group rank ", rank(), " of ", size(),
+             ", world rank ", world_rank_, ") did not complete within ", timeout_s_,
+             " s (parallel.timeout_s): a rank is missing, dead or stuck; aborting all ranks");
+}
+
+void Communicator::check_tensor(CollKind k, Stream& s, const Tensor& t, bool reduction) const {
+  VLM_ASSERT(s.device() == device(), coll_name(k), " on group ", name_, ": stream '", s.name(), "' is on ",
+             device_name(s.device()), ", the communicator on ", device_name(device()));
+  VLM_ASSERT(t.device() == device(), coll_name(k), " on group ", name_, ": tensor ", t.str(), " is not on ",
+             device_name(device()));
+  VLM_ASSERT(t.data() != nullptr || t.numel() == 0, coll_name(k), " on group ", name_, ": undefined tensor");
+  if (reduction) {
+    const DType d = t.dtype();
+    const bool ok = d == DType::F32 || d == DType::F64 || d == DType::I32 ||
+                    (d == DType::BF16 && device() == DeviceKind::CUDA);
+    VLM_ASSERT(ok, coll_name(k), " on group ", name_, ": no reduction for dtype ", dtype_name(d), " on ",
+               device_name(device()));
+  }
+}
+
+void Communicator::count(CollKind k, size_t bytes) {
+  counters_.bytes[size_t(k)] += bytes;
+  counters_.calls[size_t(k)] += 1;
+}
+
+CommWork Communicator::all_reduce_async(Stream& s, const Tensor& x, ReduceOp op) {
+  check_tensor(CollKind::AllReduce, s, x, true);
+  count(CollKind::AllReduce, x.nbytes());
+  return post_all_reduce(s, x, op);
+}
+
+CommWork Communicator::all_gather_async(Stream& s, const Tensor& out, const Tensor& in) {
+  check_tensor(CollKind::AllGather, s, out, false);
+  check_tensor(CollKind::AllGather, s, in, false);
+  VLM_ASSERT(out.dtype() == in.dtype() && out.numel() == in.numel() * size(), "all_gather on group ", name(),
+             ": out ", out.str(), " must hold ", size(), " x in ", in.str());
+  VLM_ASSERT(!overlaps(out, in), "all_gather on group ", name(), ": out and in overlap");
+  count(CollKind::AllGather, in.nbytes());
+  return post_all_gather(s, out, in);
+}
+
+CommWork Communicator::reduce_scatter_async(Stream& s, const Tensor& out, const Tensor& in, ReduceOp op) {
+  check_tensor(CollKind::ReduceScatter, s, out, true);
+  check_tensor(CollKind::ReduceScatter, s, in, true);
+  VLM_ASSERT(out.dtype() == in.dtype() && in.numel() == out.numel() * size(), "reduce_scatter on group ",
+             name(), ": in ", in.str(), " must hold ", size(), " x out ", out.str());
+  VLM_ASSERT(!overlaps(out, in), "reduce_scatter on group ", name(), ": out and in overlap");
+  count(CollKind::ReduceScatter, in.nbytes());
+  return post_reduce_scatter(s, out, in, op);
+}
+
+CommWork Communicator::broadcast_async(Stream& s, const Tensor& x, int root) {
+  check_tensor(CollKind::Broadcast, s, x, false);
+  VLM_ASSERT(root >= 0 && root < size(), "broadcast on group ", name(), ": root ", root, " of ", size());
+  count(CollKind::Broadcast, x.nbytes());
+  return post_broadcast(s, x, root);
+}
+
+CommWork Communicator::send_async(Stream& s, const Tensor& x, int peer) {
+  check_tensor(CollKind::Send, s, x, false);
+  VLM_ASSERT(peer >= 0 && peer < size() && peer != rank(), "send on group ", name(), ": peer ", peer);
+  count(CollKind::Send, x.nbytes());
+  return post_send(s, x, peer);
+}
+
+CommWork Communicator::recv_async(Stream& s, const Tensor& x, int peer) {
+  check_tensor(CollKind::Recv, s, x, false);
+  VLM_ASSERT(peer >= 0 && peer < size() && peer != rank(), "recv on group ", name(), ": peer ", peer);
+  count(CollKind::Recv, x.nbytes());
+  return post_recv(s, x, peer);
+}
+
+CommWork Communicator::barrier_async(Stream& s) {
+  VLM_ASSERT(s.device() == device(), "barrier on group ", name(), ": stream on the wrong device");
+  count(CollKind::Barrier, 0);
+  return post_barrier(s);
+}
+
+}  // namespace vlm

@@ -1,0 +1,52 @@
+// Tensor-parallel region operators (Megatron-core `mappings`), as conjugate
+// forward/backward pairs over the TP group's Communicator. Column/row-parallel layers
+// are built only from these (DESIGN.md section 3). Each op is given the stream it runs
+// on; collectives are ordered on it (no host sync on CUDA).
+//
+// Let p = comm.size(), r = comm.rank(). Shapes: [N, C] means any tensor viewed as
+// rows x last dim; c = C / p (C must divide by p).
+//   copy_to_region          fwd: y = x                          bwd: dx = sum_ranks dy
+//   reduce_from_region      fwd: y = sum_ranks x                bwd: dx = dy
+//   scatter_to_region       fwd: y[N,c] = x[N,C][:, r*c:(r+1)*c] bwd: dx[N,C] = concat_cols(dy_0..dy_{p-1})
+//   gather_from_region      fwd: y[N,C] = concat_cols(x_0..x_{p-1}) bwd: dx[N,c] = dy[:, r*c:(r+1)*c]
+// Sequence parallel (dimension 0 = the packed token dimension T, t = T / p):
+//   gather_from_sequence_region  fwd: y[T,..] = concat_rows(x_0..x_{p-1}) (all-gather)
+//                                bwd: dx[t,..] = rows r*t..(r+1)*t of sum_ranks dy (reduce-scatter)
+//   reduce_scatter_to_sequence_region  fwd: y[t,..] = rows of sum_ranks x (reduce-scatter)
+//                                      bwd: dx[T,..] = concat_rows(dy_0..dy_{p-1}) (all-gather)
+// Each pair is conjugate: bwd is the adjoint of fwd. At p = 1 every op is the identity:
+// no communication, and a plain copy only when out and in are different memory.
+// copy_to and reduce_from run in place when y == x (both directions); gathers and
+// scatters need distinct buffers.
+// `work` (last-dim gathers only): scratch of at least p * numel(slice) elements of the
+// same dtype on the same device, planned by the caller (no allocation in the step).
+// Reductions need f32/f64/i32 (bf16 on CUDA); dx OVERWRITES (activation gradients).
+#pragma once
+#include "core/backend.h"
+#include "core/tensor.h"
+#include "parallel/communicator.h"
+
+namespace vlm {
+
+void copy_to_region_forward(Stream& s, Communicator& comm, const Tensor& y, const Tensor& x);
+void copy_to_region_backward(Stream& s, Communicator& comm, const Tensor& dx, const Tensor& dy);
+
+void reduce_from_region_forward(Stream& s, Communicator& comm, const Tensor& y, const Tensor& x);
+void reduce_from_region_backward(Stream& s, Communicator& comm, const Tensor& dx, const Tensor& dy);
+
+void scatter_to_region_forward(Stream& s, Communicator& comm, const Tensor& y, const Tensor& x);
+void scatter_to_region_backward(Stream& s, Communicator& comm, const Tensor& dx, const Tensor& dy,
+                                const Tensor& work);
+
+void gather_from_region_forward(Stream& s, Communicator& comm, const Tensor& y, const Tensor& x,
+                                const Tensor& work);
+void gather_from_region_backward(Stream& s, Communicator& comm, const Tensor& dx, const Tensor& dy);
+
+void gather_from_sequence_region_forward(Stream& s, Communicator& comm, const Tensor& y, const Tensor& x);
+void gather_from_sequence_region_backward(Stream& s, Communicator& comm, const Tensor& dx, const Tensor& dy);
+
+void reduce_scatter_to_sequence_region_forward(Stream& s, Communicator& comm, const Tensor& y, const Tensor& x);
+void reduce_scatter_to_sequence_region_backward(Stream& s, Communicator& comm, const Tensor& dx,
+                                                const Tensor& dy);
+
+}  // namespace vlm

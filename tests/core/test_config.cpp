@@ -1,0 +1,200 @@
+// Tests of Config (core/config.h): precedence default < file1 < file2 < command line,
+// every rejection with its exact message (INI errors name file:line and the key),
+// flags, int lists, the dump_ini round trip and the --help listing.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/config.h"
+#include "core/device_options.h"
+#include "core/error.h"
+
+namespace vlm {
+namespace {
+
+// A file in a fresh temp folder, removed at the end of the test.
+class ConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("vlm_config_test_" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& text) {
+    std::string path = (dir_ / name).string();
+    std::ofstream(path) << text;
+    return path;
+  }
+  std::filesystem::path dir_;
+};
+
+void register_model(Config& c) {
+  register_device_options(c);
+  c.add_int("model.d_model", 768, "model width", 1, 65536);
+  c.add_int("model.n_layer", 12, "blocks");
+  c.add_float("train.lr", 3e-4, "peak learning rate", 0.0, 1.0);
+  c.add_string("train.out", "runs/x", "output folder");
+  c.add_flag("train.resume", false, "resume from the latest checkpoint");
+  c.add_int_list("model.lod", "1,2,4", "levels of detail");
+}
+
+// Runs parse() on the words of `args` (argv[0] = "vlm").
+bool parse(Config& c, std::vector<std::string> args) {
+  std::vector<const char*> argv{"vlm"};
+  for (auto& a : args) argv.push_back(a.c_str());
+  return c.parse(int(argv.size()), argv.data());
+}
+
+// The message of the UserError that f throws ("" when it throws none).
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST_F(ConfigTest, DefaultsWhenNothingIsGiven) {
+  Config c;
+  register_model(c);
+  ASSERT_TRUE(parse(c, {}));
+  EXPECT_EQ(c.get_int("model.d_model"), 768);
+  EXPECT_EQ(c.get_float("train.lr"), 3e-4);
+  EXPECT_EQ(c.get_string("device"), "auto");
+  EXPECT_EQ(c.get_int("seed"), 1234);
+  EXPECT_FALSE(c.get_flag("train.resume"));
+  EXPECT_EQ(c.get_int_list("model.lod"), (std::vector<int64_t>{1, 2, 4}));
+  EXPECT_FALSE(c.is_set("model.d_model"));
+}
+
+TEST_F(ConfigTest, PrecedenceDefaultFileFileCommandLine) {
+  std::string f1 = write("a.cfg", "seed = 7\n[model]\nd_model = 256\nn_layer = 4\n[train]\nlr = 0.1\n");
+  std::string f2 = write("b.cfg", "# second file\n[model]\nd_model = 512 ; inline comment\n");
+  Config c;
+  register_model(c);
+  // The command line wins even when it comes before the files that set the same key.
+  ASSERT_TRUE(parse(c, {"--train.lr=0.5", "--config", f1, "--config=" + f2, "run1", "--seed", "9"}));
+  EXPECT_EQ(c.get_int("model.n_layer"), 4);     // file 1 only
+  EXPECT_EQ(c.get_int("model.d_model"), 512);   // file 2 over file 1
+  EXPECT_EQ(c.get_float("train.lr"), 0.5);      // command line over file 1
+  EXPECT_EQ(c.get_int("seed"), 9);              // command line over file 1
+  EXPECT_EQ(c.get_string("train.out"), "runs/x");  // default
+  EXPECT_TRUE(c.is_set("model.n_layer"));
+  EXPECT_FALSE(c.is_set("train.out"));
+  EXPECT_EQ(c.positional(), (std::vector<std::string>{"run1"}));
+  // read_ini after parse: a later file wins over earlier files, never over the command line.
+  c.read_ini(write("c.cfg", "[model]\nd_model = 1024\n[train]\nlr = 0.25\n"));
+  EXPECT_EQ(c.get_int("model.d_model"), 1024);
+  EXPECT_EQ(c.get_float("train.lr"), 0.5);
+}
+
+TEST_F(ConfigTest, IniErrorsNameFileLineAndKey) {
+  const std::string F = (dir_ / "x.cfg").string();
+  auto err = [&](const std::string& text) {
+    write("x.cfg", text);
+    Config c;
+    register_model(c);
+    return error_of([&] { c.read_ini(F); });
+  };
+  EXPECT_EQ(err("[model]\n\n# c\nd_modle = 3\n"), F + ":4: unknown option 'model.d_modle' (did you mean 'model.d_model'?)");
+  EXPECT_EQ(err("\n\n[model]\nd_model = -4\n"), F + ":4: model.d_model = -4 is out of range [1, 65536]");
+  EXPECT_EQ(err("[train]\nlr = abc\n"), F + ":2: train.lr = 'abc' is not a number");
+  EXPECT_EQ(err("[train]\nlr = 2\n"), F + ":2: train.lr = 2 is out of range [0, 1]");
+  EXPECT_EQ(err("[model]\nn_layer = 1.5\n"), F + ":2: model.n_layer = '1.5' is not an integer");
+  EXPECT_EQ(err("device = gpu\n"), F + ":1: device = 'gpu' is not one of auto, cpu, cuda");
+  EXPECT_EQ(err("[train]\nresume = maybe\n"),
+            F + ":2: train.resume = 'maybe' is not a boolean (true/false, yes/no, on/off, 1/0)");
+  EXPECT_EQ(err("[model]\nlod = 1,x\n"), F + ":2: model.lod = '1,x' is not a comma-separated list of integers");
+  EXPECT_EQ(err("[model]\nd_model = 3\nd_model = 4\n"), F + ":3: 'model.d_model' is already set on line 2");
+  EXPECT_EQ(err("[model\n"), F + ":1: expected '[section]', got '[model'");
+  EXPECT_EQ(err("d_model\n"), F + ":1: expected 'key = value' or '[section]', got 'd_model'");
+}
+
+TEST_F(ConfigTest, CommandLineErrorsNameTheOption) {
+  auto err = [&](std::vector<std::string> args) {
+    Config c;
+    register_model(c);
+    return error_of([&] { parse(c, args); });
+  };
+  EXPECT_EQ(err({"--train.lr", "abc"}), "--train.lr: 'abc' is not a number");
+  EXPECT_EQ(err({"--model.d_model=-4"}), "--model.d_model: -4 is out of range [1, 65536]");
+  EXPECT_EQ(err({"--model.d_model", "70000"}), "--model.d_model: 70000 is out of range [1, 65536]");
+  EXPECT_EQ(err({"--device", "gpu"}), "--device: 'gpu' is not one of auto, cpu, cuda");
+  EXPECT_EQ(err({"--model.d_modle", "3"}), "unknown option '--model.d_modle' (did you mean '--model.d_model'?)");
+  EXPECT_EQ(err({"--train.rl=3"}), "unknown option '--train.rl' (did you mean '--train.lr'?)");
+  EXPECT_EQ(err({"-x"}), "unknown option '-x' (options are --name value or --name=value)");
+  EXPECT_EQ(err({"--train.lr"}), "--train.lr: missing value");
+  EXPECT_EQ(err({"--train.resume=perhaps"}),
+            "--train.resume: 'perhaps' is not a boolean (true/false, yes/no, on/off, 1/0)");
+  std::string missing = (dir_ / "nope.cfg").string();
+  EXPECT_EQ(err({"--config", missing}), "cannot open config file '" + missing + "': No such file or directory");
+  EXPECT_EQ(err({"--config", dir_.string()}), "cannot open config file '" + dir_.string() + "': is a directory");
+}
+
+TEST_F(ConfigTest, FlagsListsAndPositionals) {
+  Config c;
+  register_model(c);
+  ASSERT_TRUE(parse(c, {"a", "--train.resume", "b", "--model.lod=", "--", "--not-an-option"}));
+  EXPECT_TRUE(c.get_flag("train.resume"));  // a flag alone does not take the next word
+  EXPECT_EQ(c.get_int_list("model.lod"), std::vector<int64_t>{});
+  EXPECT_EQ(c.positional(), (std::vector<std::string>{"a", "b", "--not-an-option"}));
+
+  Config d;
+  register_model(d);
+  ASSERT_TRUE(parse(d, {"--train.resume=false", "--model.lod", " 8, 16 ,-3"}));
+  EXPECT_FALSE(d.get_flag("train.resume"));
+  EXPECT_TRUE(d.is_set("train.resume"));
+  EXPECT_EQ(d.get_int_list("model.lod"), (std::vector<int64_t>{8, 16, -3}));
+
+  Config e;
+  register_model(e);
+  e.read_ini(write("f.cfg", "[train]\nresume = yes\nout = \"a # b \"\n"));
+  EXPECT_TRUE(e.get_flag("train.resume"));
+  EXPECT_EQ(e.get_string("train.out"), "a # b ");
+}
+
+TEST_F(ConfigTest, DumpIniReadsBackToTheSameValues) {
+  Config a;
+  register_model(a);
+  ASSERT_TRUE(parse(a, {"--model.d_model=300", "--train.lr=0.1", "--train.out=", "--train.resume", "--model.lod=5,-6",
+                        "--device=cpu"}));
+  std::string ini = a.dump_ini();
+  EXPECT_EQ(ini,
+            "# vlm options (read back with --config FILE)\n"
+            "device = cpu\nseed = 1234\n\n[model]\nd_model = 300\nn_layer = 12\nlod = 5,-6\n\n"
+            "[train]\nlr = 0.1\nout = \"\"\nresume = true\n");
+  Config b;
+  register_model(b);
+  b.read_ini(write("dump.cfg", ini));
+  EXPECT_EQ(b.dump_ini(), ini);
+  EXPECT_EQ(b.get_float("train.lr"), 0.1);
+  EXPECT_EQ(b.get_string("train.out"), "");
+  EXPECT_EQ(b.get_int_list("model.lod"), (std::vector<int64_t>{5, -6}));
+}
+
+TEST_F(ConfigTest, HelpListsEveryOptionWithDefaultAndRange) {
+  Config c("vlm train", "DATASET");
+  register_model(c);
+  testing::internal::CaptureStdout();
+  EXPECT_FALSE(parse(c, {"--model.d_model=-1", "--help"}));  // --help wins over errors
+  std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_EQ(out, c.help());
+  EXPECT_EQ(out.rfind("usage: vlm train [options] DATASET\n", 0), 0u);
+  for (const char* line :
+       {"  --device auto|cpu|cuda   backend to run on: auto = cuda when a GPU is present, else cpu "
+        "(default auto, one of auto, cpu, cuda)\n",
+        "\n[model]\n", "  --model.d_model INT      model width (default 768, range [1, 65536])\n",
+        "  --model.n_layer INT      blocks (default 12)\n",
+        "  --model.lod INT,INT,...  levels of detail (default 1,2,4)\n",
+        "  --train.lr FLOAT         peak learning rate (default 0.0003, range [0, 1])\n",
+        "  --train.resume           resume from the latest checkpoint (default false)\n",
+        "  --config FILE            read an INI file of options (repeatable)\n"})
+    EXPECT_NE(out.find(line), std::string::npos) << line;
+}
+
+}  // namespace
+}  // namespace vlm

@@ -1,0 +1,186 @@
+// Schema writer/reader round trip and the reader's refusals of bad files: not HDF5,
+// wrong schema version, missing dataset, wrong dtype, and size fields that would need
+// terabytes (each must be a UserError naming the file and the dataset, with no attempt
+// to allocate).
+#include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include <opencv2/imgcodecs.hpp>
+
+#include "core/error.h"
+#include "data/dataset.h"
+#include "data/dataset_writer.h"
+#include "data/schema.h"
+#include "test_util.h"
+
+using namespace vlm;
+
+namespace {
+
+std::vector<uint8_t> png_of(int h, int w, int seed) {
+  cv::Mat m(h, w, CV_8UC3);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) m.at<cv::Vec3b>(y, x) = cv::Vec3b(uchar(seed + x), uchar(y * 7), uchar(x * y));
+  std::vector<uint8_t> buf;
+  cv::imencode(".png", m, buf);
+  return buf;
+}
+
+// Three images, four captions (image 1 has two), splits 0 | 1 | 2.
+std::string make_small(const std::string& dir) {
+  const std::string path = dir + "/small.h5";
+  DatasetWriter w = DatasetWriter::encoded(path);
+  for (int i = 0; i < 3; ++i) {
+    const auto png = png_of(10 + i, 20, i * 10);
+    w.add_encoded(png.data(), png.size(), 10 + i, 20, 3);
+  }
+  w.add_caption(0, "zero");
+  w.add_caption(1, "one", "what is it?");
+  w.add_caption(1, "uno");
+  w.add_caption(2, "two \xC3\xA9");
+  w.set_split(schema::kSplitTrain, {0});
+  w.set_split(schema::kSplitVal, {1});
+  w.set_split(schema::kSplitTest, {2});
+  w.finish();
+  return path;
+}
+
+// Runs `edit` on the file opened read-write.
+template <typename F>
+void edit(const std::string& path, F&& f) {
+  hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  f(file);
+  H5Fclose(file);
+}
+
+void expect_user_error(const std::string& path, const std::string& needle) {
+  try {
+    DatasetReader r(path);
+    FAIL() << "no error for " << needle;
+  } catch (const UserError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(path), std::string::npos) << msg;
+    EXPECT_NE(msg.find(needle), std::string::npos) << msg;
+  }
+}
+
+void write_i64(hid_t file, const char* name, const std::vector<int64_t>& v) {
+  hsize_t n = v.size();
+  hid_t s = H5Screate_simple(1, &n, nullptr);
+  hid_t d = H5Dcreate2(file, name, H5T_STD_I64LE, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  H5Dwrite(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data());
+  H5Dclose(d);
+  H5Sclose(s);
+}
+
+}  // namespace
+
+TEST(H5Schema, RoundTripThroughReaderAndCApi) {
+  const std::string dir = test::scratch_dir("schema_rt");
+  const std::string path = make_small(dir);
+  DatasetReader r(path);
+  EXPECT_EQ(r.num_images(), 3);
+  EXPECT_EQ(r.num_captions(), 4);
+  EXPECT_EQ(r.caption(2), "uno");
+  EXPECT_EQ(r.caption(3), "two \xC3\xA9");
+  EXPECT_EQ(r.prompt(1), "what is it?");
+  EXPECT_EQ(r.prompt(0), "");
+  EXPECT_EQ(r.caption_image(2), 1);
+  EXPECT_EQ(r.image_info(2).height, 12);
+  EXPECT_EQ(r.image_data(1), png_of(11, 20, 10));
+  EXPECT_EQ(r.split_captions("val"), (std::vector<int64_t>{1, 2}));
+  EXPECT_FALSE(r.has_tokens());
+
+  hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  EXPECT_EQ(test::h5_str_attr(f, "format"), "vlm-image-text");
+  EXPECT_EQ(test::h5_int_attr(f, "version"), 1);
+  EXPECT_EQ(test::h5_str_attr(f, "image_storage"), "encoded");
+  EXPECT_EQ(test::h5_i64(f, "/captions/image"), (std::vector<int64_t>{0, 1, 1, 2}));
+  EXPECT_EQ(test::h5_i64(f, "/captions/text_offsets"), (std::vector<int64_t>{0, 4, 7, 10, 16}));
+  const auto off = test::h5_i64(f, "/images/offsets");
+  const auto bytes = test::h5_u8(f, "/images/encoded");
+  ASSERT_EQ(off.size(), 4u);
+  EXPECT_EQ(std::vector<uint8_t>(bytes.begin() + off[2], bytes.begin() + off[3]), png_of(12, 20, 20));
+  EXPECT_EQ(test::h5_i64(f, "/splits/test"), (std::vector<int64_t>{2}));
+  H5Fclose(f);
+}
+
+TEST(H5Schema, NotHdf5) {
+  const std::string dir = test::scratch_dir("schema_nothdf5");
+  test::write_file(dir + "/x.h5", "this is not hdf5");
+  expect_user_error(dir + "/x.h5", "HDF5");
+  expect_user_error(dir + "/missing.h5", "HDF5");
+}
+
+TEST(H5Schema, WrongVersion) {
+  const std::string path = make_small(test::scratch_dir("schema_version"));
+  edit(path, [](hid_t f) {
+    hid_t a = H5Aopen(f, "version", H5P_DEFAULT);
+    const int64_t v = 2;
+    H5Awrite(a, H5T_NATIVE_INT64, &v);
+    H5Aclose(a);
+  });
+  expect_user_error(path, "version 2");
+}
+
+TEST(H5Schema, WrongFormat) {
+  const std::string path = make_small(test::scratch_dir("schema_format"));
+  edit(path, [](hid_t f) { H5Adelete(f, "format"); });
+  expect_user_error(path, "'format'");
+}
+
+TEST(H5Schema, MissingDataset) {
+  const std::string path = make_small(test::scratch_dir("schema_missing"));
+  edit(path, [](hid_t f) { H5Ldelete(f, "/captions/image", H5P_DEFAULT); });
+  expect_user_error(path, "/captions/image is missing");
+}
+
+TEST(H5Schema, WrongDtype) {
+  const std::string path = make_small(test::scratch_dir("schema_dtype"));
+  edit(path, [](hid_t f) {
+    H5Ldelete(f, "/images/height", H5P_DEFAULT);
+    hsize_t n = 3;
+    hid_t s = H5Screate_simple(1, &n, nullptr);
+    hid_t d = H5Dcreate2(f, "/images/height", H5T_IEEE_F32LE, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Dclose(d);
+    H5Sclose(s);
+  });
+  expect_user_error(path, "/images/height has the wrong dtype");
+}
+
+TEST(H5Schema, OffsetNeedingTerabytes) {
+  const std::string path = make_small(test::scratch_dir("schema_tb"));
+  edit(path, [](hid_t f) {
+    H5Ldelete(f, "/images/offsets", H5P_DEFAULT);
+    write_i64(f, "/images/offsets", {0, int64_t(1) << 41, (int64_t(1) << 41) + 5, (int64_t(1) << 41) + 9});
+  });
+  expect_user_error(path, "/images/offsets entry 0 has length 2199023255552");
+}
+
+TEST(H5Schema, CountNeedingTerabytes) {
+  // A chunked dataset can claim 2^40 entries while storing none: the reader must refuse
+  // from the dims alone.
+  const std::string path = make_small(test::scratch_dir("schema_count"));
+  edit(path, [](hid_t f) {
+    H5Ldelete(f, "/captions/image", H5P_DEFAULT);
+    hsize_t n = hsize_t(1) << 40, mx = H5S_UNLIMITED, chunk = 1024;
+    hid_t s = H5Screate_simple(1, &n, &mx);
+    hid_t p = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(p, 1, &chunk);
+    hid_t d = H5Dcreate2(f, "/captions/image", H5T_STD_I64LE, s, H5P_DEFAULT, p, H5P_DEFAULT);
+    H5Dclose(d);
+    H5Pclose(p);
+    H5Sclose(s);
+  });
+  expect_user_error(path, "/captions/image has 1099511627776 entries");
+}
+
+TEST(H5Schema, CaptionPointsPastImages) {
+  const std::string path = make_small(test::scratch_dir("schema_capidx"));
+  edit(path, [](hid_t f) {
+    H5Ldelete(f, "/captions/image", H5P_DEFAULT);
+    write_i64(f, "/captions/image", {0, 1, 7, 2});
+  });
+  expect_user_error(path, "names image 7");
+}

@@ -1,0 +1,33 @@
+// Helpers shared by the data tests: scratch directories, the Debian dataset locations,
+// an independent gzip/IDX reader (so converter output is checked against bytes read by
+// other code than the converter's), and small HDF5 C API readers.
+#pragma once
+#include <hdf5.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vlm::test {
+
+inline const char* kFashionDir = "/usr/share/datasets/fashion-mnist";
+inline const char* kTuxDir = "/usr/share/tuxpaint/stamps";
+
+// A fresh empty directory under the system temp dir, unique per process.
+std::string scratch_dir(const std::string& name);
+bool have_fashion_mnist();
+bool have_tuxpaint();
+std::string read_file(const std::string& path);
+void write_file(const std::string& path, const std::string& bytes);
+// Whole decompressed content of a .gz file (zlib, independent of data/idx.cpp).
+std::string gunzip(const std::string& path);
+
+// HDF5 C API readers for field-by-field checks.
+std::vector<int64_t> h5_dims(hid_t f, const char* ds);
+std::vector<uint8_t> h5_u8(hid_t f, const char* ds);
+std::vector<int64_t> h5_i64(hid_t f, const char* ds);
+std::vector<int32_t> h5_i32(hid_t f, const char* ds);
+std::string h5_str_attr(hid_t obj, const char* name);
+int64_t h5_int_attr(hid_t obj, const char* name);
+
+}  // namespace vlm::test
