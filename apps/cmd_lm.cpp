@@ -18,6 +18,7 @@
 #include "apps/command.h"
 #include "core/backend.h"
 #include "core/config.h"
+#include "core/device_options.h"
 #include "core/error.h"
 #include "data/h5_check.h"
 #include "data/h5_io.h"
@@ -26,6 +27,7 @@
 #include "llm/hf_import.h"
 #include "parallel/groups.h"
 #include "parallel/mpi/mpi_session.h"
+#include "parallel/options.h"
 #include "parallel/topology.h"
 
 namespace vlm {
@@ -58,11 +60,9 @@ int lm_logits(int argc, char** argv) {
              "dataset 'logits') and the ids (dataset 'ids') of one sequence to HDF5.");
   cfg.add_string("hf", "", "Hugging Face checkpoint directory (config.json + model.safetensors or an index)");
   cfg.add_int_list("ids", "", "token ids of the sequence, comma-separated");
-  cfg.add_int("tp", 1, "tensor-parallel size (the world under mpirun is tp x dp)", 1, 4096);
-  cfg.add_choice("device", "auto", {"auto", "cpu", "cuda"}, "backend");
   cfg.add_string("out", "", "output HDF5 file");
-  cfg.add_int("ranks_per_node", 0, "ranks per node (0 = detect; > 0 emulates nodes)", 0);
-  cfg.add_float("timeout_s", 300.0, "collective timeout in seconds", 1e-3);
+  register_parallel_options(cfg);
+  register_device_options(cfg);
   if (!cfg.parse(argc, argv)) return 0;
   VLM_REQUIRE(cfg.positional().empty(), "vlm lm logits: unexpected argument '",
               cfg.positional().empty() ? "" : cfg.positional()[0], "'");
@@ -79,13 +79,11 @@ int lm_logits(int argc, char** argv) {
     VLM_REQUIRE(id >= 0 && id < m.vocab_size, "--ids: token id ", id, " outside [0, vocab_size=", m.vocab_size, ")");
   VLM_REQUIRE(T <= m.max_pos, "--ids: ", T, " tokens exceed max_position_embeddings=", m.max_pos, " of ", dir);
 
-  ParallelOptions po;
-  po.tp = int(cfg.get_int("tp"));
-  po.ranks_per_node = int(cfg.get_int("ranks_per_node"));
-  po.timeout_s = cfg.get_float("timeout_s");
+  const ParallelOptions po = read_parallel_options(cfg);
   Topology topo = detect_topology(po);
   const bool root = topo.world_rank() == 0;
-  Backend& b = select_backend(cfg.get_string("device"), root);
+  if (cfg.get_string("device") != "cpu") bind_local_device();  // GPU = node-local rank % GPUs
+  Backend& b = backend_from_config(cfg, root);
   ProcessGroups groups(topo, b.device(), po.timeout_s);
 
   Backbone bb(m, b, groups.tp(), T);

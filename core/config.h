@@ -32,6 +32,9 @@ class Config {
   void add_flag(const std::string& name, bool def, const std::string& help);
   // Comma-separated list of ints, e.g. "1,2,3" (empty string = empty list).
   void add_int_list(const std::string& name, const std::string& def, const std::string& help);
+  // A short command-line spelling of a registered option: add_alias("tp", "parallel.tp")
+  // makes `--tp 8` set parallel.tp (INI files use the full name). Shown in --help.
+  void add_alias(const std::string& alias, const std::string& name);
 
   // Parses the command line (argv[0] is skipped) and every --config file it names.
   // Positional arguments (not starting with --) are collected in positional().

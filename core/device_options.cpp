@@ -12,6 +12,6 @@ void register_device_options(Config& cfg) {
   cfg.add_int("seed", 1234, "seed of every random initialisation and sampling", 0, INT64_MAX);
 }
 
-Backend& backend_from_config(const Config& cfg) { return select_backend(cfg.get_string("device"), true); }
+Backend& backend_from_config(const Config& cfg, bool log) { return select_backend(cfg.get_string("device"), log); }
 
 }  // namespace vlm

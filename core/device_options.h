@@ -10,7 +10,8 @@ class Config;
 
 // Registers `device` (choice auto|cpu|cuda, default auto) and `seed`.
 void register_device_options(Config& cfg);
-// select_backend(cfg.get_string("device")): logs one line naming the backend and why.
-Backend& backend_from_config(const Config& cfg);
+// select_backend(cfg.get_string("device")): logs one line naming the backend and why
+// when `log` (multi-rank commands log on rank 0 only).
+Backend& backend_from_config(const Config& cfg, bool log = true);
 
 }  // namespace vlm

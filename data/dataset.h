@@ -1,4 +1,4 @@
-// DatasetReader: opens a schema-v1 image-text HDF5 file (schema.h, SCHEMA.md) and gives
+// DatasetReader: opens a schema-v1 image-text HDF5 file (schema.h; README.md "Datasets") and gives
 // random access to images, captions, tokens and splits.
 // Invariants established at open (violations are UserError naming file and dataset):
 //  - root attrs format == "vlm-image-text" and version == 1;

@@ -1,4 +1,4 @@
-// The image-text HDF5 schema, version 1 (documented in data/SCHEMA.md).
+// The image-text HDF5 schema, version 1 (documented in README.md, "Datasets").
 // Names of every group, dataset and root attribute live here, once, with the limits
 // the reader enforces before allocating anything from a size stored in a file.
 #pragma once

@@ -13,6 +13,7 @@ void register_parallel_options(Config& cfg) {
               1 << 20);
   cfg.add_float("parallel.timeout_s", 300.0,
                 "seconds a collective may take before every rank aborts with a message", 0.001, 1e7);
+  cfg.add_alias("tp", "parallel.tp");  // the spelling of the launch examples: `--tp 8`
 }
 
 ParallelOptions read_parallel_options(const Config& cfg) {

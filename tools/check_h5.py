@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Reads a vlm-image-text HDF5 file with h5py (independently of the C++ reader) and
-checks the schema-v1 invariants of data/SCHEMA.md; prints a short summary.
+checks the schema-v1 invariants documented in README.md ("Datasets"); prints a short summary.
 usage: python3 tools/check_h5.py FILE.h5 [FILE.h5 ...]   (needs: pip install h5py numpy)"""
 import sys
 

@@ -2,58 +2,89 @@
 // (core/ops/attention.inc). q[T,NH,HS], k/v[T,NKV,HS], out[T,NH,HS], lse[T,NH],
 // cu_seqlens[B+1] i32 with cu[0] = 0, non-decreasing, cu[B] = T. Query head h reads
 // kv head h / (NH/NKV). Causal: a token sees keys j <= i of its own sample.
-// Forward: per (token, head), scores in double, max-subtracted softmax, lse saved
-// (f32, or f64 when the caller passes f64 for gradient checks).
-// Backward recomputes P = exp(s - lse): pass 1 gives dq per (token, head); pass 2 gives
-// dk, dv per (key token, kv head), summing over the group's heads and the sample's
-// queries in a fixed order, so there are no races and the result is deterministic.
+// The heavy work is BLAS (blas_gemm_ld on the packed layout, row strides NH*HS and
+// NKV*HS, no copies), one sample and one head at a time, query rows in blocks of kRows
+// (causal blocks only multiply the keys they can see):
+//   forward:  S = scale Q K^T, P = softmax(S) (masked, max-subtracted, lse saved in
+//             f32 or f64), O = P V;
+//   backward: P = exp(S - lse) recomputed, D = rowsum(dO * O), dV += P^T dO,
+//             dS = P (dO V^T - D), dQ = scale dS K, dK += scale dS^T Q.
+// Parallel (OpenMP) over (sample, head) in forward and (sample, kv head) in backward;
+// a backward unit sums its group's query heads and query blocks into dK/dV in a fixed
+// order, so there are no races and the output is bitwise the same for any thread count
+// (each element of a BLAS product is computed whole by one thread: see blas.h).
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include <omp.h>
+
+#include "core/cpu/blas.h"
 #include "core/cpu/cpu_util.h"
 #include "core/ops.h"
 
 namespace vlm::cpu {
 namespace {
 
+constexpr int64_t kRows = 64;  // query rows per block (the causal waste is <= kRows/L)
+
 struct AttnDims {
   int64_t T, NH, NKV, HS, B;
-  std::vector<int64_t> start, end;  // per token: its sample's [start, end)
+  const int32_t* cu;  // [B+1] sample boundaries
 };
 
 AttnDims attn_dims(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
                    const Tensor& cu_seqlens, int max_seqlen) {
   check_cpu(q, op, "q");
   VLM_ASSERT(q.ndim() == 3 && k.ndim() == 3, op, ": q ", q.str(), " k ", k.str(), " must be 3-D");
-  AttnDims d{q.size(0), q.size(1), k.size(1), q.size(2), cu_seqlens.numel() - 1, {}, {}};
   check_cpu(k, op, "k");
   check_same(v, k, op, "v");
+  VLM_ASSERT(cu_seqlens.dtype() == DType::I32 && cu_seqlens.is_cpu() && cu_seqlens.numel() >= 1, op,
+             ": cu_seqlens ", cu_seqlens.str());
+  AttnDims d{q.size(0), q.size(1), k.size(1), q.size(2), cu_seqlens.numel() - 1, cu_seqlens.ptr<int32_t>()};
   VLM_ASSERT(k.dtype() == q.dtype() && k.size(0) == d.T && k.size(2) == d.HS && d.NKV > 0 && d.NH % d.NKV == 0,
              op, ": q ", q.str(), " k ", k.str(), " (need NH % NKV == 0)");
-  VLM_ASSERT(cu_seqlens.dtype() == DType::I32 && cu_seqlens.is_cpu() && d.B >= 0, op, ": cu_seqlens ",
-             cu_seqlens.str());
-  const int32_t* cu = cu_seqlens.ptr<int32_t>();
-  VLM_ASSERT(cu[0] == 0 && cu[d.B] == d.T, op, ": cu_seqlens must run from 0 to T=", d.T);
-  d.start.resize(size_t(d.T));
-  d.end.resize(size_t(d.T));
-  for (int64_t b = 0; b < d.B; ++b) {
-    VLM_ASSERT(cu[b] <= cu[b + 1] && cu[b + 1] - cu[b] <= max_seqlen, op, ": sample ", b, " spans [", cu[b],
-               ",", cu[b + 1], ") with max_seqlen ", max_seqlen);
-    for (int64_t t = cu[b]; t < cu[b + 1]; ++t) {
-      d.start[size_t(t)] = cu[b];
-      d.end[size_t(t)] = cu[b + 1];
-    }
-  }
+  VLM_ASSERT(d.cu[0] == 0 && d.cu[d.B] == d.T, op, ": cu_seqlens must run from 0 to T=", d.T);
+  for (int64_t b = 0; b < d.B; ++b)
+    VLM_ASSERT(d.cu[b] <= d.cu[b + 1] && d.cu[b + 1] - d.cu[b] <= max_seqlen, op, ": sample ", b, " spans [",
+               d.cu[b], ",", d.cu[b + 1], ") with max_seqlen ", max_seqlen);
   return d;
 }
 
-template <typename T>
-double dot(const T* a, const T* b, int64_t n) {
-  double acc = 0;
-  for (int64_t i = 0; i < n; ++i) acc += double(a[i]) * double(b[i]);
-  return acc;
+// Runs f(unit, scratch) for unit in [0, n). With enough units and work, OpenMP over the
+// units with OpenBLAS held to one thread (no nested pools); otherwise the units run in
+// order and each BLAS call may use OpenBLAS threads. Same results either way.
+template <typename F>
+void for_units(int64_t n, int64_t work, F&& f) {
+  const int nt = omp_get_max_threads();
+  if (nt > 1 && n >= nt && work > kOmpMin) {
+    BlasThreads one(1);
+#pragma omp parallel
+    {
+      std::vector<char> scratch;
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t u = 0; u < n; ++u) f(u, scratch);
+    }
+  } else {
+    std::vector<char> scratch;
+    for (int64_t u = 0; u < n; ++u) f(u, scratch);
+  }
 }
+
+// Typed view of a byte scratch buffer grown to hold n elements of T.
+template <typename T>
+T* scratch_of(std::vector<char>& buf, int64_t n) {
+  if (buf.size() < size_t(n) * sizeof(T)) buf.resize(size_t(n) * sizeof(T));
+  return reinterpret_cast<T*>(buf.data());
+}
+
+// Query block rows [i0, i1) of a sample of length L see keys [0, kl): the sample
+// (bidirectional) or up to the block's last row (causal). Row r sees keys [0, last(r)].
+struct QBlock {
+  int64_t i0, i1, kl;
+  bool causal;
+  int64_t seen(int64_t r) const { return causal ? i0 + r + 1 : kl; }
+};
 
 }  // namespace
 
@@ -61,42 +92,47 @@ void attention_forward(Stream& s, const Tensor& out, const Tensor& lse, const Te
                        const Tensor& k, const Tensor& v, const Tensor& cu_seqlens,
                        int max_seqlen, bool causal) {
   const char* op = "attention_forward";
-  AttnDims d = attn_dims(op, q, k, v, cu_seqlens, max_seqlen);
+  const AttnDims d = attn_dims(op, q, k, v, cu_seqlens, max_seqlen);
   check_same(out, q, op, "out");
   StatRef sl(lse, d.T * d.NH, op, "lse");
   const double scale = 1.0 / std::sqrt(double(d.HS));
-  const int64_t group = d.NH / d.NKV, HS = d.HS;
-  const int64_t work = d.T * d.NH * int64_t(max_seqlen) * HS;  // ~ multiply-adds
+  const int64_t group = d.NH / d.NKV, HS = d.HS, NH = d.NH, NKV = d.NKV;
+  const int64_t ldq = NH * HS, ldk = NKV * HS;
+  const int64_t work = d.T * NH * int64_t(max_seqlen) * HS;  // ~ multiply-adds
   dispatch_float(q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     const T *pq = q.ptr<T>(), *pk = k.ptr<T>(), *pv = v.ptr<T>();
     T* po = out.ptr<T>();
-#pragma omp parallel if (work > kOmpMin)
-    {
-      std::vector<double> sc, acc(static_cast<size_t>(HS));
-#pragma omp for schedule(dynamic, 4)
-      for (int64_t th = 0; th < d.T * d.NH; ++th) {
-        const int64_t t = th / d.NH, h = th % d.NH, kh = h / group;
-        const int64_t j0 = d.start[size_t(t)], j1 = causal ? t + 1 : d.end[size_t(t)];
-        const T* qr = pq + th * HS;
-        sc.assign(size_t(j1 - j0), 0.0);
-        double mx = -INFINITY;
-        for (int64_t j = j0; j < j1; ++j) {
-          sc[size_t(j - j0)] = scale * dot(qr, pk + (j * d.NKV + kh) * HS, HS);
-          mx = std::max(mx, sc[size_t(j - j0)]);
+    // Unit u = (sample b, head h): S[kRows, L] = scale Q K^T, softmax in place, O = P V.
+    for_units(d.B * NH, work, [&](int64_t u, std::vector<char>& buf) {
+      const int64_t b = u / NH, h = u % NH, kh = h / group;
+      const int64_t t0 = d.cu[b], L = d.cu[b + 1] - t0;
+      if (L == 0) return;
+      T* S = scratch_of<T>(buf, std::min(L, kRows) * L);
+      const T *K = pk + (t0 * NKV + kh) * HS, *V = pv + (t0 * NKV + kh) * HS;
+      for (int64_t i0 = 0; i0 < L; i0 += kRows) {
+        const int64_t i1 = std::min(L, i0 + kRows), m = i1 - i0;
+        const QBlock qb{i0, i1, causal ? i1 : L, causal};
+        const T* Q = pq + ((t0 + i0) * NH + h) * HS;
+        blas_gemm_ld(false, true, m, qb.kl, HS, scale, Q, ldq, K, ldk, 0.0, S, qb.kl);
+        for (int64_t r = 0; r < m; ++r) {
+          T* row = S + r * qb.kl;
+          const int64_t n = qb.seen(r);
+          T mx = row[0];
+          for (int64_t j = 1; j < n; ++j) mx = std::max(mx, row[j]);
+          double sum = 0;
+          for (int64_t j = 0; j < n; ++j) {
+            row[j] = std::exp(row[j] - mx);
+            sum += double(row[j]);
+          }
+          const T inv = T(1.0 / sum);
+          for (int64_t j = 0; j < n; ++j) row[j] *= inv;
+          std::fill(row + n, row + qb.kl, T(0));  // masked keys
+          sl.set((t0 + i0 + r) * NH + h, double(mx) + std::log(sum));
         }
-        double sum = 0;
-        std::fill(acc.begin(), acc.end(), 0.0);
-        for (int64_t j = j0; j < j1; ++j) {
-          const double p = std::exp(sc[size_t(j - j0)] - mx);
-          sum += p;
-          const T* vr = pv + (j * d.NKV + kh) * HS;
-          for (int64_t c = 0; c < HS; ++c) acc[size_t(c)] += p * double(vr[c]);
-        }
-        for (int64_t c = 0; c < HS; ++c) po[th * HS + c] = T(acc[size_t(c)] / sum);
-        sl.set(th, mx + std::log(sum));
+        blas_gemm_ld(false, false, m, HS, qb.kl, 1.0, S, qb.kl, V, ldk, 0.0, po + ((t0 + i0) * NH + h) * HS, ldq);
       }
-    }
+    });
   });
 }
 
@@ -105,7 +141,7 @@ void attention_backward(Stream& s, const Tensor& dq, const Tensor& dk, const Ten
                         const Tensor& out, const Tensor& lse, const Tensor& cu_seqlens,
                         int max_seqlen, bool causal) {
   const char* op = "attention_backward";
-  AttnDims d = attn_dims(op, q, k, v, cu_seqlens, max_seqlen);
+  const AttnDims d = attn_dims(op, q, k, v, cu_seqlens, max_seqlen);
   check_same(out, q, op, "out");
   check_same(dout, q, op, "dout");
   check_same(dq, q, op, "dq");
@@ -114,61 +150,53 @@ void attention_backward(Stream& s, const Tensor& dq, const Tensor& dk, const Ten
   StatRef sl(lse, d.T * d.NH, op, "lse");
   const double scale = 1.0 / std::sqrt(double(d.HS));
   const int64_t group = d.NH / d.NKV, HS = d.HS, NH = d.NH, NKV = d.NKV;
+  const int64_t ldq = NH * HS, ldk = NKV * HS;
   const int64_t work = d.T * NH * int64_t(max_seqlen) * HS;  // ~ multiply-adds
   dispatch_float(q.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     const T *pq = q.ptr<T>(), *pk = k.ptr<T>(), *pv = v.ptr<T>(), *po = out.ptr<T>(), *pg = dout.ptr<T>();
     T *pdq = dq.ptr<T>(), *pdk = dk.ptr<T>(), *pdv = dv.ptr<T>();
-    std::vector<double> D(size_t(d.T * NH));  // D[t,h] = dout . out
-    // Pass 1: dq[t,h] = scale * sum_j P (dP - D) k_j.
-#pragma omp parallel if (work > kOmpMin)
-    {
-      std::vector<double> acc(static_cast<size_t>(HS));
-#pragma omp for schedule(dynamic, 4)
-      for (int64_t th = 0; th < d.T * NH; ++th) {
-        const int64_t t = th / NH, h = th % NH, kh = h / group;
-        const int64_t j0 = d.start[size_t(t)], j1 = causal ? t + 1 : d.end[size_t(t)];
-        const T *qr = pq + th * HS, *gr = pg + th * HS;
-        const double Di = dot(gr, po + th * HS, HS), L = sl.get(th);
-        D[size_t(th)] = Di;
-        std::fill(acc.begin(), acc.end(), 0.0);
-        for (int64_t j = j0; j < j1; ++j) {
-          const T *kr = pk + (j * NKV + kh) * HS, *vr = pv + (j * NKV + kh) * HS;
-          const double p = std::exp(scale * dot(qr, kr, HS) - L);
-          const double ds = p * (dot(gr, vr, HS) - Di);
-          for (int64_t c = 0; c < HS; ++c) acc[size_t(c)] += ds * double(kr[c]);
-        }
-        for (int64_t c = 0; c < HS; ++c) pdq[th * HS + c] = T(scale * acc[size_t(c)]);
+    // Unit u = (sample b, kv head kh): owns dK, dV of its rows and dQ of its group's heads.
+    for_units(d.B * NKV, work * 3, [&](int64_t u, std::vector<char>& buf) {
+      const int64_t b = u / NKV, kh = u % NKV;
+      const int64_t t0 = d.cu[b], L = d.cu[b + 1] - t0;
+      if (L == 0) return;
+      const int64_t bs = std::min(L, kRows);
+      T* P = scratch_of<T>(buf, 2 * bs * L);
+      T* dS = P + bs * L;
+      const T *K = pk + (t0 * NKV + kh) * HS, *V = pv + (t0 * NKV + kh) * HS;
+      T *dK = pdk + (t0 * NKV + kh) * HS, *dV = pdv + (t0 * NKV + kh) * HS;
+      for (int64_t j = 0; j < L; ++j) {
+        std::fill(dK + j * ldk, dK + j * ldk + HS, T(0));
+        std::fill(dV + j * ldk, dV + j * ldk + HS, T(0));
       }
-    }
-    // Pass 2: dk[j,kh], dv[j,kh] summed over the group's heads and the queries that see j.
-#pragma omp parallel if (work > kOmpMin)
-    {
-      std::vector<double> ak(static_cast<size_t>(HS)), av(static_cast<size_t>(HS));
-#pragma omp for schedule(dynamic, 4)
-      for (int64_t jk = 0; jk < d.T * NKV; ++jk) {
-        const int64_t j = jk / NKV, kh = jk % NKV;
-        const int64_t i0 = causal ? j : d.start[size_t(j)], i1 = d.end[size_t(j)];
-        const T *kr = pk + jk * HS, *vr = pv + jk * HS;
-        std::fill(ak.begin(), ak.end(), 0.0);
-        std::fill(av.begin(), av.end(), 0.0);
-        for (int64_t h = kh * group; h < (kh + 1) * group; ++h)
-          for (int64_t i = i0; i < i1; ++i) {
-            const int64_t ih = i * NH + h;
-            const T *qr = pq + ih * HS, *gr = pg + ih * HS;
-            const double p = std::exp(scale * dot(qr, kr, HS) - sl.get(ih));
-            const double ds = p * (dot(gr, vr, HS) - D[size_t(ih)]);
-            for (int64_t c = 0; c < HS; ++c) {
-              av[size_t(c)] += p * double(gr[c]);
-              ak[size_t(c)] += ds * double(qr[c]);
+      for (int64_t h = kh * group; h < (kh + 1) * group; ++h)
+        for (int64_t i0 = 0; i0 < L; i0 += kRows) {
+          const int64_t i1 = std::min(L, i0 + kRows), m = i1 - i0;
+          const QBlock qb{i0, i1, causal ? i1 : L, causal};
+          const int64_t off = ((t0 + i0) * NH + h) * HS;  // row i0 of head h in q/out/dout/dq
+          const T *Q = pq + off, *G = pg + off, *O = po + off;
+          blas_gemm_ld(false, true, m, qb.kl, HS, scale, Q, ldq, K, ldk, 0.0, P, qb.kl);
+          blas_gemm_ld(false, true, m, qb.kl, HS, 1.0, G, ldq, V, ldk, 0.0, dS, qb.kl);  // dP
+          for (int64_t r = 0; r < m; ++r) {
+            T *pr = P + r * qb.kl, *dr = dS + r * qb.kl;
+            const int64_t n = qb.seen(r);
+            double Dd = 0;  // D = dout . out of this row
+            for (int64_t c = 0; c < HS; ++c) Dd += double(G[r * ldq + c]) * double(O[r * ldq + c]);
+            const T Dr = T(Dd);
+            const T L_r = T(sl.get((t0 + i0 + r) * NH + h));
+            for (int64_t j = 0; j < n; ++j) {
+              pr[j] = std::exp(pr[j] - L_r);
+              dr[j] = pr[j] * (dr[j] - Dr);
             }
+            std::fill(pr + n, pr + qb.kl, T(0));  // masked keys
+            std::fill(dr + n, dr + qb.kl, T(0));
           }
-        for (int64_t c = 0; c < HS; ++c) {
-          pdv[jk * HS + c] = T(av[size_t(c)]);
-          pdk[jk * HS + c] = T(scale * ak[size_t(c)]);
+          blas_gemm_ld(true, false, qb.kl, HS, m, 1.0, P, qb.kl, G, ldq, 1.0, dV, ldk);
+          blas_gemm_ld(false, false, m, HS, qb.kl, scale, dS, qb.kl, K, ldk, 0.0, pdq + off, ldq);
+          blas_gemm_ld(true, false, qb.kl, HS, m, scale, dS, qb.kl, Q, ldq, 1.0, dK, ldk);
         }
-      }
-    }
+    });
   });
 }
 

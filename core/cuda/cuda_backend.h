@@ -1,5 +1,5 @@
-// The CUDA backend's concrete classes, visible to core/cuda/ only (the rest of the
-// project sees core/backend.h). The ops need them to reach the cudaStream_t, the
+// The CUDA backend's concrete classes, visible to core/cuda/ and parallel/nccl/ only
+// (the rest of the project sees core/backend.h). The ops and NCCL need them to reach the cudaStream_t, the
 // cuBLASLt handle, the cuDNN handle and the workspace of the Stream they are given.
 // Invariants:
 //  - One device per process: the device current when the backend is first used

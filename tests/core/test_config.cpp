@@ -157,6 +157,24 @@ TEST_F(ConfigTest, FlagsListsAndPositionals) {
   EXPECT_EQ(e.get_string("train.out"), "a # b ");
 }
 
+TEST_F(ConfigTest, AliasIsACommandLineSpellingOfTheSameOption) {
+  Config c;
+  register_model(c);
+  c.add_alias("lr", "train.lr");
+  ASSERT_TRUE(parse(c, {"--lr", "0.5"}));
+  EXPECT_DOUBLE_EQ(c.get_float("train.lr"), 0.5);
+  EXPECT_TRUE(c.is_set("train.lr"));
+  Config d;
+  register_model(d);
+  d.add_alias("lr", "train.lr");
+  EXPECT_EQ(error_of([&] { parse(d, {"--lr=2"}); }), "--lr: 2 is out of range [0, 1]");
+  // INI files use the full name only: the alias is unknown there.
+  std::string f = write("a.cfg", "lr = 0.1\n");
+  EXPECT_EQ(error_of([&] { d.read_ini(f); }), f + ":1: unknown option 'lr' (did you mean 'seed'?)");
+  EXPECT_NE(d.help().find("--train.lr FLOAT"), std::string::npos);
+  EXPECT_NE(d.help().find("; also --lr)"), std::string::npos);
+}
+
 TEST_F(ConfigTest, DumpIniReadsBackToTheSameValues) {
   Config a;
   register_model(a);

@@ -54,12 +54,6 @@ RunResult run(const ModelConfig& c, Communicator& comm, const HostBatch& b, bool
   return r;
 }
 
-int world_size() {
-  int n = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
-
 struct Case {
   ModelFamily family;
   bool sp;
