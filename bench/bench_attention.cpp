@@ -16,6 +16,7 @@
 #include "core/config.h"
 #include "core/device_options.h"
 #include "core/ops.h"
+#include "bench/bench_util.h"
 
 using namespace vlm;
 
@@ -26,36 +27,6 @@ struct AttnCase {
   int nh, nkv, hs;
   bool causal;
 };
-
-Tensor filled(Backend& b, Shape s, float amp) {
-  std::vector<float> v(size_t(s.numel()));
-  uint32_t x = 777;
-  for (float& f : v) x = x * 1664525u + 1013904223u, f = amp * (float(x >> 8) / float(1 << 24) * 2.f - 1.f);
-  return to_backend(b, Tensor::from_vector(v, s));
-}
-
-// Seconds per call of f: `warmup` untimed calls, then `iters` timed calls, or when
-// iters == 0 batches of 1, 2, 4, ... calls until `budget_s` has passed.
-template <typename F>
-double time_per_call(Stream& s, F&& f, int warmup, int iters, double budget_s) {
-  using clock = std::chrono::steady_clock;
-  for (int i = 0; i < warmup; ++i) f();
-  s.synchronize();
-  auto t0 = clock::now();
-  auto elapsed = [&] {
-    s.synchronize();
-    return std::chrono::duration<double>(clock::now() - t0).count();
-  };
-  int n = 0;
-  if (iters > 0) {
-    for (; n < iters; ++n) f();
-    return elapsed() / n;
-  }
-  for (int batch = 1;; batch *= 2) {
-    for (int i = 0; i < batch; ++i, ++n) f();
-    if (double t = elapsed(); t >= budget_s) return t / n;
-  }
-}
 
 // "4x512" or "128+384+1000": the sample lengths, run-length encoded.
 std::string lens_str(const std::vector<int>& lens) {
@@ -110,14 +81,14 @@ int main(int argc, char** argv) {
         fwd_flop += 4.0 * double(l) * l * c.hs * c.nh * (c.causal ? 0.5 : 1.0);
       }
       const int max_len = *std::max_element(c.lens.begin(), c.lens.end());
-      Tensor q = filled(b, Shape{T, c.nh, c.hs}, 1.f), k = filled(b, Shape{T, c.nkv, c.hs}, 1.f);
-      Tensor v = filled(b, Shape{T, c.nkv, c.hs}, 1.f), dout = filled(b, Shape{T, c.nh, c.hs}, 0.1f);
+      Tensor q = bench::filled(b, Shape{T, c.nh, c.hs}, DType::F32, 1.f), k = bench::filled(b, Shape{T, c.nkv, c.hs}, DType::F32, 1.f);
+      Tensor v = bench::filled(b, Shape{T, c.nkv, c.hs}, DType::F32, 1.f), dout = bench::filled(b, Shape{T, c.nh, c.hs}, DType::F32, 0.1f);
       Tensor out = Tensor::zeros(b, Shape{T, c.nh, c.hs}), lse = Tensor::zeros(b, Shape{T, c.nh});
       Tensor dq = Tensor::zeros(b, q.shape()), dk = Tensor::zeros(b, k.shape()), dv = Tensor::zeros(b, v.shape());
       Tensor cu_t = to_backend(b, Tensor::from_vector(cu, Shape{int64_t(cu.size())}));
-      double tf = time_per_call(
+      double tf = bench::time_per_call(
           s, [&] { attention_forward(s, out, lse, q, k, v, cu_t, max_len, c.causal); }, warmup, iters, budget);
-      double tb = time_per_call(
+      double tb = bench::time_per_call(
           s, [&] { attention_backward(s, dq, dk, dv, dout, q, k, v, out, lse, cu_t, max_len, c.causal); }, warmup,
           iters, budget);
       std::printf("%-28s %4d %4d %4d %6s  %9.3f %9.1f  %9.3f %9.1f  %9.1f\n", lens_str(c.lens).c_str(), c.nh, c.nkv,

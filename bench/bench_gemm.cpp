@@ -13,60 +13,16 @@
 #include "core/config.h"
 #include "core/device_options.h"
 #include "core/ops.h"
+#include "bench/bench_util.h"
 
 using namespace vlm;
 
 namespace {
 
-struct GemmShape {
+struct GemmCase {
   int64_t m, n, k;
   const char* what;
 };
-
-// Dense bf16 tensor-core peak (TFLOP/s, no sparsity) from the device description; 0 when unknown.
-double bf16_peak_tflops(const std::string& desc) {
-  if (desc.find("H100") != std::string::npos) return desc.find("PCIe") != std::string::npos ? 756 : 989;
-  if (desc.find("H200") != std::string::npos) return 989;
-  if (desc.find("A100") != std::string::npos) return 312;
-  return 0;
-}
-
-// A tensor on backend b of dtype dt with values in [-1, 1) from a fixed pattern (the
-// values do not matter for timing; they only have to be finite and not denormal).
-Tensor filled(Backend& b, Shape s, DType dt) {
-  std::vector<float> v(size_t(s.numel()));
-  uint32_t x = 12345;
-  for (float& f : v) x = x * 1664525u + 1013904223u, f = float(x >> 8) / float(1 << 24) * 2.f - 1.f;
-  Tensor t = to_backend(b, Tensor::from_vector(v, s));
-  if (dt == DType::F32) return t;
-  Tensor c = Tensor::empty(b, s, dt);
-  convert(b.default_stream(), c, t);
-  return c;
-}
-
-// Seconds per call of f: `warmup` untimed calls, then `iters` timed calls, or when
-// iters == 0 batches of 1, 2, 4, ... calls until `budget_s` has passed (the device is
-// synchronised only between batches, so small GEMMs stay pipelined).
-template <typename F>
-double time_per_call(Stream& s, F&& f, int warmup, int iters, double budget_s) {
-  using clock = std::chrono::steady_clock;
-  for (int i = 0; i < warmup; ++i) f();
-  s.synchronize();
-  auto t0 = clock::now();
-  auto elapsed = [&] {
-    s.synchronize();
-    return std::chrono::duration<double>(clock::now() - t0).count();
-  };
-  int n = 0;
-  if (iters > 0) {
-    for (; n < iters; ++n) f();
-    return elapsed() / n;
-  }
-  for (int batch = 1;; batch *= 2) {
-    for (int i = 0; i < batch; ++i, ++n) f();
-    if (double t = elapsed(); t >= budget_s) return t / n;
-  }
-}
 
 }  // namespace
 
@@ -84,7 +40,7 @@ int main(int argc, char** argv) {
     const int warmup = int(cfg.get_int("warmup")), iters = int(cfg.get_int("iters"));
     const double budget = cfg.get_float("seconds");
 
-    std::vector<GemmShape> shapes = {{512, 768, 768, "attn out proj (T=512, C=768)"},
+    std::vector<GemmCase> shapes = {{512, 768, 768, "attn out proj (T=512, C=768)"},
                                      {512, 2304, 768, "qkv (T=512, C=768)"},
                                      {512, 3072, 768, "mlp up (T=512, 4C)"},
                                      {512, 768, 3072, "mlp down (T=512, 4C)"},
@@ -97,7 +53,7 @@ int main(int argc, char** argv) {
     }
     std::vector<DType> dtypes = {DType::F32};
     if (gpu) dtypes.push_back(DType::BF16);
-    const double peak = gpu ? bf16_peak_tflops(b.description()) : 0;
+    const double peak = gpu ? bench::nominal_bf16_peak_tflops(b.description()) : 0;
 
     std::printf("bench_gemm on %s\n", b.description().c_str());
     std::printf("y[M,N] = x[M,K] @ W[N,K]^T, 2*M*N*K flop per call; %s\n",
@@ -107,12 +63,12 @@ int main(int argc, char** argv) {
                 gpu ? "  of peak" : "", "shape");
     double best_bf16 = 0;
     for (DType dt : dtypes) {
-      for (const GemmShape& g : shapes) {
-        Tensor x = filled(b, Shape{g.m, g.k}, dt), w = filled(b, Shape{g.n, g.k}, dt);
+      for (const GemmCase& g : shapes) {
+        Tensor x = bench::filled(b, Shape{g.m, g.k}, dt), w = bench::filled(b, Shape{g.n, g.k}, dt);
         Tensor y = Tensor::zeros(b, Shape{g.m, g.n}, DType::F32);
         GemmOpts o;
         o.trans_b = true;
-        double sec = time_per_call(s, [&] { matmul(s, y, x, w, o); }, warmup, iters, budget);
+        double sec = bench::time_per_call(s, [&] { matmul(s, y, x, w, o); }, warmup, iters, budget);
         double flops = 2.0 * double(g.m) * double(g.n) * double(g.k) / sec;
         double shown = gpu ? flops / 1e12 : flops / 1e9;
         char frac[32] = "";

@@ -27,6 +27,7 @@
 #include "llm/backbone.h"
 #include "parallel/groups.h"
 #include "parallel/mpi/mpi_session.h"
+#include "bench/bench_util.h"
 
 using namespace vlm;
 
@@ -65,28 +66,6 @@ double matmul_params(const ParamTable& t, const ModelConfig& m) {
 
 double available_host_bytes() {
   return double(sysconf(_SC_AVPHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
-}
-
-// Dense bf16 GEMM throughput (TFLOP/s) on `b`: the best of 5 timed 8192^3 products.
-double measure_bf16_peak(Backend& b) {
-  const int64_t n = 8192;
-  Stream& s = b.default_stream();
-  Tensor a32 = Tensor::zeros(b, Shape{n, n}), c = Tensor::zeros(b, Shape{n, n});
-  Tensor a = Tensor::empty(b, Shape{n, n}, DType::BF16), w = Tensor::empty(b, Shape{n, n}, DType::BF16);
-  convert(s, a, a32);
-  convert(s, w, a32);
-  GemmOpts o;
-  o.trans_b = true;
-  matmul(s, c, a, w, o);
-  s.synchronize();
-  double best = 1e30;
-  for (int i = 0; i < 5; ++i) {
-    auto t0 = clock_type::now();
-    matmul(s, c, a, w, o);
-    s.synchronize();
-    best = std::min(best, std::chrono::duration<double>(clock_type::now() - t0).count());
-  }
-  return 2.0 * double(n) * double(n) * double(n) / best / 1e12;
 }
 
 void run_model(const std::string& name, Backend& b, Communicator& tp, const Config& cfg, double peak_tflops) {
@@ -173,7 +152,7 @@ int main(int argc, char** argv) {
     auto tp = make_communicator(b.device(), MPI_COMM_SELF, "tp", 600.0);
     double peak = cfg.get_float("peak_tflops");
     if (b.device() != DeviceKind::CPU && peak == 0.0) {
-      peak = measure_bf16_peak(b);
+      peak = bench::measure_bf16_peak_tflops(b);
       std::printf("measured bf16 GEMM peak (8192^3): %.0f TFLOP/s\n", peak);
     }
     std::stringstream ss(cfg.get_string("models"));

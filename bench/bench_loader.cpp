@@ -3,13 +3,17 @@
 // 512x512 (Tux Paint stamps, PNG storage, G = 32). Prints figures; asserts nothing.
 // Datasets are converted into the temp directory first (subsets: 4000 Fashion-MNIST
 // images, 80 stamps); a source that is not installed is replaced by synthetic PNGs.
+// Before the loader runs, a single-threaded per-stage breakdown (HDF5 read, decode,
+// letterbox, texture, tokens) shows where one sample's time goes.
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <opencv2/imgcodecs.hpp>
 
 #include "data/converters.h"
+#include "data/dataset.h"
 #include "data/dataset_writer.h"
+#include "data/image_pipeline.h"
 #include "data/loader.h"
 #include "data/schema.h"
 
@@ -32,6 +36,46 @@ static std::string synthetic(const std::string& path, int n, int size) {
   w.set_split(schema::kSplitTrain, all);
   w.finish();
   return path;
+}
+
+// Mean microseconds per sample of each pipeline stage, one thread, the loader's calls.
+static void stages(const char* name, const std::string& path, int S, int G, int n) {
+  using clock = std::chrono::steady_clock;
+  DatasetReader r(path);
+  const int64_t caps = r.num_captions();
+  double t_read = 0, t_dec = 0, t_box = 0, t_tex = 0, t_tok = 0;
+  std::vector<float> tex(size_t(kTextureChannels) * G * G);
+  std::vector<uint8_t> data;
+  cv::Mat sq(S, S, CV_8UC3);
+  auto us = [](clock::time_point a, clock::time_point b) {
+    return std::chrono::duration<double, std::micro>(b - a).count();
+  };
+  for (int i = 0; i < n; ++i) {
+    const int64_t cap = i % caps, img = r.caption_image(cap);
+    const auto t0 = clock::now();
+    r.image_data(img, data);
+    const auto t1 = clock::now();
+    cv::Mat rgb;
+    if (r.raw()) {
+      const ImageInfo info = r.image_info(img);
+      rgb = raw_to_rgb(data.data(), info.height, info.width, info.channels);
+    } else {
+      rgb = decode_rgb(data.data(), data.size());
+    }
+    const auto t2 = clock::now();
+    if (rgb.empty()) continue;
+    letterbox_into(rgb, S, 0, sq);
+    const auto t3 = clock::now();
+    compute_texture(sq, G, tex.data());
+    const auto t4 = clock::now();
+    const std::string c = r.caption(cap);
+    const auto t5 = clock::now();
+    t_read += us(t0, t1), t_dec += us(t1, t2), t_box += us(t2, t3), t_tex += us(t3, t4), t_tok += us(t4, t5);
+  }
+  const double total = t_read + t_dec + t_box + t_tex + t_tok;
+  std::printf("%-14s S=%-4d G=%-3d per sample (us): read %.0f  decode %.0f  letterbox %.0f  texture %.0f"
+              "  caption %.0f  = %.0f (%.0f samples/s on one thread)\n",
+              name, S, G, t_read / n, t_dec / n, t_box / n, t_tex / n, t_tok / n, total / n, 1e6 * n / total);
 }
 
 static void run(const char* name, const std::string& path, int S, int G, int threads, int batches) {
@@ -72,6 +116,8 @@ int main() {
     synthetic(tux, 80, 400);
   }
   std::printf("bench_loader: batch 16, decode + letterbox + texture per sample\n");
+  stages("fashion-mnist", fm, 28, 7, 4000);
+  stages("tuxpaint", tux, 512, 32, 80);
   for (int t : {1, 2}) run("fashion-mnist", fm, 28, 7, t, 150);
   for (int t : {1, 2}) run("tuxpaint", tux, 512, 32, t, 8);
   fs::remove_all(dir);

@@ -137,12 +137,17 @@ int64_t DatasetReader::image_bytes(int64_t i) const {
 }
 
 std::vector<uint8_t> DatasetReader::image_data(int64_t i) const {
-  std::vector<uint8_t> out(size_t(image_bytes(i)));
+  std::vector<uint8_t> out;
+  image_data(i, out);
+  return out;
+}
+
+void DatasetReader::image_data(int64_t i, std::vector<uint8_t>& out) const {
+  out.resize(size_t(image_bytes(i)));
   if (raw_)
     h5_read_rows(images_, H5Elem::U8, i, 1, int64_t(out.size()), out.data());
   else
     h5_read_rows(images_, H5Elem::U8, img_off_[size_t(i)], int64_t(out.size()), 1, out.data());
-  return out;
 }
 
 std::string DatasetReader::read_text(const H5Id& ds, const std::vector<int64_t>& off, int64_t j) const {

@@ -33,6 +33,9 @@ class DatasetReader {
 
   // Encoded storage: the PNG/JPEG bytes of image i. Raw storage: H*W*C pixels (HWC).
   std::vector<uint8_t> image_data(int64_t i) const;
+  // The same into `out` (resized; its capacity is reused, so a per-thread buffer makes
+  // repeated reads allocation-free).
+  void image_data(int64_t i, std::vector<uint8_t>& out) const;
   int64_t image_bytes(int64_t i) const;  // size image_data(i) will have
 
   std::string caption(int64_t j) const;

@@ -57,16 +57,34 @@ cv::Mat raw_to_rgb(const uint8_t* pixels, int h, int w, int c, uint8_t backgroun
   return to_rgb8(m, false, background);
 }
 
-cv::Mat letterbox(const cv::Mat& rgb, int S, uint8_t background) {
+void letterbox_into(const cv::Mat& rgb, int S, uint8_t background, cv::Mat& dst) {
   VLM_ASSERT(rgb.type() == CV_8UC3 && S > 0, "letterbox needs CV_8UC3 and S > 0");
-  if (rgb.rows == S && rgb.cols == S) return rgb;
+  VLM_ASSERT(dst.type() == CV_8UC3 && dst.rows == S && dst.cols == S, "letterbox_into needs an S x S CV_8UC3 dst");
+  if (rgb.rows == S && rgb.cols == S) {
+    rgb.copyTo(dst);
+    return;
+  }
   const double scale = double(S) / std::max(rgb.rows, rgb.cols);
   const int nh = std::clamp(int(std::lround(rgb.rows * scale)), 1, S);
   const int nw = std::clamp(int(std::lround(rgb.cols * scale)), 1, S);
-  cv::Mat resized;
-  cv::resize(rgb, resized, cv::Size(nw, nh), 0, 0, scale < 1.0 ? cv::INTER_AREA : cv::INTER_LINEAR);
-  cv::Mat canvas(S, S, CV_8UC3, cv::Scalar(background, background, background));
-  resized.copyTo(canvas(cv::Rect((S - nw) / 2, (S - nh) / 2, nw, nh)));
+  const int x0 = (S - nw) / 2, y0 = (S - nh) / 2;
+  // Pad only the margins (the resized image covers the rest), then resize into the ROI:
+  // a ROI of the right size and type is written in place, never reallocated.
+  const cv::Scalar bg(background, background, background);
+  dst(cv::Rect(0, 0, S, y0)).setTo(bg);
+  dst(cv::Rect(0, y0 + nh, S, S - y0 - nh)).setTo(bg);
+  dst(cv::Rect(0, y0, x0, nh)).setTo(bg);
+  dst(cv::Rect(x0 + nw, y0, S - x0 - nw, nh)).setTo(bg);
+  cv::Mat roi = dst(cv::Rect(x0, y0, nw, nh));
+  cv::resize(rgb, roi, cv::Size(nw, nh), 0, 0, scale < 1.0 ? cv::INTER_AREA : cv::INTER_LINEAR);
+  VLM_ASSERT(roi.data == dst.data + size_t(y0) * dst.step + size_t(x0) * 3, "resize reallocated the ROI");
+}
+
+cv::Mat letterbox(const cv::Mat& rgb, int S, uint8_t background) {
+  VLM_ASSERT(rgb.type() == CV_8UC3 && S > 0, "letterbox needs CV_8UC3 and S > 0");
+  if (rgb.rows == S && rgb.cols == S) return rgb;
+  cv::Mat canvas(S, S, CV_8UC3);
+  letterbox_into(rgb, S, background, canvas);
   return canvas;
 }
 

@@ -19,5 +19,8 @@ cv::Mat raw_to_rgb(const uint8_t* pixels, int h, int w, int c, uint8_t backgroun
 // INTER_LINEAR when enlarging), centres it on an S x S canvas filled with background.
 // An image already S x S is returned as is.
 cv::Mat letterbox(const cv::Mat& rgb, int S, uint8_t background = 0);
+// The same into dst, an S x S CV_8UC3 Mat the caller owns (e.g. a header over a batch
+// buffer): no allocation besides OpenCV's resize scratch, and no copy of the result.
+void letterbox_into(const cv::Mat& rgb, int S, uint8_t background, cv::Mat& dst);
 
 }  // namespace vlm

@@ -5,7 +5,6 @@
 #include "data/loader.h"
 
 #include <cstdio>
-#include <cstring>
 
 #include "data/image_pipeline.h"
 
@@ -83,6 +82,9 @@ Batch Loader::next() {
   Batch b = std::move(it->second);
   ready_.erase(it);
   ++consumed_;
+  // Counted here, not in the worker, so the total covers exactly the batches returned and
+  // never depends on how far prefetching has run ahead.
+  skipped_total_ += b.skipped;
   next_state_ = {next_state_.seed, b.epoch, b.step + 1};
   if (next_state_.step == sampler_->steps_per_epoch()) next_state_.step = 0, next_state_.epoch++;
   lk.unlock();
@@ -105,13 +107,27 @@ void Loader::restore(const SamplerState& s) {
 Batch Loader::build(int64_t epoch, int64_t step, const std::vector<SampleRef>& refs) {
   const int S = opt_.image_size, G = opt_.grid;
   const size_t img_elems = size_t(S) * S * 3, tex_elems = size_t(kTextureChannels) * G * G;
+  const size_t n = refs.size();
   Batch b;
   b.epoch = epoch, b.step = step, b.S = S, b.G = G;
+  // Every per-batch array is sized once for the full batch (no regrowth copies) and cut
+  // to the kept samples at the end; images are letterboxed straight into their slot.
+  for (auto* v : {&b.caption_index, &b.image_index}) v->reserve(n);
+  b.is_pad.reserve(n);
+  b.token_lengths.reserve(n), b.prompt_lengths.reserve(n), b.cu_seqlens.reserve(n + 1);
+  if (opt_.float_images) b.images_f32.resize(n * img_elems);
+  else b.images_u8.resize(n * img_elems);
+  if (opt_.texture) b.texture.resize(n * tex_elems);
   b.cu_seqlens.push_back(0);
+  // Per-thread buffers reused across samples and batches: the encoded bytes and, for
+  // float images, the u8 canvas.
+  thread_local std::vector<uint8_t> data;
+  thread_local cv::Mat canvas;
+  size_t kept = 0;
   for (const SampleRef& r : refs) {
     const int64_t cap = samples_[size_t(r.index)];
     const int64_t img = reader_->caption_image(cap);
-    const std::vector<uint8_t> data = reader_->image_data(img);
+    reader_->image_data(img, data);
     cv::Mat rgb;
     if (reader_->raw()) {
       const ImageInfo info = reader_->image_info(img);
@@ -121,28 +137,23 @@ Batch Loader::build(int64_t epoch, int64_t step, const std::vector<SampleRef>& r
     }
     if (rgb.empty()) {
       ++b.skipped;
-      ++skipped_total_;
       if (warnings_.fetch_add(1) < 10)
         std::fprintf(stderr, "loader: warning: %s: image %lld (%zu bytes) cannot be decoded; skipped\n",
                      opt_.path.c_str(), (long long)img, data.size());
       continue;
     }
-    const cv::Mat sq = letterbox(rgb, S, opt_.background);
+    cv::Mat sq;
     if (opt_.float_images) {
-      const size_t o = b.images_f32.size();
-      b.images_f32.resize(o + img_elems);
-      cv::Mat dst(S, S, CV_32FC3, b.images_f32.data() + o);
-      sq.convertTo(dst, CV_32FC3, 1.0 / 255.0);
+      canvas.create(S, S, CV_8UC3);
+      letterbox_into(rgb, S, opt_.background, canvas);
+      cv::Mat dst(S, S, CV_32FC3, b.images_f32.data() + kept * img_elems);
+      canvas.convertTo(dst, CV_32FC3, 1.0 / 255.0);
+      sq = canvas;
     } else {
-      const size_t o = b.images_u8.size();
-      b.images_u8.resize(o + img_elems);
-      for (int y = 0; y < S; ++y) std::memcpy(b.images_u8.data() + o + size_t(y) * S * 3, sq.ptr(y), size_t(S) * 3);
+      sq = cv::Mat(S, S, CV_8UC3, b.images_u8.data() + kept * img_elems);
+      letterbox_into(rgb, S, opt_.background, sq);
     }
-    if (opt_.texture) {
-      const size_t o = b.texture.size();
-      b.texture.resize(o + tex_elems);
-      compute_texture(sq, G, b.texture.data() + o, opt_.texture_options);
-    }
+    if (opt_.texture) compute_texture(sq, G, b.texture.data() + kept * tex_elems, opt_.texture_options);
     std::vector<int32_t> toks, ptoks;
     if (opt_.tokenizer) {
       toks = opt_.tokenizer->encode(reader_->caption(cap), true, true);
@@ -161,7 +172,11 @@ Batch Loader::build(int64_t epoch, int64_t step, const std::vector<SampleRef>& r
     b.caption_index.push_back(cap);
     b.image_index.push_back(img);
     b.is_pad.push_back(r.is_pad ? 1 : 0);
+    ++kept;
   }
+  if (opt_.float_images) b.images_f32.resize(kept * img_elems);
+  else b.images_u8.resize(kept * img_elems);
+  if (opt_.texture) b.texture.resize(kept * tex_elems);
   return b;
 }
 

@@ -8,8 +8,9 @@
 //   11   eccentricity   distance of the cell centre from (0.5, 0.5) divided by sqrt(0.5)
 //                       (1 at the image corners, 0 at the centre)
 //   12   contrast       standard deviation (population) of luma over the cell's pixels
-// Cells: cell (r, c) covers rows [r*H/G, (r+1)*H/G) and columns [c*W/G, (c+1)*W/G)
-// (integer division), so every pixel belongs to exactly one cell; requires H, W >= G.
+// Cells: pixel (y, x) belongs to cell (y*G/H, x*G/W) (integer division), i.e. cell (r, c)
+// covers rows [ceil(r*H/G), ceil((r+1)*H/G)) and columns [ceil(c*W/G), ceil((c+1)*W/G)),
+// so every pixel belongs to exactly one cell; requires H, W >= G.
 // Normalisation (TextureOptions::normalize, on by default), per image:
 //   appearance channels 0-8 and 12: v' = (v - mean) / sqrt(var + eps^2), mean and var
 //   over the G*G cells of this image, after first dividing each channel by its nominal

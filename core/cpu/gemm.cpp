@@ -3,49 +3,36 @@
 //  - 2-D: C[M,N] = alpha op(A) op(B) + beta C; batched: 3-D operands share the leading
 //    batch size, a 2-D A or B is broadcast over the batch (C must then be 3-D), one BLAS
 //    call per batch entry.
-//  - Epilogue per row of C: + bias[N], then pre_gelu = C (if given), C = gelu(C).
-//  - beta == 0 never reads C (it is zeroed first, so NaN garbage cannot leak in).
+//  - Epilogue per row of C: + bias[N], then pre_gelu = C (if given), C = gelu(C)
+//    (f32 GELU through the 4-lane vec_math.h kernel).
+//  - beta == 0 never reads C (BLAS overwrites it; K == 0 zeroes it), so NaN garbage
+//    cannot leak in.
 // Deterministic: OpenBLAS splits M/N between its threads, never K; bias_backward sums
 // the rows of each column in row order.
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "core/cpu/blas.h"
 #include "core/cpu/cpu_util.h"
+#include "core/cpu/vec_math.h"
 #include "core/ops.h"
+#include "core/ops/gemm_shape.h"
 
 namespace vlm::cpu {
 namespace {
 
-// The [rows, cols] of the last two dims of a 2-D or 3-D operand, and its batch (1 for 2-D).
-struct Mat {
-  int64_t batch, rows, cols;
-};
-Mat mat_of(const Tensor& t, const char* what) {
-  VLM_ASSERT(t.ndim() == 2 || t.ndim() == 3, "matmul: ", what, " must be 2-D or 3-D, got ", t.str());
-  if (t.ndim() == 2) return {1, t.size(0), t.size(1)};
-  return {t.size(0), t.size(1), t.size(2)};
-}
-
 template <typename T>
 void matmul_impl(const Tensor& C, const Tensor& A, const Tensor& B, const GemmOpts& o) {
-  Mat a = mat_of(A, "A"), b = mat_of(B, "B"), c = mat_of(C, "C");
-  const int64_t M = o.trans_a ? a.cols : a.rows, K = o.trans_a ? a.rows : a.cols;
-  const int64_t Kb = o.trans_b ? b.cols : b.rows, N = o.trans_b ? b.rows : b.cols;
-  VLM_ASSERT(K == Kb, "matmul: inner dims differ: A ", A.str(), " B ", B.str(), " trans ", o.trans_a, o.trans_b);
-  VLM_ASSERT(c.rows == M && c.cols == N, "matmul: C is ", C.str(), ", expected [", M, ",", N, "]");
-  const bool batched = A.ndim() == 3 || B.ndim() == 3 || C.ndim() == 3;
-  const int64_t nb = batched ? c.batch : 1;
-  if (batched) {
-    VLM_ASSERT(C.ndim() == 3, "matmul: batched operands need a 3-D C, got ", C.str());
-    VLM_ASSERT(A.ndim() == 2 || a.batch == nb, "matmul: batch of A ", A.str(), " != batch of C ", C.str());
-    VLM_ASSERT(B.ndim() == 2 || b.batch == nb, "matmul: batch of B ", B.str(), " != batch of C ", C.str());
-  }
+  const GemmShape g = gemm_shape(C, A, B, o);
+  const int64_t M = g.M, N = g.N, K = g.K, nb = g.batch;
   const T* pa = A.ptr<T>();
   const T* pb = B.ptr<T>();
   T* pc = C.ptr<T>();
-  const int64_t sa = A.ndim() == 3 ? M * K : 0, sb = B.ndim() == 3 ? K * N : 0, sc = M * N;
-  if (o.beta == 0.f) std::memset(static_cast<void*>(pc), 0, C.nbytes());
+  const int64_t sa = g.stride_a, sb = g.stride_b, sc = g.stride_c;
+  // beta == 0: BLAS overwrites C without reading it (BLAS contract); only K == 0, done by
+  // hand below, needs C zeroed first.
+  if (o.beta == 0.f && K == 0) std::memset(static_cast<void*>(pc), 0, C.nbytes());
   for (int64_t i = 0; i < nb; ++i) {
     if (M == 0 || N == 0) break;
     if (K == 0) {  // BLAS may return early: apply beta by hand
@@ -69,15 +56,14 @@ void matmul_impl(const Tensor& C, const Tensor& A, const Tensor& B, const GemmOp
 #pragma omp parallel for schedule(static) if (rows * N > kOmpMin)
   for (int64_t r = 0; r < rows; ++r) {
     T* row = pc + r * N;
-    for (int64_t j = 0; j < N; ++j) {
-      T x = row[j];
-      if (bias) x += bias[j];
-      if (o.gelu) {
-        if (pre) pre[r * N + j] = x;
-        x = gelu_tanh(x);
-      }
-      row[j] = x;
-    }
+    if (bias)
+      for (int64_t j = 0; j < N; ++j) row[j] += bias[j];
+    if (!o.gelu) continue;
+    if (pre) std::copy(row, row + N, pre + r * N);
+    if constexpr (std::is_same_v<T, float>)
+      gelu_f32(row, row, N);  // vectorised (vec_math.h)
+    else
+      for (int64_t j = 0; j < N; ++j) row[j] = gelu_tanh(row[j]);
   }
 }
 

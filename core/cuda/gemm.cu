@@ -16,19 +16,10 @@
 #include <cstdint>
 
 #include "core/cuda/cuda_util.cuh"
+#include "core/ops/gemm_shape.h"
 
 namespace vlm::cuda {
 namespace {
-
-struct Mat {
-  int64_t batch, rows, cols;
-};
-
-Mat mat_of(const Tensor& t, const char* what) {
-  VLM_ASSERT(t.ndim() == 2 || t.ndim() == 3, "matmul: ", what, " must be 2-D or 3-D, got ", t.str());
-  if (t.ndim() == 2) return {1, t.size(0), t.size(1)};
-  return {t.size(0), t.size(1), t.size(2)};
-}
 
 cudaDataType_t lt_type(DType t) { return t == DType::BF16 ? CUDA_R_16BF : CUDA_R_32F; }
 
@@ -195,18 +186,8 @@ void matmul(Stream& s, const Tensor& C, const Tensor& A, const Tensor& B, const 
              "matmul: A and B must both be f32 or both bf16, got ", A.str(), " and ", B.str());
   VLM_ASSERT(C.dtype() == DType::F32 || (C.dtype() == DType::BF16 && A.dtype() == DType::BF16),
              "matmul: C must be f32, or bf16 with bf16 A/B; got ", C.str(), " with A ", A.str());
-  const Mat a = mat_of(A, "A"), b = mat_of(B, "B"), c = mat_of(C, "C");
-  const int64_t M = o.trans_a ? a.cols : a.rows, K = o.trans_a ? a.rows : a.cols;
-  const int64_t Kb = o.trans_b ? b.cols : b.rows, N = o.trans_b ? b.rows : b.cols;
-  VLM_ASSERT(K == Kb, "matmul: inner dims differ: A ", A.str(), " B ", B.str(), " trans ", o.trans_a, o.trans_b);
-  VLM_ASSERT(c.rows == M && c.cols == N, "matmul: C is ", C.str(), ", expected [", M, ",", N, "]");
-  const bool batched = A.ndim() == 3 || B.ndim() == 3 || C.ndim() == 3;
-  int64_t nb = batched ? c.batch : 1;
-  if (batched) {
-    VLM_ASSERT(C.ndim() == 3, "matmul: batched operands need a 3-D C, got ", C.str());
-    VLM_ASSERT(A.ndim() == 2 || a.batch == nb, "matmul: batch of A ", A.str(), " != batch of C ", C.str());
-    VLM_ASSERT(B.ndim() == 2 || b.batch == nb, "matmul: batch of B ", B.str(), " != batch of C ", C.str());
-  }
+  const GemmShape g = gemm_shape(C, A, B, o);
+  const int64_t M = g.M, N = g.N, K = g.K, nb = g.batch;
   const Tensor* bias = o.bias;
   if (bias) {
     check_dev(*bias, "matmul", "bias");
@@ -236,9 +217,9 @@ void matmul(Stream& s, const Tensor& C, const Tensor& A, const Tensor& B, const 
     } else if (nb > 1) {
       VLM_ASSERT(nb <= INT32_MAX, "matmul: batch too large");
       p.batch = int32_t(nb);
-      p.stride_a = A.ndim() == 3 ? M * K : 0;
-      p.stride_b = B.ndim() == 3 ? K * N : 0;
-      p.stride_c = M * N;
+      p.stride_a = g.stride_a;
+      p.stride_b = g.stride_b;
+      p.stride_c = g.stride_c;
     }
     // Epilogue in cuBLASLt where documented: bias/aux of C's dtype, aux ld % 8 == 0.
     const bool bias_ok = !bias || bias->dtype() == C.dtype();

@@ -1,9 +1,12 @@
 // Texture channels against values computed by hand on synthetic images: a flat colour
 // (Lab from the sRGB/D65 formulas), a vertical black/white edge (Sobel response and
-// in-cell contrast), and a horizontal grey ramp; then the per-image normalisation.
+// in-cell contrast), and a horizontal grey ramp; then the per-image normalisation; and
+// agreement with a straightforward float reference on noise images of awkward sizes.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
+#include <opencv2/imgproc.hpp>
 
 #include "vision/texture.h"
 
@@ -120,4 +123,59 @@ TEST(Texture, HorizontalRamp) {
   v /= G * G, raw_v /= G * G;
   EXPECT_NEAR(m, 0, 1e-5);
   EXPECT_NEAR(v, raw_v / (raw_v + 0.05 * 0.05), 1e-4);
+}
+
+// The texture computed directly from the definitions in double precision (per-pixel Lab
+// by lab_of, Sobel on double luma, sums per cell over the pixels x with x*G/W == c): the
+// straightforward reading of texture.h that the fast one-pass implementation must match.
+static std::vector<float> reference_texture(const cv::Mat& rgb, int G) {
+  const int H = rgb.rows, W = rgb.cols;
+  cv::Mat gx, gy;
+  cv::Mat luma(H, W, CV_64F);
+  for (int y = 0; y < H; ++y)
+    for (int x = 0; x < W; ++x) {
+      const cv::Vec3b p = rgb.at<cv::Vec3b>(y, x);
+      luma.at<double>(y, x) = (0.299 * p[0] + 0.587 * p[1] + 0.114 * p[2]) / 255.0;
+    }
+  cv::Sobel(luma, gx, CV_64F, 1, 0, 3, 1.0, 0.0, cv::BORDER_REPLICATE);
+  cv::Sobel(luma, gy, CV_64F, 0, 1, 3, 1.0, 0.0, cv::BORDER_REPLICATE);
+  std::vector<float> out(size_t(13) * G * G);
+  for (int r = 0; r < G; ++r)
+    for (int c = 0; c < G; ++c) {
+      double s[11] = {0};
+      int n = 0;
+      for (int y = 0; y < H; ++y)
+        for (int x = 0; x < W; ++x) {
+          if (y * G / H != r || x * G / W != c) continue;
+          ++n;
+          const cv::Vec3b p = rgb.at<cv::Vec3b>(y, x);
+          double l[3];
+          lab_of(p[0] / 255.0, p[1] / 255.0, p[2] / 255.0, &l[0], &l[1], &l[2]);
+          const double dx = gx.at<double>(y, x), dy = gy.at<double>(y, x), Y = luma.at<double>(y, x);
+          for (int k = 0; k < 3; ++k) s[k] += p[k] / 255.0, s[3 + k] += l[k];
+          s[6] += dx, s[7] += dy, s[8] += std::hypot(dx, dy), s[9] += Y, s[10] += Y * Y;
+        }
+      const auto put = [&](int ch, double v) { out[size_t(ch) * G * G + size_t(r) * G + size_t(c)] = float(v); };
+      for (int k = 0; k < 9; ++k) put(k, s[k] / n);
+      const double cy = (r + 0.5) / G, cx = (c + 0.5) / G;
+      put(kTexY, cy), put(kTexX, cx), put(kTexEcc, std::hypot(cy - 0.5, cx - 0.5) / std::sqrt(0.5));
+      put(kTexContrast, std::sqrt(std::max(0.0, s[10] / n - (s[9] / n) * (s[9] / n))));
+    }
+  return out;
+}
+
+TEST(Texture, MatchesReferenceOnNoiseAndOddSizes) {
+  cv::RNG rng(7);
+  for (const auto& [H, W, G] : std::vector<std::array<int, 3>>{{64, 64, 8}, {37, 53, 5}, {31, 33, 31}, {40, 40, 1}}) {
+    cv::Mat img(H, W, CV_8UC3);
+    rng.fill(img, cv::RNG::UNIFORM, 0, 256);
+    cv::GaussianBlur(img(cv::Rect(0, 0, W / 2, H)), img(cv::Rect(0, 0, W / 2, H)), cv::Size(5, 5), 2.0);
+    const auto t = compute_texture(img, G, kRaw), ref = reference_texture(img, G);
+    for (int ch = 0; ch < 13; ++ch) {
+      const double tol = (ch >= kTexL && ch <= kTexLabB) ? 1e-3 : 2e-6;
+      for (int k = 0; k < G * G; ++k)
+        ASSERT_NEAR(t[size_t(ch * G * G + k)], ref[size_t(ch * G * G + k)], tol)
+            << texture_channel_name(ch) << " cell " << k << " of " << H << "x" << W << " G=" << G;
+    }
+  }
 }
