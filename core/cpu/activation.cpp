@@ -1,15 +1,20 @@
 // CPU activations (core/ops/elementwise.inc): tanh-GELU and SwiGLU, forward and
-// backward. f32 and f64. Gradients are overwritten; din may alias dout (each element
-// is read before it is written).
+// backward. f32 and f64 (f32 GELU through the 4-lane vec_math.h kernels). Gradients
+// are overwritten; din may alias dout (each element is read before it is written).
 //   gelu(x)   = 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3)))
 //   swiglu    = silu(gate) * up, silu(g) = g * sigmoid(g)
 //   dgate     = dout * up * sigmoid(g) (1 + g (1 - sigmoid(g))),  dup = dout * silu(g)
+#include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "core/cpu/cpu_util.h"
+#include "core/cpu/vec_math.h"
 #include "core/ops.h"
 
 namespace vlm::cpu {
+
+constexpr int64_t kChunk = 1024;  // f32 GELU: elements per parallel chunk (multiple of 4)
 
 void gelu_forward(Stream& s, const Tensor& out, const Tensor& in) {
   check_cpu(in, "gelu_forward", "in");
@@ -19,8 +24,14 @@ void gelu_forward(Stream& s, const Tensor& out, const Tensor& in) {
     T* o = out.ptr<T>();
     const T* x = in.ptr<T>();
     const int64_t n = in.numel();
+    if constexpr (std::is_same_v<T, float>) {  // vectorised (vec_math.h), chunks of kChunk
+      const int64_t nc = (n + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(static) if (n > kOmpMin)
-    for (int64_t i = 0; i < n; ++i) o[i] = gelu_tanh(x[i]);
+      for (int64_t c = 0; c < nc; ++c) gelu_f32(o + c * kChunk, x + c * kChunk, std::min(kChunk, n - c * kChunk));
+    } else {
+#pragma omp parallel for schedule(static) if (n > kOmpMin)
+      for (int64_t i = 0; i < n; ++i) o[i] = gelu_tanh(x[i]);
+    }
   });
 }
 
@@ -33,8 +44,15 @@ void gelu_backward(Stream& s, const Tensor& din, const Tensor& in, const Tensor&
     T* d = din.ptr<T>();
     const T *x = in.ptr<T>(), *g = dout.ptr<T>();
     const int64_t n = in.numel();
+    if constexpr (std::is_same_v<T, float>) {
+      const int64_t nc = (n + kChunk - 1) / kChunk;
 #pragma omp parallel for schedule(static) if (n > kOmpMin)
-    for (int64_t i = 0; i < n; ++i) d[i] = g[i] * gelu_tanh_grad(x[i]);
+      for (int64_t c = 0; c < nc; ++c)
+        gelu_grad_f32(d + c * kChunk, x + c * kChunk, g + c * kChunk, std::min(kChunk, n - c * kChunk));
+    } else {
+#pragma omp parallel for schedule(static) if (n > kOmpMin)
+      for (int64_t i = 0; i < n; ++i) d[i] = g[i] * gelu_tanh_grad(x[i]);
+    }
   });
 }
 

@@ -21,6 +21,7 @@
 
 #include "core/cpu/blas.h"
 #include "core/cpu/cpu_util.h"
+#include "core/cpu/vec_math.h"
 #include "core/ops.h"
 
 namespace vlm::cpu {
@@ -51,11 +52,13 @@ AttnDims attn_dims(const char* op, const Tensor& q, const Tensor& k, const Tenso
   return d;
 }
 
-// Runs f(unit, scratch) for unit in [0, n). With enough units and work, OpenMP over the
-// units with OpenBLAS held to one thread (no nested pools); otherwise the units run in
-// order and each BLAS call may use OpenBLAS threads. Same results either way.
+// Runs f(unit, scratch) for the units in `order`. With enough units and work, OpenMP
+// over them (dynamic: `order` puts the longest first) with OpenBLAS held to one thread
+// (no nested pools); otherwise in order, each BLAS call free to use OpenBLAS threads.
+// A unit's result does not depend on which thread runs it, so both give the same bits.
 template <typename F>
-void for_units(int64_t n, int64_t work, F&& f) {
+void for_units(const std::vector<int64_t>& order, int64_t work, F&& f) {
+  const int64_t n = int64_t(order.size());
   const int nt = omp_get_max_threads();
   if (nt > 1 && n >= nt && work > kOmpMin) {
     BlasThreads one(1);
@@ -63,12 +66,43 @@ void for_units(int64_t n, int64_t work, F&& f) {
     {
       std::vector<char> scratch;
 #pragma omp for schedule(dynamic, 1)
-      for (int64_t u = 0; u < n; ++u) f(u, scratch);
+      for (int64_t i = 0; i < n; ++i) f(order[size_t(i)], scratch);
     }
   } else {
     std::vector<char> scratch;
-    for (int64_t u = 0; u < n; ++u) f(u, scratch);
+    for (int64_t i = 0; i < n; ++i) f(order[size_t(i)], scratch);
   }
+}
+
+// Units u = b * per_sample + x, longest sample first (load balance of the dynamic loop).
+std::vector<int64_t> unit_order(const AttnDims& d, int64_t per_sample) {
+  std::vector<int64_t> samples(size_t(d.B));
+  for (int64_t b = 0; b < d.B; ++b) samples[size_t(b)] = b;
+  std::stable_sort(samples.begin(), samples.end(), [&](int64_t a, int64_t b) {
+    return d.cu[a + 1] - d.cu[a] > d.cu[b + 1] - d.cu[b];
+  });
+  std::vector<int64_t> order;
+  order.reserve(size_t(d.B * per_sample));
+  for (int64_t b : samples)
+    for (int64_t x = 0; x < per_sample; ++x) order.push_back(b * per_sample + x);
+  return order;
+}
+
+// x[j] = exp(x[j] - m), j < n; returns sum_j x[j] in double (f32: exp_v4 from
+// vec_math.h, four lane sums added in a fixed order at the end).
+inline double exp_shifted(double* x, int64_t n, double m) {
+  double sum = 0;
+  for (int64_t j = 0; j < n; ++j) sum += (x[j] = std::exp(x[j] - m));
+  return sum;
+}
+inline double exp_shifted(float* x, int64_t n, float m) {
+  double lane[4] = {0, 0, 0, 0};
+  for_chunks4(n, [&](int64_t j, int64_t w) {
+    const v4f v = exp_v4(load4(x + j, w) - m);
+    store4(x + j, v, w);
+    for (int64_t i = 0; i < w; ++i) lane[i] += double(v[i]);
+  });
+  return (lane[0] + lane[1]) + (lane[2] + lane[3]);
 }
 
 // Typed view of a byte scratch buffer grown to hold n elements of T.
@@ -79,7 +113,7 @@ T* scratch_of(std::vector<char>& buf, int64_t n) {
 }
 
 // Query block rows [i0, i1) of a sample of length L see keys [0, kl): the sample
-// (bidirectional) or up to the block's last row (causal). Row r sees keys [0, last(r)].
+// (bidirectional) or up to the block's last row (causal). Row r sees keys [0, seen(r)).
 struct QBlock {
   int64_t i0, i1, kl;
   bool causal;
@@ -104,7 +138,7 @@ void attention_forward(Stream& s, const Tensor& out, const Tensor& lse, const Te
     const T *pq = q.ptr<T>(), *pk = k.ptr<T>(), *pv = v.ptr<T>();
     T* po = out.ptr<T>();
     // Unit u = (sample b, head h): S[kRows, L] = scale Q K^T, softmax in place, O = P V.
-    for_units(d.B * NH, work, [&](int64_t u, std::vector<char>& buf) {
+    for_units(unit_order(d, NH), work, [&](int64_t u, std::vector<char>& buf) {
       const int64_t b = u / NH, h = u % NH, kh = h / group;
       const int64_t t0 = d.cu[b], L = d.cu[b + 1] - t0;
       if (L == 0) return;
@@ -119,12 +153,9 @@ void attention_forward(Stream& s, const Tensor& out, const Tensor& lse, const Te
           T* row = S + r * qb.kl;
           const int64_t n = qb.seen(r);
           T mx = row[0];
-          for (int64_t j = 1; j < n; ++j) mx = std::max(mx, row[j]);
-          double sum = 0;
-          for (int64_t j = 0; j < n; ++j) {
-            row[j] = std::exp(row[j] - mx);
-            sum += double(row[j]);
-          }
+#pragma omp simd reduction(max : mx)
+          for (int64_t j = 0; j < n; ++j) mx = row[j] > mx ? row[j] : mx;
+          const double sum = exp_shifted(row, n, mx);
           const T inv = T(1.0 / sum);
           for (int64_t j = 0; j < n; ++j) row[j] *= inv;
           std::fill(row + n, row + qb.kl, T(0));  // masked keys
@@ -157,7 +188,7 @@ void attention_backward(Stream& s, const Tensor& dq, const Tensor& dk, const Ten
     const T *pq = q.ptr<T>(), *pk = k.ptr<T>(), *pv = v.ptr<T>(), *po = out.ptr<T>(), *pg = dout.ptr<T>();
     T *pdq = dq.ptr<T>(), *pdk = dk.ptr<T>(), *pdv = dv.ptr<T>();
     // Unit u = (sample b, kv head kh): owns dK, dV of its rows and dQ of its group's heads.
-    for_units(d.B * NKV, work * 3, [&](int64_t u, std::vector<char>& buf) {
+    for_units(unit_order(d, NKV), work * 3, [&](int64_t u, std::vector<char>& buf) {
       const int64_t b = u / NKV, kh = u % NKV;
       const int64_t t0 = d.cu[b], L = d.cu[b + 1] - t0;
       if (L == 0) return;
@@ -185,10 +216,8 @@ void attention_backward(Stream& s, const Tensor& dq, const Tensor& dk, const Ten
             for (int64_t c = 0; c < HS; ++c) Dd += double(G[r * ldq + c]) * double(O[r * ldq + c]);
             const T Dr = T(Dd);
             const T L_r = T(sl.get((t0 + i0 + r) * NH + h));
-            for (int64_t j = 0; j < n; ++j) {
-              pr[j] = std::exp(pr[j] - L_r);
-              dr[j] = pr[j] * (dr[j] - Dr);
-            }
+            exp_shifted(pr, n, L_r);
+            for (int64_t j = 0; j < n; ++j) dr[j] = pr[j] * (dr[j] - Dr);
             std::fill(pr + n, pr + qb.kl, T(0));  // masked keys
             std::fill(dr + n, dr + qb.kl, T(0));
           }
