@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <opencv2/imgcodecs.hpp>
 
+#include "core/config.h"
+#include "core/error.h"
 #include "data/converters.h"
 #include "data/dataset.h"
 #include "data/dataset_writer.h"
@@ -97,7 +99,16 @@ static void run(const char* name, const std::string& path, int S, int G, int thr
               threads, double(samples) / s, (long long)samples, s);
 }
 
-int main() {
+int main(int argc, char** argv) {
+  Config cfg("bench_loader", "\nLoader samples/s (decode + letterbox + texture) at 1..N threads for 28x28 and 512x512.");
+  cfg.add_int("threads", 2, "largest number of worker threads to time (1..threads)", 1, 256);
+  try {
+    if (!cfg.parse(argc, argv)) return 0;
+  } catch (const UserError& e) {
+    std::fprintf(stderr, "bench_loader: error: %s\n", e.what());
+    return 2;
+  }
+  const int max_threads = int(cfg.get_int("threads"));
   const std::string dir = (fs::temp_directory_path() / "vlm_bench_loader").string();
   fs::create_directories(dir);
   BuildOptions o;
@@ -118,8 +129,8 @@ int main() {
   std::printf("bench_loader: batch 16, decode + letterbox + texture per sample\n");
   stages("fashion-mnist", fm, 28, 7, 4000);
   stages("tuxpaint", tux, 512, 32, 80);
-  for (int t : {1, 2}) run("fashion-mnist", fm, 28, 7, t, 150);
-  for (int t : {1, 2}) run("tuxpaint", tux, 512, 32, t, 8);
+  for (int t = 1; t <= max_threads; ++t) run("fashion-mnist", fm, 28, 7, t, 150);
+  for (int t = 1; t <= max_threads; ++t) run("tuxpaint", tux, 512, 32, t, 8);
   fs::remove_all(dir);
   return 0;
 }
