@@ -29,6 +29,12 @@ int64_t Shape::numel() const {
   return n;
 }
 
+int64_t Shape::rows() const {
+  int64_t r = 1;
+  for (int i = 0; i + 1 < n_; ++i) r *= d_[i];
+  return r;
+}
+
 std::string Shape::str() const {
   std::ostringstream os;
   os << '[';

@@ -31,7 +31,7 @@ class Shape {
   int64_t operator[](int i) const;
   int64_t numel() const;
   // Product of all dimensions but the last (rows of a [.., C] tensor), and the last.
-  int64_t rows() const { return n_ == 0 ? 1 : numel() / (*this)[-1]; }
+  int64_t rows() const;  // product of dims [0, ndim-1) (1 for a scalar), also when the last is 0
   int64_t cols() const { return n_ == 0 ? 1 : (*this)[-1]; }
   std::vector<int64_t> dims() const { return {d_.begin(), d_.begin() + n_}; }
   std::string str() const;  // "[2,3,4]"

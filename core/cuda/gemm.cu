@@ -222,8 +222,12 @@ void matmul(Stream& s, const Tensor& C, const Tensor& A, const Tensor& B, const 
       p.stride_c = g.stride_c;
     }
     // Epilogue in cuBLASLt where documented: bias/aux of C's dtype, aux ld % 8 == 0.
-    const bool bias_ok = !bias || bias->dtype() == C.dtype();
-    const bool aux_ok = !pre || (pre->dtype() == C.dtype() && N % 8 == 0);
+    // The bias and aux pointers also need 16-byte alignment (no preference attribute
+    // tells the heuristic about them, and a misaligned one fails in cublasLtMatmul with
+    // an error other than NOT_SUPPORTED, or faults); arena views may be less aligned,
+    // so those take our epilogue kernel instead.
+    const bool bias_ok = !bias || (bias->dtype() == C.dtype() && alignment_of(bias->data()) >= 16);
+    const bool aux_ok = !pre || (pre->dtype() == C.dtype() && N % 8 == 0 && alignment_of(pre->data()) >= 16);
     cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
     if (bias_ok && aux_ok) {
       if (o.gelu)

@@ -52,6 +52,26 @@ class NcclWork final : public CommHandle {
   std::shared_ptr<SharedCudaEvent> done_;
 };
 
+// A queued send/recv: wait() issues the queue if it is still pending, then orders the
+// caller's stream after the batch's completion.
+class NcclP2pWork final : public CommHandle {
+ public:
+  NcclP2pWork(NcclCommunicator& comm, cudaStream_t caller, std::shared_ptr<NcclCommunicator::P2pBatch> batch)
+      : comm_(comm), caller_(caller), batch_(std::move(batch)) {}
+  ~NcclP2pWork() override { wait(); }
+  void wait() override {
+    if (!batch_) return;
+    if (!batch_->issued) comm_.flush_p2p();
+    CUDA_CHECK(cudaStreamWaitEvent(caller_, batch_->done->event, 0));
+    batch_.reset();
+  }
+
+ private:
+  NcclCommunicator& comm_;
+  cudaStream_t caller_;
+  std::shared_ptr<NcclCommunicator::P2pBatch> batch_;
+};
+
 }  // namespace
 
 NcclCommunicator::NcclCommunicator(MPI_Comm comm, std::string name, double timeout_s)
@@ -73,6 +93,7 @@ NcclCommunicator::NcclCommunicator(MPI_Comm comm, std::string name, double timeo
 
 NcclCommunicator::~NcclCommunicator() {
   // Teardown only: wait for posted work while the watchdog still guards it.
+  flush_p2p();
   cudaStreamSynchronize(stream_);
   watchdog_.reset();
   ncclCommDestroy(nccl_);
@@ -81,6 +102,7 @@ NcclCommunicator::~NcclCommunicator() {
 }
 
 void NcclCommunicator::begin(Stream& caller) {
+  flush_p2p();  // queued p2p operations were called first: issue them first
   const cudaStream_t cs = cuda::stream_of(caller);
   SharedCudaEvent ready(device_);
   CUDA_CHECK(cudaEventRecord(ready.event, cs));
@@ -119,16 +141,43 @@ CommWork NcclCommunicator::post_broadcast(Stream& s, const Tensor& x, int root) 
   return finish(s, CollKind::Broadcast);
 }
 
+CommWork NcclCommunicator::post_p2p(Stream& caller, const P2pOp& op, CollKind kind) {
+  // The communication stream waits for the caller's work now (inputs ready at post
+  // time); nothing else is enqueued on it before the queue is issued (begin() of any
+  // other operation issues the queue first).
+  const cudaStream_t cs = cuda::stream_of(caller);
+  SharedCudaEvent ready(device_);
+  CUDA_CHECK(cudaEventRecord(ready.event, cs));
+  CUDA_CHECK(cudaStreamWaitEvent(stream_, ready.event, 0));
+  if (!p2p_batch_)
+    p2p_batch_ = std::make_shared<P2pBatch>(P2pBatch{std::make_shared<SharedCudaEvent>(device_), kind, false});
+  p2p_ops_.push_back(op);
+  return std::make_unique<NcclP2pWork>(*this, cs, p2p_batch_);
+}
+
+void NcclCommunicator::flush_p2p() {
+  if (p2p_ops_.empty()) return;
+  NCCL_CHECK(ncclGroupStart());
+  for (const P2pOp& op : p2p_ops_) {
+    if (op.send)
+      NCCL_CHECK(ncclSend(op.buf, op.count, op.type, op.peer, nccl_, stream_));
+    else
+      NCCL_CHECK(ncclRecv(op.buf, op.count, op.type, op.peer, nccl_, stream_));
+  }
+  NCCL_CHECK(ncclGroupEnd());
+  p2p_ops_.clear();
+  CUDA_CHECK(cudaEventRecord(p2p_batch_->done->event, stream_));
+  watchdog_->watch(p2p_batch_->done, p2p_batch_->kind);
+  p2p_batch_->issued = true;
+  p2p_batch_.reset();
+}
+
 CommWork NcclCommunicator::post_send(Stream& s, const Tensor& x, int peer) {
-  begin(s);
-  NCCL_CHECK(ncclSend(x.data(), size_t(x.numel()), nccl_type(x.dtype()), peer, nccl_, stream_));
-  return finish(s, CollKind::Send);
+  return post_p2p(s, P2pOp{true, x.data(), size_t(x.numel()), nccl_type(x.dtype()), peer}, CollKind::Send);
 }
 
 CommWork NcclCommunicator::post_recv(Stream& s, const Tensor& x, int peer) {
-  begin(s);
-  NCCL_CHECK(ncclRecv(x.data(), size_t(x.numel()), nccl_type(x.dtype()), peer, nccl_, stream_));
-  return finish(s, CollKind::Recv);
+  return post_p2p(s, P2pOp{false, x.data(), size_t(x.numel()), nccl_type(x.dtype()), peer}, CollKind::Recv);
 }
 
 CommWork NcclCommunicator::post_barrier(Stream& s) {

@@ -6,6 +6,12 @@
 // stream wait for it (the inputs are ready), enqueues the NCCL call, and records a
 // completion event; handle.wait() makes the caller's stream wait for that event. The
 // host never blocks on the device (no synchronisation inside a step).
+// Point to point: send/recv are queued and issued together in one ncclGroupStart/End
+// (the NCCL rule for p2p patterns that form cycles: a ring of recv_async + send_async
+// posted one NCCL call at a time deadlocks, every rank's stream blocked in its recv).
+// The queue is issued when a handle of it is waited (or destroyed), when any other
+// operation is posted (so the order of NCCL calls stays the call order), or at
+// destruction; the caller's inputs are still captured when each is posted.
 // Timeouts: every completion event is watched by an NcclWatchdog (nccl_watchdog.h).
 // Barrier: an all-reduce of one int on a device word owned by the communicator.
 // Invariants: one device per process (the current device at construction); buffers
@@ -18,6 +24,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "parallel/communicator.h"
 #include "parallel/nccl/nccl_watchdog.h"
@@ -35,6 +42,23 @@ class NcclCommunicator final : public Communicator {
   DeviceKind device() const override { return DeviceKind::CUDA; }
   cudaStream_t comm_stream() const { return stream_; }
 
+  // The queued point-to-point operations (see the file comment) and the batch they
+  // complete with; flush_p2p() issues the queue (no-op when empty). Used by the p2p
+  // handles.
+  struct P2pOp {
+    bool send;
+    void* buf;
+    size_t count;
+    ncclDataType_t type;
+    int peer;
+  };
+  struct P2pBatch {
+    std::shared_ptr<SharedCudaEvent> done;  // recorded when the batch is issued
+    CollKind kind;                          // the first operation's, for the watchdog
+    bool issued = false;
+  };
+  void flush_p2p();
+
  protected:
   CommWork post_all_reduce(Stream& s, const Tensor& x, ReduceOp op) override;
   CommWork post_all_gather(Stream& s, const Tensor& out, const Tensor& in) override;
@@ -49,6 +73,8 @@ class NcclCommunicator final : public Communicator {
   void begin(Stream& caller);
   // Records completion, hands it to the watchdog, returns the handle for `caller`.
   CommWork finish(Stream& caller, CollKind kind);
+  // Queues one send/recv (after begin(caller)) and returns its handle.
+  CommWork post_p2p(Stream& caller, const P2pOp& op, CollKind kind);
 
   int rank_ = 0;
   int size_ = 1;
@@ -57,6 +83,8 @@ class NcclCommunicator final : public Communicator {
   cudaStream_t stream_ = nullptr;
   int* barrier_word_ = nullptr;  // device int for barrier()
   std::unique_ptr<NcclWatchdog> watchdog_;
+  std::vector<P2pOp> p2p_ops_;           // queued, not yet issued
+  std::shared_ptr<P2pBatch> p2p_batch_;  // the batch of p2p_ops_ (null when empty)
 };
 
 }  // namespace vlm

@@ -74,6 +74,19 @@ TEST(Arena, ViewKeepsStorageAlive) {
   EXPECT_EQ(to_vector_f32(kept)[0], 1.f);
 }
 
+// rows()/cols() of the [.., C] view every row-wise op uses; an empty last dim must not
+// divide by zero.
+TEST(Shape, RowsAndColsIncludingEmptyDims) {
+  EXPECT_EQ(Shape({2, 3, 4}).rows(), 6);
+  EXPECT_EQ(Shape({2, 3, 4}).cols(), 4);
+  EXPECT_EQ(Shape({5}).rows(), 1);
+  EXPECT_EQ(Shape({}).rows(), 1);
+  EXPECT_EQ(Shape({}).cols(), 1);
+  EXPECT_EQ(Shape({7, 0}).rows(), 7);
+  EXPECT_EQ(Shape({7, 0}).cols(), 0);
+  EXPECT_EQ(Shape({0, 3}).rows(), 0);
+}
+
 TEST(ArenaDeathTest, DuplicateNameAndUnknownView) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   Arena a("acts");
