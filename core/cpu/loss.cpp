@@ -34,6 +34,14 @@ double row_sumexp(const T* x, int64_t V, double mx) {
   return s;
 }
 
+// One row of the cross-entropy gradient: dr = (exp(x - mx) * inv - onehot(tc)) * g, where
+// tc is the target's column in this row (outside [0, V) when the target is in another
+// vocabulary shard). Shared by the full and the vocab-parallel backward.
+template <typename T>
+void ce_grad_row(T* dr, const T* xr, int64_t V, double mx, double inv, int64_t tc, double g) {
+  for (int64_t c = 0; c < V; ++c) dr[c] = T((std::exp(double(xr[c]) - mx) * inv - (c == tc ? 1.0 : 0.0)) * g);
+}
+
 }  // namespace
 
 void cross_entropy_forward(Stream& s, const Tensor& losses, const Tensor& logits,
@@ -79,9 +87,8 @@ void cross_entropy_backward(Stream& s, const Tensor& dlogits, const Tensor& logi
       }
       VLM_ASSERT(tg[n] >= 0 && tg[n] < V, op, ": target ", tg[n], " outside [0,", V, ") in row ", n);
       const T* xr = x + n * V;
-      const double mx = row_max(xr, V), inv = 1.0 / row_sumexp(xr, V, mx), g = dl.get(n);
-      for (int64_t c = 0; c < V; ++c)
-        dr[c] = T((std::exp(double(xr[c]) - mx) * inv - (c == tg[n] ? 1.0 : 0.0)) * g);
+      const double mx = row_max(xr, V);
+      ce_grad_row(dr, xr, V, mx, 1.0 / row_sumexp(xr, V, mx), int64_t(tg[n]), dl.get(n));
     }
   });
 }
@@ -151,10 +158,7 @@ void vocab_ce_backward(Stream& s, const Tensor& dlogits, const Tensor& logits,
         std::fill(dr, dr + V, T(0));
         continue;
       }
-      const T* xr = x + n * V;
-      const double mx = rm.get(n), inv = 1.0 / se.get(n), g = dl.get(n);
-      const int64_t tc = int64_t(tg[n]) - vocab_offset;
-      for (int64_t c = 0; c < V; ++c) dr[c] = T((std::exp(double(xr[c]) - mx) * inv - (c == tc ? 1.0 : 0.0)) * g);
+      ce_grad_row(dr, x + n * V, V, rm.get(n), 1.0 / se.get(n), int64_t(tg[n]) - vocab_offset, dl.get(n));
     }
   });
 }
