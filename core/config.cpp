@@ -53,7 +53,7 @@ void Config::Impl::read_ini(const std::string& path) {
     bool quoted = false;
     for (size_t p = 0; p < line.size(); ++p) {
       if (line[p] == '"') quoted = !quoted;
-      if (!quoted && (line[p] == '#' || line[p] == ';') && (p == 0 || line[p - 1] == ' ' || line[p - 1] == '\t')) {
+      if (!quoted && comment_at(line, p)) {
         line.resize(p);
         break;
       }

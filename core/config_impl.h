@@ -38,6 +38,11 @@ struct Opt {
 };
 
 std::string trim(const std::string& s);
+// True when s[p] starts an INI comment: '#' or ';' at the start or after a space/tab
+// (the reader's rule; the writer quotes any value in which it would fire).
+inline bool comment_at(const std::string& s, size_t p) {
+  return (s[p] == '#' || s[p] == ';') && (p == 0 || s[p - 1] == ' ' || s[p - 1] == '\t');
+}
 // Shortest %g form (6 to 17 digits) that reads back to the same double.
 std::string fmt_float(double v);
 // "[lo, hi]" of an int or float option; "" when it has the full default range.

@@ -81,9 +81,12 @@ std::string Config::dump_ini() const {
     for (const Opt* o : group) {
       std::string v = fmt_value(*o), key = sec.empty() ? o->name : o->name.substr(sec.size() + 1);
       // Quote strings the reader would otherwise trim or cut at a comment.
+      // The value follows "= ", so the reader sees it as " " + v.
+      const std::string read_as = " " + v;
+      bool cut = false;
+      for (size_t p = 1; p < read_as.size() && !cut; ++p) cut = comment_at(read_as, p);
       bool quote = (o->kind == Kind::String || o->kind == Kind::Choice) &&
-                   (v.empty() || v != trim(v) || v.find(" #") != std::string::npos ||
-                    v.find(" ;") != std::string::npos || v.front() == '"');
+                   (v.empty() || v != trim(v) || cut || v.front() == '"');
       os << key << " = " << (quote ? "\"" + v + "\"" : v) << "\n";
     }
   }

@@ -192,6 +192,17 @@ TEST_F(ConfigTest, DumpIniReadsBackToTheSameValues) {
   EXPECT_EQ(b.get_float("train.lr"), 0.1);
   EXPECT_EQ(b.get_string("train.out"), "");
   EXPECT_EQ(b.get_int_list("model.lod"), (std::vector<int64_t>{5, -6}));
+
+  // Values the reader would cut at a comment are quoted: '#' or ';' first, or after a tab.
+  for (const std::string v : {"#abc", ";x", "a\t;b", "a #b"}) {
+    Config c;
+    register_model(c);
+    ASSERT_TRUE(parse(c, {"--train.out=" + v}));
+    Config d;
+    register_model(d);
+    d.read_ini(write("dump2.cfg", c.dump_ini()));
+    EXPECT_EQ(d.get_string("train.out"), v);
+  }
 }
 
 TEST_F(ConfigTest, HelpListsEveryOptionWithDefaultAndRange) {
