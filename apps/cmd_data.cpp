@@ -154,15 +154,20 @@ int do_tokenize(const Config& c) {
 }
 
 int cmd_data(int argc, char** argv) {
-  const std::string usage =
-      "usage: vlm data build|inspect|tokenizer|tokenize [FILE] [--data.* options]\n"
+  const std::string commands =
+      "\n"
       "  build      convert a source (--data.from) into an HDF5 dataset (--data.out)\n"
       "  inspect    print counts, image sizes, caption lengths and samples of FILE\n"
       "  tokenizer  train a byte-level BPE tokenizer on FILE's train captions\n"
       "  tokenize   (re)write FILE's caption tokens with --data.tokenizer";
+  const std::string usage = "usage: vlm data build|inspect|tokenizer|tokenize [FILE] [--data.* options]" + commands;
+  if (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::printf("%s\n", usage.c_str());
+    return 0;
+  }
   VLM_REQUIRE(argc >= 2, usage);
   const std::string sub = argv[1];
-  Config c("vlm data " + sub, usage);
+  Config c("vlm data " + sub, "[FILE] [--data.* options]" + commands);
   register_options(c);
   if (!c.parse(argc - 1, argv + 1)) return 0;
   if (sub == "build") return do_build(c);

@@ -33,7 +33,7 @@ bool group_sums_match(Communicator& comm, const std::vector<int>& members, int w
 
 int run_topology(int argc, char** argv, int rank) {
   Config cfg("vlm topology",
-             "usage: [mpirun -np N] vlm topology [--parallel.tp T] [--parallel.ranks_per_node R]\n"
+             "(under mpirun -np N) [--parallel.tp T] [--parallel.ranks_per_node R]\n"
              "prints rank -> node, local rank, TP group/rank, DP group/rank and checks every group\n");
   register_parallel_options(cfg);
   if (!cfg.parse(argc, argv)) return 0;

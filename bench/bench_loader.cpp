@@ -11,6 +11,7 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "core/config.h"
+#include "core/device_options.h"
 #include "core/error.h"
 #include "data/converters.h"
 #include "data/dataset.h"
@@ -101,6 +102,7 @@ static void run(const char* name, const std::string& path, int S, int G, int thr
 
 int main(int argc, char** argv) {
   Config cfg("bench_loader", "\nLoader samples/s (decode + letterbox + texture) at 1..N threads for 28x28 and 512x512.");
+  register_device_options(cfg);  // accepted (bench/run.sh passes --device to every bench); decoding runs on the host
   cfg.add_int("threads", 2, "largest number of worker threads to time (1..threads)", 1, 256);
   try {
     if (!cfg.parse(argc, argv)) return 0;
