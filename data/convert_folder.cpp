@@ -87,7 +87,7 @@ BuildReport build_from_llava(const std::string& path, const std::string& image_r
                              const BuildOptions& opt) {
   json::Limits lim;
   lim.max_bytes = size_t(8) << 30;  // LLaVA instruction files reach hundreds of MB
-  const json::Value root = json::parse(read_text_file(path), path, lim);
+  const json::Value root = json::parse_file(path, lim);  // size checked before reading
   VLM_REQUIRE(root.is_array(), path, ": a LLaVA file is a JSON array of conversations");
   std::vector<Entry> entries;
   int64_t no_image = 0;

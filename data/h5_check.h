@@ -9,6 +9,7 @@
 #pragma once
 #include <hdf5.h>
 
+#include <mutex>
 #include <utility>
 
 #include "core/error.h"
@@ -23,6 +24,11 @@
   }())
 
 namespace vlm {
+
+// The one lock of every HDF5 call (the Debian HDF5 build is not thread-safe); recursive,
+// so a caller that already holds it can close identifiers. Defined in h5_io.cpp.
+std::recursive_mutex& h5_mutex();
+using H5Lock = std::lock_guard<std::recursive_mutex>;
 
 class H5Id {
  public:
@@ -47,6 +53,7 @@ class H5Id {
   // Closes with the function that matches the identifier's type.
   void reset() {
     if (id_ < 0) return;
+    H5Lock lock(h5_mutex());  // closing is an HDF5 call too, whatever the caller holds
     switch (H5Iget_type(id_)) {
       case H5I_FILE: H5Fclose(id_); break;
       case H5I_GROUP: H5Gclose(id_); break;

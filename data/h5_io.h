@@ -17,8 +17,6 @@
 
 namespace vlm {
 
-std::recursive_mutex& h5_mutex();
-using H5Lock = std::lock_guard<std::recursive_mutex>;
 
 // Element types stored by the schema.
 enum class H5Elem { U8, I32, I64 };

@@ -109,7 +109,7 @@ Batch Loader::build(int64_t epoch, int64_t step, const std::vector<SampleRef>& r
   const size_t img_elems = size_t(S) * S * 3, tex_elems = size_t(kTextureChannels) * G * G;
   const size_t n = refs.size();
   Batch b;
-  b.epoch = epoch, b.step = step, b.S = S, b.G = G;
+  b.epoch = epoch, b.step = step, b.S = S, b.G = G, b.float_images = opt_.float_images;
   // Every per-batch array is sized once for the full batch (no regrowth copies) and cut
   // to the kept samples at the end; images are letterboxed straight into their slot.
   for (auto* v : {&b.caption_index, &b.image_index}) v->reserve(n);

@@ -57,6 +57,7 @@ struct LoaderOptions {
 struct Batch {
   int64_t epoch = 0, step = 0;  // sampler position of this batch
   int S = 0, G = 0;
+  bool float_images = false;    // which of images_u8 / images_f32 holds the images
   int skipped = 0;              // samples dropped (undecodable image)
   std::vector<int64_t> caption_index, image_index;  // [B]
   std::vector<uint8_t> is_pad;                      // [B] 1 = padding repeat (weight 0)
@@ -71,9 +72,8 @@ struct Batch {
   int size() const { return int(caption_index.size()); }
   // Non-owning host tensor views (valid while the Batch lives).
   Tensor images_tensor() {
-    return images_f32.empty()
-               ? Tensor(images_u8.data(), Shape{size(), S, S, 3}, DType::U8, DeviceKind::CPU)
-               : Tensor(images_f32.data(), Shape{size(), S, S, 3}, DType::F32, DeviceKind::CPU);
+    return float_images ? Tensor(images_f32.data(), Shape{size(), S, S, 3}, DType::F32, DeviceKind::CPU)
+                        : Tensor(images_u8.data(), Shape{size(), S, S, 3}, DType::U8, DeviceKind::CPU);
   }
   Tensor texture_tensor() {
     return Tensor(texture.data(), Shape{size(), kTextureChannels, G, G}, DType::F32, DeviceKind::CPU);

@@ -68,20 +68,23 @@ void Tokenizer::bpe(std::string_view piece, std::vector<int32_t>& out) const {
     }
     if (best_at < 0) break;
     // Merge every occurrence of the best pair, left to right (as HF does per rank).
-    const int a = sym[size_t(best_at)], b = sym[size_t(best_at) + 1];
-    std::vector<int> next;
-    next.reserve(sym.size());
-    for (size_t k = 0; k < sym.size(); ++k) {
-      if (k + 1 < sym.size() && sym[k] == a && sym[k + 1] == b) {
-        next.push_back(best_id);
-        ++k;
-      } else {
-        next.push_back(sym[k]);
-      }
-    }
-    sym.swap(next);
+    merge_pair(sym, sym[size_t(best_at)], sym[size_t(best_at) + 1], best_id);
   }
   out.insert(out.end(), sym.begin(), sym.end());
+}
+
+void Tokenizer::merge_pair(std::vector<int>& sym, int a, int b, int id) {
+  std::vector<int> next;
+  next.reserve(sym.size());
+  for (size_t k = 0; k < sym.size(); ++k) {
+    if (k + 1 < sym.size() && sym[k] == a && sym[k + 1] == b) {
+      next.push_back(id);
+      ++k;
+    } else {
+      next.push_back(sym[k]);
+    }
+  }
+  sym.swap(next);
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool add_eos) const {

@@ -62,6 +62,8 @@ class Tokenizer {
   void add_merge(int a, int b);  // a+b must already be a token
   void ensure_specials();        // finds or appends bos/eos/pad/image tokens
   void bpe(std::string_view piece, std::vector<int32_t>& out) const;
+  // Replaces every (a, b) pair of `sym` by `id`, left to right (encoding and training).
+  static void merge_pair(std::vector<int>& sym, int a, int b, int id);
 
   std::vector<std::string> tokens_;  // id -> bytes (specials: their text)
   std::vector<bool> special_;

@@ -54,15 +54,7 @@ Tokenizer Tokenizer::train(const std::vector<std::string>& texts, int vocab_size
     if (const auto it = t.normal_ids_.find(merged); it != t.normal_ids_.end()) id = it->second;
     else id = t.add_token(merged, false);
     t.add_merge(best.first, best.second);
-    for (auto& w : words) {
-      std::vector<int> next;
-      next.reserve(w.size());
-      for (size_t k = 0; k < w.size(); ++k) {
-        if (k + 1 < w.size() && w[k] == best.first && w[k + 1] == best.second) next.push_back(id), ++k;
-        else next.push_back(w[k]);
-      }
-      w.swap(next);
-    }
+    for (auto& w : words) merge_pair(w, best.first, best.second, id);
   }
   for (const std::string& s : specials) t.add_token(s, true);
   t.ensure_specials();
