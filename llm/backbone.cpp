@@ -44,6 +44,9 @@ float Backbone::forward(Stream& s, const LmInput& in) {
   VLM_REQUIRE(cfg_.is_llama() || in.max_seqlen <= cfg_.max_pos, "backbone: a sample of ", in.max_seqlen,
               " tokens exceeds model.max_pos=", cfg_.max_pos);
   VLM_ASSERT(in.ids.defined() != in.embeddings.defined(), "LmInput needs exactly one of ids and embeddings");
+  VLM_REQUIRE(in.max_id < cfg_.vocab_size, "backbone: token id or target ", in.max_id,
+              " outside the vocabulary [0, model.vocab_size=", cfg_.vocab_size, ")");
+  if (in.embeddings.defined()) require_shape(in.embeddings, Shape{T, cfg_.d_model}, "backbone embeddings");
   last_T_ = T;
   const int64_t Ts = stream_rows(T), row0 = sp_ ? int64_t(tp_.rank()) * Ts : 0;
   LlmContext ctx{s, tp_, sp_};

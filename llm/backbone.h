@@ -60,6 +60,7 @@ struct LmInput {
   int64_t n_tokens = 0;        // T
   double loss_norm = 0.0;      // divisor of the summed loss (0 = number of counted targets)
   int64_t n_counted = 0;       // counted targets (set by make_lm_input)
+  int32_t max_id = -1;         // largest token id / counted target (checked against the vocabulary)
 };
 
 // Builds an LmInput on backend `b` from host vectors: positions restart per sample;

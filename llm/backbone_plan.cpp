@@ -12,6 +12,7 @@
 
 #include <algorithm>
 
+#include "core/ops.h"
 #include "llm/param_specs.h"
 
 namespace vlm {
@@ -157,6 +158,8 @@ void Backbone::plan_activations() {
   add("sc.dh2", Shape{T, Fl});
   add("sc.dact", Shape{T, Fl});
   a.allocate(backend_, true);
+  // The logits of padding columns are the constant -1e30: fill its source once here.
+  if (a.has("out.pad_fill")) fill(backend_.default_stream(), a.get("out.pad_fill"), -1e30f);
 }
 
 Tensor Backbone::act(const std::string& name, int64_t rows) const { return acts_.get(name).slice(0, rows); }

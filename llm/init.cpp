@@ -26,18 +26,23 @@ double uniform(uint64_t key, uint64_t counter) {
   return (double(splitmix64(key + counter) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
 }
 
-}  // namespace
-
-float init_value(uint64_t seed, const std::string& name, InitKind kind, float std, int64_t index) {
+// Element `index` of a tensor whose RNG key is `key` (= splitmix64(seed ^ fnv1a64(name)),
+// computed once per tensor, not per element).
+float init_value_keyed(uint64_t key, InitKind kind, float std, int64_t index) {
   switch (kind) {
     case InitKind::Zeros: return 0.f;
     case InitKind::Ones: return 1.f;
     case InitKind::Normal: break;
   }
-  const uint64_t key = splitmix64(seed ^ fnv1a64(name));
   const double u1 = uniform(key, 2 * uint64_t(index)), u2 = uniform(key, 2 * uint64_t(index) + 1);
   const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
   return float(double(std) * z);
+}
+
+}  // namespace
+
+float init_value(uint64_t seed, const std::string& name, InitKind kind, float std, int64_t index) {
+  return init_value_keyed(splitmix64(seed ^ fnv1a64(name)), kind, std, index);
 }
 
 void init_params(ParamTable& table, uint64_t seed) {
@@ -50,12 +55,13 @@ void init_params(ParamTable& table, uint64_t seed) {
     const int64_t lcols = p.local.ndim() >= 2 ? p.local.numel() / lrows : 1;
     const int64_t row0 = s.split_dim == 0 ? p.offset : 0;
     const int64_t col0 = s.split_dim == 1 ? p.offset : 0;
+    const uint64_t key = splitmix64(seed ^ fnv1a64(s.name));
     std::vector<float> v(size_t(p.local.numel()), 0.f);
     for (int64_t r = 0; r < lrows; ++r) {
       const int64_t gr = row0 + r;
       if (gr >= hf_rows) continue;  // vocabulary padding
       for (int64_t c = 0; c < lcols; ++c)
-        v[size_t(r * lcols + c)] = init_value(seed, s.name, s.init, s.std, gr * cols + col0 + c);
+        v[size_t(r * lcols + c)] = init_value_keyed(key, s.init, s.std, gr * cols + col0 + c);
     }
     copy_tensor(p.value, Tensor::from_vector(v, p.local));
   }

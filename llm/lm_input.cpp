@@ -1,4 +1,6 @@
 // make_lm_input: a packed micro-batch from host vectors (see backbone.h).
+#include <algorithm>
+
 #include "llm/backbone.h"
 
 namespace vlm {
@@ -20,6 +22,10 @@ LmInput make_lm_input(Backend& b, const std::vector<int32_t>& cu_seqlens, const 
   VLM_REQUIRE(ids.empty() != !embeddings.defined(), "lm input: give exactly one of token ids and embeddings");
   if (!ids.empty()) {
     VLM_REQUIRE(int64_t(ids.size()) == T, "lm input: ", ids.size(), " token ids for T=", T);
+    for (int32_t id : ids) {
+      VLM_REQUIRE(id >= 0, "lm input: token id ", id, " (expected >= 0)");
+      in.max_id = std::max(in.max_id, id);
+    }
     in.ids = to_backend(b, Tensor::from_vector(ids, Shape{T}));
   } else {
     VLM_REQUIRE(embeddings.ndim() == 2 && embeddings.size(0) == T, "lm input: embeddings ", embeddings.str(),
@@ -31,6 +37,7 @@ LmInput make_lm_input(Backend& b, const std::vector<int32_t>& cu_seqlens, const 
     for (int32_t t : targets) {
       VLM_REQUIRE(t >= 0 || t == kIgnoreIndex, "lm input: target ", t, " (expected >= 0 or ", kIgnoreIndex, ")");
       in.n_counted += t != kIgnoreIndex;
+      in.max_id = std::max(in.max_id, t);
     }
     in.targets = to_backend(b, Tensor::from_vector(targets, Shape{T}));
   }

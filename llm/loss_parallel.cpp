@@ -8,10 +8,7 @@ namespace vlm {
 void VocabParallelOutput::forward(LlmContext& ctx, const Tensor& logits, const Tensor& x_full, const Tensor& x,
                                   const Tensor& pad_fill) const {
   column_parallel_forward(ctx, x_full, x, {{&head, logits}});
-  if (pad_fill.defined()) {
-    fill(ctx.stream, pad_fill, -1e30f);
-    unslice_cols(ctx.stream, logits, pad_fill, valid_local);
-  }
+  if (pad_fill.defined()) unslice_cols(ctx.stream, logits, pad_fill, valid_local);
 }
 
 void VocabParallelOutput::backward(LlmContext& ctx, const Tensor& dx, const Tensor& dfull, const Tensor& x_full,

@@ -24,7 +24,8 @@ struct VocabParallelOutput {
   int64_t valid_local = 0;   // columns [0, valid_local) are real tokens, the rest padding
 
   // x [Ts,C] -> x_full [T,C] (may alias x without SP) -> logits [T,Vl] (padding masked;
-  // pad_fill [T, Vl - valid_local] is scratch, undefined when there is no padding).
+  // pad_fill [T, Vl - valid_local] holds -1e30 (filled once when the activations are
+  // planned), undefined when there is no padding).
   void forward(LlmContext& ctx, const Tensor& logits, const Tensor& x_full, const Tensor& x,
                const Tensor& pad_fill) const;
   // dlogits [T,Vl] -> dx [Ts,C] (overwrite; dfull [T,C] scratch, may alias dx without SP).
