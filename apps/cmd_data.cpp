@@ -16,9 +16,9 @@
 #include "apps/command.h"
 #include "core/config.h"
 #include "core/error.h"
-#include "data/converters.h"
-#include "data/dataset.h"
-#include "data/tokenizer.h"
+#include "data/convert/converters.h"
+#include "data/storage/dataset.h"
+#include "data/text/tokenizer.h"
 
 namespace vlm {
 

@@ -9,8 +9,6 @@
 //   /ids     i32 [T]
 //   attrs on /: format = "vlm-lm-logits", model (the ModelConfig line), tp, device.
 // The ids form one sample (positions 0..T-1); each must lie in [0, vocab_size).
-#include <hdf5.h>
-
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -20,8 +18,7 @@
 #include "core/config.h"
 #include "core/device_options.h"
 #include "core/error.h"
-#include "data/h5_check.h"
-#include "data/h5_io.h"
+#include "core/io/h5_io.h"
 #include "llm/backbone.h"
 #include "llm/hf_config.h"
 #include "llm/hf_import.h"
@@ -34,18 +31,11 @@ namespace vlm {
 
 namespace {
 
-void write_f32_2d(hid_t file, const char* name, const std::vector<float>& v, int64_t rows, int64_t cols) {
-  hsize_t dims[2] = {hsize_t(rows), hsize_t(cols)};
-  H5Id space(H5_CHECK(H5Screate_simple(2, dims, nullptr)));
-  H5Id ds(H5_CHECK(H5Dcreate2(file, name, H5T_IEEE_F32LE, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
-  H5_CHECK(H5Dwrite(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()));
-}
-
 void write_logits_h5(const std::string& path, const std::vector<float>& logits, const std::vector<int32_t>& ids,
                      int64_t V, const std::string& model, int tp, const std::string& device) {
   H5Lock lock(h5_mutex());
   H5Id file = h5_create_file(path);
-  write_f32_2d(file.get(), "logits", logits, int64_t(ids.size()), V);
+  h5_write_array(file.get(), "logits", H5Elem::F32, logits.data(), {int64_t(ids.size()), V});
   h5_write_1d(file.get(), "ids", H5Elem::I32, ids.data(), int64_t(ids.size()), false);
   h5_write_attr_string(file.get(), "format", "vlm-lm-logits");
   h5_write_attr_string(file.get(), "model", model);

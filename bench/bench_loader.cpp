@@ -13,12 +13,12 @@
 #include "core/config.h"
 #include "core/device_options.h"
 #include "core/error.h"
-#include "data/converters.h"
-#include "data/dataset.h"
-#include "data/dataset_writer.h"
-#include "data/image_pipeline.h"
-#include "data/loader.h"
-#include "data/schema.h"
+#include "data/convert/converters.h"
+#include "data/image/image_pipeline.h"
+#include "data/load/loader.h"
+#include "data/storage/dataset.h"
+#include "data/storage/dataset_writer.h"
+#include "data/storage/schema.h"
 
 using namespace vlm;
 namespace fs = std::filesystem;
@@ -49,7 +49,7 @@ static void stages(const char* name, const std::string& path, int S, int G, int 
   double t_read = 0, t_dec = 0, t_box = 0, t_tex = 0, t_tok = 0;
   std::vector<float> tex(size_t(kTextureChannels) * G * G);
   std::vector<uint8_t> data;
-  cv::Mat sq(S, S, CV_8UC3);
+  std::vector<uint8_t> sq(size_t(S) * S * 3);
   auto us = [](clock::time_point a, clock::time_point b) {
     return std::chrono::duration<double, std::micro>(b - a).count();
   };
@@ -58,7 +58,7 @@ static void stages(const char* name, const std::string& path, int S, int G, int 
     const auto t0 = clock::now();
     r.image_data(img, data);
     const auto t1 = clock::now();
-    cv::Mat rgb;
+    RgbImage rgb;
     if (r.raw()) {
       const ImageInfo info = r.image_info(img);
       rgb = raw_to_rgb(data.data(), info.height, info.width, info.channels);
@@ -67,9 +67,9 @@ static void stages(const char* name, const std::string& path, int S, int G, int 
     }
     const auto t2 = clock::now();
     if (rgb.empty()) continue;
-    letterbox_into(rgb, S, 0, sq);
+    letterbox_into(rgb.view(), S, 0, sq.data());
     const auto t3 = clock::now();
-    compute_texture(sq, G, tex.data());
+    compute_texture(ImageView::packed(sq.data(), S, S), G, tex.data());
     const auto t4 = clock::now();
     const std::string c = r.caption(cap);
     const auto t5 = clock::now();

@@ -6,7 +6,7 @@
 // Library status checks (CUDA_CHECK, CUBLAS_CHECK, CUDNN_CHECK, NCCL_CHECK, MPI_CHECK,
 // H5_CHECK) all go through vlm_check_failed() so they print the same way; each is
 // defined next to its library (core/cuda/cuda_check.h, parallel/mpi/mpi_check.h,
-// data/h5_check.h).
+// core/io/h5_check.h).
 #pragma once
 #include <sstream>
 #include <stdexcept>

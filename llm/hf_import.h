@@ -20,7 +20,7 @@
 #include "core/backend.h"
 #include "core/dtype.h"
 #include "llm/param_table.h"
-#include "llm/safetensors.h"
+#include "core/io/safetensors.h"
 #include "parallel/communicator.h"
 
 namespace vlm {

@@ -1,18 +1,17 @@
-// H5_CHECK and RAII ownership of HDF5 identifiers (hid_t).
+// HDF5 internals of core/io, included by its .cpp files only (it brings <hdf5.h>; the
+// rest of the project sees h5_io.h).
 // H5_CHECK(expr): expr returns herr_t or hid_t; a negative value is an internal error
 // (the HDF5 library failed where the caller had already validated the input), reported
 // through vlm_check_failed with the expression text and file:line, like CUDA_CHECK.
 // User-facing failures (missing file/dataset, wrong dtype) are detected before the
-// call and raised as UserError by the readers instead.
-// H5Id owns one identifier and closes it with the matching H5?close on destruction;
-// it is move-only, so an identifier is closed exactly once.
+// call and raised as UserError by the helpers instead.
 #pragma once
 #include <hdf5.h>
 
-#include <mutex>
-#include <utility>
+#include <type_traits>
 
 #include "core/error.h"
+#include "core/io/h5_io.h"
 
 #define H5_CHECK(expr)                                                                   \
   ([&]() {                                                                               \
@@ -25,50 +24,11 @@
 
 namespace vlm {
 
-// The one lock of every HDF5 call (the Debian HDF5 build is not thread-safe); recursive,
-// so a caller that already holds it can close identifiers. Defined in h5_io.cpp.
-std::recursive_mutex& h5_mutex();
-using H5Lock = std::lock_guard<std::recursive_mutex>;
+static_assert(std::is_same_v<hid_t, H5Handle>, "H5Handle must be HDF5's hid_t (HDF5 >= 1.10)");
 
-class H5Id {
- public:
-  H5Id() = default;
-  explicit H5Id(hid_t id) : id_(id) {}
-  H5Id(H5Id&& o) noexcept : id_(std::exchange(o.id_, H5I_INVALID_HID)) {}
-  H5Id& operator=(H5Id&& o) noexcept {
-    if (this != &o) {
-      reset();
-      id_ = std::exchange(o.id_, H5I_INVALID_HID);
-    }
-    return *this;
-  }
-  H5Id(const H5Id&) = delete;
-  H5Id& operator=(const H5Id&) = delete;
-  ~H5Id() { reset(); }
-
-  hid_t get() const { return id_; }
-  operator hid_t() const { return id_; }
-  bool valid() const { return id_ >= 0; }
-
-  // Closes with the function that matches the identifier's type.
-  void reset() {
-    if (id_ < 0) return;
-    H5Lock lock(h5_mutex());  // closing is an HDF5 call too, whatever the caller holds
-    switch (H5Iget_type(id_)) {
-      case H5I_FILE: H5Fclose(id_); break;
-      case H5I_GROUP: H5Gclose(id_); break;
-      case H5I_DATASET: H5Dclose(id_); break;
-      case H5I_DATASPACE: H5Sclose(id_); break;
-      case H5I_DATATYPE: H5Tclose(id_); break;
-      case H5I_ATTR: H5Aclose(id_); break;
-      case H5I_GENPROP_LST: H5Pclose(id_); break;
-      default: break;
-    }
-    id_ = H5I_INVALID_HID;
-  }
-
- private:
-  hid_t id_ = H5I_INVALID_HID;
-};
+hid_t h5_native(H5Elem e);     // memory type (H5T_NATIVE_*)
+hid_t h5_file_type(H5Elem e);  // stored type (little-endian)
+// Turns off HDF5's own error stack printing (our messages replace it); idempotent.
+void h5_silence_errors();
 
 }  // namespace vlm

@@ -1,43 +1,102 @@
-// Thin, checked helpers over the HDF5 C API used by the dataset writer and reader.
+// Checked helpers over the HDF5 C API, the only code of the project that calls HDF5 (the
+// dataset reader and writer of data/storage and `vlm lm logits` use them; only tests call
+// the C API directly, as an independent reader and to write malformed files).
 // Invariants:
-//  - Every HDF5 call in the project goes through h5_mutex() (the Debian HDF5 build is not
-//    thread-safe); callers hold H5Lock while touching any hid_t.
+//  - <hdf5.h> stays inside core/io: identifiers cross this header as H5Handle (HDF5's
+//    hid_t, a 64-bit integer; h5_check.h asserts the two agree), owned by H5Id.
+//  - Every HDF5 call in the project holds h5_mutex() (the Debian HDF5 build is not
+//    thread-safe); each helper takes the lock itself, and a caller may hold H5Lock
+//    around several helpers to make them one step (the mutex is recursive).
 //  - Reader helpers turn user-caused problems (missing file, missing dataset, wrong
 //    dtype or rank, implausible size) into UserError naming the file and the dataset;
 //    they never allocate from a size read from the file before bounding it.
+//  - A failing HDF5 call whose inputs the caller had already validated is an internal
+//    error (H5_CHECK in h5_check.h: expression and file:line).
 //  - H5Appender owns an extendable dataset (unlimited first dimension), so writers
 //    stream rows to disk and never need the whole dataset in memory.
 #pragma once
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
-
-#include "data/h5_check.h"
 
 namespace vlm {
 
+using H5Handle = int64_t;                  // an HDF5 identifier (hid_t)
+inline constexpr H5Handle kH5Invalid = -1;  // H5I_INVALID_HID
 
-// Element types stored by the schema.
-enum class H5Elem { U8, I32, I64 };
-hid_t h5_native(H5Elem e);  // memory type (H5T_NATIVE_*)
+// The one lock of every HDF5 call; recursive, so a caller that already holds it can
+// call the helpers and close identifiers.
+std::recursive_mutex& h5_mutex();
+using H5Lock = std::lock_guard<std::recursive_mutex>;
+
+// Owns one identifier and closes it with the matching H5?close on destruction (under
+// the lock); move-only, so an identifier is closed exactly once.
+class H5Id {
+ public:
+  H5Id() = default;
+  explicit H5Id(H5Handle id) : id_(id) {}
+  H5Id(H5Id&& o) noexcept : id_(std::exchange(o.id_, kH5Invalid)) {}
+  H5Id& operator=(H5Id&& o) noexcept {
+    if (this != &o) {
+      reset();
+      id_ = std::exchange(o.id_, kH5Invalid);
+    }
+    return *this;
+  }
+  H5Id(const H5Id&) = delete;
+  H5Id& operator=(const H5Id&) = delete;
+  ~H5Id() { reset(); }
+
+  H5Handle get() const { return id_; }
+  operator H5Handle() const { return id_; }
+  bool valid() const { return id_ >= 0; }
+  void reset();
+
+ private:
+  H5Handle id_ = kH5Invalid;
+};
+
+// Element types of the datasets the project stores (little-endian in the file).
+enum class H5Elem { U8, I32, I64, F32 };
 const char* h5_elem_name(H5Elem e);
+size_t h5_elem_size(H5Elem e);
 
-// ---- writing ----
-H5Id h5_create_file(const std::string& path);  // truncates; UserError if it cannot
-H5Id h5_create_group(hid_t parent, const std::string& name);
-void h5_write_attr_string(hid_t obj, const std::string& name, const std::string& value);
-void h5_write_attr_int(hid_t obj, const std::string& name, int64_t value);
-// A whole 1-D dataset in one call (chunked + gzip when `gzip` and large enough).
-void h5_write_1d(hid_t parent, const std::string& name, H5Elem e, const void* data, int64_t n,
+// ---- files, groups, links, attributes ----
+H5Id h5_create_file(const std::string& path);   // truncates; UserError if it cannot
+H5Id h5_open_file(const std::string& path);     // read-only; UserError "<path>: cannot open as ..."
+H5Id h5_open_file_rw(const std::string& path);  // read-write; UserError "<path>: cannot open for writing"
+void h5_flush(H5Handle file);
+H5Id h5_create_group(H5Handle parent, const std::string& name);
+H5Id h5_open_group(H5Handle parent, const std::string& name);  // must exist (checked by the caller)
+// True when every component of the absolute `path` ("/a/b") exists.
+bool h5_exists(H5Handle file, const std::string& path);
+// Removes the link `name` of `parent` when present (HDF5 does not reclaim the space;
+// h5repack does).
+void h5_unlink(H5Handle parent, const std::string& name);
+
+void h5_write_attr_string(H5Handle obj, const std::string& name, const std::string& value);  // UTF-8
+void h5_write_attr_int(H5Handle obj, const std::string& name, int64_t value);
+bool h5_has_attr(H5Handle obj, const std::string& name);
+void h5_delete_attr(H5Handle obj, const std::string& name);  // when present
+std::string h5_read_attr_string(H5Handle obj, const std::string& file_name, const std::string& name);
+int64_t h5_read_attr_int(H5Handle obj, const std::string& file_name, const std::string& name);
+
+// ---- writing datasets (h5_write.cpp) ----
+// A whole 1-D dataset in one call (chunked; gzip 4 + shuffle when `gzip` and n >= 4096).
+void h5_write_1d(H5Handle parent, const std::string& name, H5Elem e, const void* data, int64_t n,
                  bool gzip);
+// A whole dataset of shape `dims` (row-major data) in one call, contiguous layout.
+void h5_write_array(H5Handle parent, const std::string& name, H5Elem e, const void* data,
+                    const std::vector<int64_t>& dims);
 
 // Extendable dataset [rows, inner...] built by appending rows.
 class H5Appender {
  public:
   H5Appender() = default;
   // chunk_rows rows per chunk; gzip_level 0 = no compression.
-  H5Appender(hid_t parent, const std::string& name, H5Elem e, std::vector<int64_t> inner,
+  H5Appender(H5Handle parent, const std::string& name, H5Elem e, std::vector<int64_t> inner,
              int64_t chunk_rows, int gzip_level);
   void append(const void* rows_data, int64_t rows);
   int64_t rows() const { return rows_; }
@@ -50,22 +109,18 @@ class H5Appender {
   int64_t rows_ = 0;
 };
 
-// ---- reading ----
-// Opens read-only; UserError "<path>: cannot open as HDF5" when missing or not HDF5.
-H5Id h5_open_file(const std::string& path);
-// True when every component of the absolute `path` ("/a/b") exists.
-bool h5_exists(hid_t file, const std::string& path);
-// Opens `path`, requiring an integer dtype of e's width and `ndim` dimensions; returns
-// the dims. UserError naming file and dataset otherwise.
-H5Id h5_open_dataset(hid_t file, const std::string& file_name, const std::string& path, H5Elem e,
+// ---- reading datasets ----
+// Opens `path`, requiring e's dtype class and width (64-bit integers may be signed or
+// unsigned, as h5py users write either) and `ndim` dimensions; returns the dims.
+// UserError naming file and dataset otherwise.
+H5Id h5_open_dataset(H5Handle file, const std::string& file_name, const std::string& path, H5Elem e,
                      int ndim, std::vector<int64_t>* dims);
+// The dimensions of an open dataset.
+std::vector<int64_t> h5_extent(H5Handle ds);
 // Reads rows [start, start+count) of a dataset whose rows hold `row_elems` elements.
-void h5_read_rows(hid_t ds, H5Elem e, int64_t start, int64_t count, int64_t row_elems, void* out);
-// Reads a whole 1-D dataset after checking its length against max_n.
-std::vector<int64_t> h5_read_i64(hid_t file, const std::string& file_name, const std::string& path,
+void h5_read_rows(H5Handle ds, H5Elem e, int64_t start, int64_t count, int64_t row_elems, void* out);
+// Reads a whole 1-D i64 dataset after checking its length against max_n.
+std::vector<int64_t> h5_read_i64(H5Handle file, const std::string& file_name, const std::string& path,
                                  int64_t max_n);
-std::string h5_read_attr_string(hid_t obj, const std::string& file_name, const std::string& name);
-int64_t h5_read_attr_int(hid_t obj, const std::string& file_name, const std::string& name);
-bool h5_has_attr(hid_t obj, const std::string& name);
 
 }  // namespace vlm

@@ -1,7 +1,7 @@
 // Safetensors reader (validated header, sliced pread) and sharded checkpoint index.
-// See llm/safetensors.h for the format and the checks; the writer is in
+// See core/io/safetensors.h for the format and the checks; the writer is in
 // safetensors_write.cpp.
-#include "llm/safetensors.h"
+#include "core/io/safetensors.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

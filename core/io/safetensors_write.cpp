@@ -1,4 +1,4 @@
-// Safetensors writer (see llm/safetensors.h): f32 tensors before bf16 ones, each group
+// Safetensors writer (see core/io/safetensors.h): f32 tensors before bf16 ones, each group
 // by name, packed without holes after a header padded to an 8-byte boundary, so every
 // tensor is aligned to its element size and readers that require contiguous
 // data_offsets (the reference implementation does) accept the file. Written to
@@ -8,8 +8,8 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "core/io/safetensors.h"
 #include "core/json.h"
-#include "llm/safetensors.h"
 
 namespace vlm {
 

@@ -5,11 +5,11 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "data/converters.h"
-#include "data/dataset_writer.h"
-#include "data/image_pipeline.h"
-#include "data/sampler.h"
-#include "data/schema.h"
+#include "data/convert/converters.h"
+#include "data/image/image_pipeline.h"
+#include "data/load/sampler.h"
+#include "data/storage/dataset_writer.h"
+#include "data/storage/schema.h"
 
 namespace vlm {
 
@@ -55,12 +55,12 @@ bool add_encoded_file(DatasetWriter& w, const std::string& path, int64_t* index)
   const std::string bytes = ss.str();
   const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
   // Decoding validates the file and gives the size recorded in /images/{height,width}.
-  const cv::Mat m = decode_rgb(p, bytes.size());
+  const RgbImage m = decode_rgb(p, bytes.size());
   if (m.empty()) {
     std::fprintf(stderr, "[build] warning: %s: cannot decode as an image; skipped\n", path.c_str());
     return false;
   }
-  *index = w.add_encoded(p, bytes.size(), m.rows, m.cols, 3);
+  *index = w.add_encoded(p, bytes.size(), m.height, m.width, 3);
   return true;
 }
 

@@ -5,9 +5,9 @@
 #include <map>
 
 #include "core/error.h"
-#include "data/converters.h"
-#include "data/dataset_writer.h"
 #include "core/json.h"
+#include "data/convert/converters.h"
+#include "data/storage/dataset_writer.h"
 
 namespace vlm {
 

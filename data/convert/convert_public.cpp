@@ -12,11 +12,11 @@
 #include <filesystem>
 
 #include "core/error.h"
-#include "data/converters.h"
-#include "data/dataset_writer.h"
-#include "data/idx.h"
-#include "data/sampler.h"
-#include "data/schema.h"
+#include "data/convert/converters.h"
+#include "data/convert/idx.h"
+#include "data/load/sampler.h"
+#include "data/storage/dataset_writer.h"
+#include "data/storage/schema.h"
 
 namespace vlm {
 

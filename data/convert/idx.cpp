@@ -1,5 +1,5 @@
 // IDX reading through zlib's gz* API, which reads gzip and plain files alike.
-#include "data/idx.h"
+#include "data/convert/idx.h"
 
 #include <zlib.h>
 

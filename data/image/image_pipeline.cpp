@@ -1,8 +1,10 @@
-// Implementation of the decode / letterbox pipeline (see image_pipeline.h).
-#include "data/image_pipeline.h"
+// Implementation of the decode / letterbox pipeline (see image_pipeline.h) with OpenCV.
+#include "data/image/image_pipeline.h"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <memory>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
@@ -39,27 +41,42 @@ static cv::Mat to_rgb8(const cv::Mat& m, bool bgr, uint8_t background) {
   return out;
 }
 
-cv::Mat decode_rgb(const uint8_t* data, size_t n, uint8_t background) {
+// Keeps the decoder's Mat alive as the owner of the returned pixels (no copy).
+static RgbImage own(cv::Mat m) {
+  if (m.empty()) return {};
+  VLM_ASSERT(m.type() == CV_8UC3, "the pipeline produces CV_8UC3");
+  auto mat = std::make_shared<cv::Mat>(std::move(m));
+  return {std::shared_ptr<const uint8_t>(mat, mat->data), mat->rows, mat->cols, mat->step};
+}
+
+// A Mat header over a view's pixels (no copy; the view's owner keeps them alive).
+static cv::Mat as_mat(const ImageView& v) {
+  return cv::Mat(v.height, v.width, CV_8UC3, const_cast<uint8_t*>(v.data), v.stride);
+}
+
+RgbImage decode_rgb(const uint8_t* data, size_t n, uint8_t background) {
   if (data == nullptr || n == 0) return {};
   try {
     const cv::Mat buf(1, int(n), CV_8U, const_cast<uint8_t*>(data));
     cv::Mat m = cv::imdecode(buf, cv::IMREAD_UNCHANGED);
     if (m.empty()) return {};
-    return to_rgb8(m, true, background);
+    return own(to_rgb8(m, true, background));
   } catch (const cv::Exception&) {
     return {};
   }
 }
 
-cv::Mat raw_to_rgb(const uint8_t* pixels, int h, int w, int c, uint8_t background) {
+RgbImage raw_to_rgb(const uint8_t* pixels, int h, int w, int c, uint8_t background) {
   VLM_ASSERT(c == 1 || c == 3 || c == 4, "raw image with ", c, " channels");
   const cv::Mat m(h, w, CV_8UC(c), const_cast<uint8_t*>(pixels));
-  return to_rgb8(m, false, background);
+  return own(to_rgb8(m, false, background));
 }
 
-void letterbox_into(const cv::Mat& rgb, int S, uint8_t background, cv::Mat& dst) {
-  VLM_ASSERT(rgb.type() == CV_8UC3 && S > 0, "letterbox needs CV_8UC3 and S > 0");
-  VLM_ASSERT(dst.type() == CV_8UC3 && dst.rows == S && dst.cols == S, "letterbox_into needs an S x S CV_8UC3 dst");
+void letterbox_into(const ImageView& view, int S, uint8_t background, uint8_t* out) {
+  VLM_ASSERT(view.data != nullptr && view.height > 0 && view.width > 0 && S > 0,
+             "letterbox needs a non-empty image and S > 0");
+  const cv::Mat rgb = as_mat(view);
+  cv::Mat dst(S, S, CV_8UC3, out);
   if (rgb.rows == S && rgb.cols == S) {
     rgb.copyTo(dst);
     return;
@@ -80,12 +97,13 @@ void letterbox_into(const cv::Mat& rgb, int S, uint8_t background, cv::Mat& dst)
   VLM_ASSERT(roi.data == dst.data + size_t(y0) * dst.step + size_t(x0) * 3, "resize reallocated the ROI");
 }
 
-cv::Mat letterbox(const cv::Mat& rgb, int S, uint8_t background) {
-  VLM_ASSERT(rgb.type() == CV_8UC3 && S > 0, "letterbox needs CV_8UC3 and S > 0");
-  if (rgb.rows == S && rgb.cols == S) return rgb;
-  cv::Mat canvas(S, S, CV_8UC3);
-  letterbox_into(rgb, S, background, canvas);
-  return canvas;
+void to_unit_float(const uint8_t* src, size_t n, float* dst) {
+  VLM_ASSERT(n <= size_t(std::numeric_limits<int>::max()), "to_unit_float: ", n, " elements");
+  if (n == 0) return;
+  const cv::Mat in(1, int(n), CV_8U, const_cast<uint8_t*>(src));
+  cv::Mat out(1, int(n), CV_32F, dst);
+  in.convertTo(out, CV_32F, 1.0 / 255.0);
+  VLM_ASSERT(out.data == reinterpret_cast<uint8_t*>(dst), "convertTo reallocated its output");
 }
 
 }  // namespace vlm

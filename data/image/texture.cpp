@@ -9,9 +9,9 @@
 //    accumulators (vertical adds vectorise), then each cell sums its columns once.
 // Precision: Lab and |g| are float per pixel, summed in double per column; everything else
 // is exact. Per pixel, L*a*b* is within 1e-4 of the double-precision CIE formulas (OpenCV's
-// float cvtColor RGB2Lab, used before, was up to 0.3 off); tests/vision/test_texture.cpp
+// float cvtColor RGB2Lab, used before, was up to 0.3 off); tests/data/test_texture.cpp
 // compares the whole array with a direct double-precision reading of texture.h.
-#include "vision/texture.h"
+#include "data/image/texture.h"
 
 #include <algorithm>
 #include <array>
@@ -117,9 +117,9 @@ void fit(std::vector<T>& v, size_t n) {
 
 }  // namespace
 
-void compute_texture(const cv::Mat& rgb, int G, float* out, const TextureOptions& opt) {
-  VLM_ASSERT(rgb.type() == CV_8UC3, "compute_texture needs CV_8UC3 RGB");
-  const int H = rgb.rows, W = rgb.cols;
+void compute_texture(const ImageView& rgb, int G, float* out, const TextureOptions& opt) {
+  VLM_ASSERT(rgb.data != nullptr && rgb.stride >= size_t(rgb.width) * 3, "compute_texture needs RGB pixels");
+  const int H = rgb.height, W = rgb.width;
   VLM_ASSERT(G >= 1 && H >= G && W >= G, "image ", H, "x", W, " smaller than grid ", G);
   const size_t w = size_t(W), GG = size_t(G) * G;
 
@@ -140,7 +140,7 @@ void compute_texture(const cv::Mat& rgb, int G, float* out, const TextureOptions
   double *cL = s.col_L.data(), *cA = s.col_A.data(), *cB = s.col_B.data(), *cmag = s.col_mag.data();
 
   for (int y = 0; y < H; ++y) {
-    const uint8_t* p = rgb.ptr<uint8_t>(y);
+    const uint8_t* p = rgb.row(y);
     int32_t* q = luma + size_t(y) * w;
     for (size_t x = 0; x < w; ++x) q[x] = 299 * p[3 * x] + 587 * p[3 * x + 1] + 114 * p[3 * x + 2];
   }
@@ -156,7 +156,7 @@ void compute_texture(const cv::Mat& rgb, int G, float* out, const TextureOptions
     for (int64_t* v : {cY, cY2, cgx, cgy}) std::fill_n(v, w, 0);
     for (double* v : {cL, cA, cB, cmag}) std::fill_n(v, w, 0.0);
     for (int y = y0; y < y1; ++y) {
-      const uint8_t* p = rgb.ptr<uint8_t>(y);
+      const uint8_t* p = rgb.row(y);
       const int32_t* um = luma + size_t(std::max(y - 1, 0)) * w;  // border replicated
       const int32_t* u0 = luma + size_t(y) * w;
       const int32_t* up = luma + size_t(std::min(y + 1, H - 1)) * w;
@@ -242,7 +242,7 @@ void compute_texture(const cv::Mat& rgb, int G, float* out, const TextureOptions
   }
 }
 
-std::vector<float> compute_texture(const cv::Mat& rgb, int G, const TextureOptions& opt) {
+std::vector<float> compute_texture(const ImageView& rgb, int G, const TextureOptions& opt) {
   std::vector<float> out(size_t(kTextureChannels) * G * G);
   compute_texture(rgb, G, out.data(), opt);
   return out;

@@ -22,8 +22,9 @@
 //   absolute values are the information (standardising them would be a constant affine
 //   map, and would hide that the centre is 0.5).
 #pragma once
-#include <opencv2/core.hpp>
 #include <vector>
+
+#include "data/image/image.h"
 
 namespace vlm {
 
@@ -38,9 +39,9 @@ struct TextureOptions {
   float eps = 0.05f;
 };
 
-// rgb: CV_8UC3 in RGB order, H, W >= G >= 1. Writes 13*G*G floats to out ([13,G,G]).
-void compute_texture(const cv::Mat& rgb, int G, float* out, const TextureOptions& opt = {});
-std::vector<float> compute_texture(const cv::Mat& rgb, int G, const TextureOptions& opt = {});
+// rgb: H x W RGB (image.h), H, W >= G >= 1. Writes 13*G*G floats to out ([13,G,G]).
+void compute_texture(const ImageView& rgb, int G, float* out, const TextureOptions& opt = {});
+std::vector<float> compute_texture(const ImageView& rgb, int G, const TextureOptions& opt = {});
 
 const char* texture_channel_name(int c);
 

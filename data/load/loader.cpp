@@ -2,11 +2,11 @@
 // Workers take job numbers in order under the mutex together with the sampler's batch
 // for that job, build the batch without the lock (HDF5 reads take the HDF5 mutex only
 // for the read itself), and hand it to an ordered map that next() drains in order.
-#include "data/loader.h"
+#include "data/load/loader.h"
 
 #include <cstdio>
 
-#include "data/image_pipeline.h"
+#include "data/image/image_pipeline.h"
 
 namespace vlm {
 
@@ -122,13 +122,13 @@ Batch Loader::build(int64_t epoch, int64_t step, const std::vector<SampleRef>& r
   // Per-thread buffers reused across samples and batches: the encoded bytes and, for
   // float images, the u8 canvas.
   thread_local std::vector<uint8_t> data;
-  thread_local cv::Mat canvas;
+  thread_local std::vector<uint8_t> canvas;
   size_t kept = 0;
   for (const SampleRef& r : refs) {
     const int64_t cap = samples_[size_t(r.index)];
     const int64_t img = reader_->caption_image(cap);
     reader_->image_data(img, data);
-    cv::Mat rgb;
+    RgbImage rgb;
     if (reader_->raw()) {
       const ImageInfo info = reader_->image_info(img);
       rgb = raw_to_rgb(data.data(), info.height, info.width, info.channels, opt_.background);
@@ -142,18 +142,19 @@ Batch Loader::build(int64_t epoch, int64_t step, const std::vector<SampleRef>& r
                      opt_.path.c_str(), (long long)img, data.size());
       continue;
     }
-    cv::Mat sq;
+    const uint8_t* sq;  // the letterboxed S x S RGB image
     if (opt_.float_images) {
-      canvas.create(S, S, CV_8UC3);
-      letterbox_into(rgb, S, opt_.background, canvas);
-      cv::Mat dst(S, S, CV_32FC3, b.images_f32.data() + kept * img_elems);
-      canvas.convertTo(dst, CV_32FC3, 1.0 / 255.0);
-      sq = canvas;
+      canvas.resize(img_elems);
+      letterbox_into(rgb.view(), S, opt_.background, canvas.data());
+      to_unit_float(canvas.data(), img_elems, b.images_f32.data() + kept * img_elems);
+      sq = canvas.data();
     } else {
-      sq = cv::Mat(S, S, CV_8UC3, b.images_u8.data() + kept * img_elems);
-      letterbox_into(rgb, S, opt_.background, sq);
+      uint8_t* slot = b.images_u8.data() + kept * img_elems;
+      letterbox_into(rgb.view(), S, opt_.background, slot);
+      sq = slot;
     }
-    if (opt_.texture) compute_texture(sq, G, b.texture.data() + kept * tex_elems, opt_.texture_options);
+    if (opt_.texture)
+      compute_texture(ImageView::packed(sq, S, S), G, b.texture.data() + kept * tex_elems, opt_.texture_options);
     std::vector<int32_t> toks, ptoks;
     if (opt_.tokenizer) {
       toks = opt_.tokenizer->encode(reader_->caption(cap), true, true);

@@ -25,10 +25,10 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "data/dataset.h"
-#include "data/sampler.h"
-#include "data/tokenizer.h"
-#include "vision/texture.h"
+#include "data/image/texture.h"
+#include "data/load/sampler.h"
+#include "data/storage/dataset.h"
+#include "data/text/tokenizer.h"
 
 namespace vlm {
 

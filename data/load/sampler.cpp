@@ -1,5 +1,5 @@
 // Implementation of DistributedSampler (order and policies documented in sampler.h).
-#include "data/sampler.h"
+#include "data/load/sampler.h"
 
 #include "core/error.h"
 

@@ -1,7 +1,8 @@
 // Implementation of DatasetReader (see dataset.h for the checks made at open).
-#include "data/dataset.h"
+#include "data/storage/dataset.h"
 
-#include "data/schema.h"
+#include "core/error.h"
+#include "data/storage/schema.h"
 
 namespace vlm {
 
@@ -54,7 +55,7 @@ DatasetReader::DatasetReader(const std::string& path) : path_(path) {
   }
   if (h5_exists(file_, sc::kImLabel)) {
     labels_ = read_i32(sc::kImLabel, n_images_);
-    H5Id g(H5_CHECK(H5Gopen2(file_, "images", H5P_DEFAULT)));
+    H5Id g = h5_open_group(file_, "images");
     if (h5_has_attr(g, sc::kAttrClassNames)) {
       std::string all = h5_read_attr_string(g, path, sc::kAttrClassNames);
       size_t pos = 0;
@@ -81,7 +82,7 @@ DatasetReader::DatasetReader(const std::string& path) : path_(path) {
   if (h5_exists(file_, sc::kCapTokens)) {
     tokens_ = h5_open_dataset(file_, path, sc::kCapTokens, H5Elem::I32, 1, nullptr);
     tok_off_ = read_offsets(sc::kCapTokenOffsets, m + 1, tokens_, sc::kCapTokens, sc::kMaxCaptionTokens);
-    H5Id g(H5_CHECK(H5Gopen2(file_, "captions", H5P_DEFAULT)));
+    H5Id g = h5_open_group(file_, "captions");
     if (h5_has_attr(g, sc::kAttrTokenizer)) tokenizer_name_ = h5_read_attr_string(g, path, sc::kAttrTokenizer);
   }
   const char* names[3] = {sc::kSplitTrain, sc::kSplitVal, sc::kSplitTest};
@@ -102,16 +103,14 @@ std::vector<int64_t> DatasetReader::read_offsets(const std::string& ds, int64_t 
               n_plus_1, ")");
   std::vector<int64_t> off(static_cast<size_t>(n_plus_1));
   h5_read_rows(d, H5Elem::I64, 0, n_plus_1, 1, off.data());
-  H5Id space(H5_CHECK(H5Dget_space(bytes)));
-  hsize_t total = 0;
-  H5_CHECK(H5Sget_simple_extent_dims(space, &total, nullptr));
+  const int64_t total = h5_extent(bytes)[0];
   VLM_REQUIRE(off[0] == 0, path_, ": dataset ", ds, " must start at 0");
   for (size_t k = 1; k < off.size(); ++k) {
     const int64_t len = off[k] - off[k - 1];
     VLM_REQUIRE(len >= 0 && len <= max_one, path_, ": dataset ", ds, " entry ", k - 1,
                 " has length ", len, " (allowed 0..", max_one, ")");
   }
-  VLM_REQUIRE(off.back() == int64_t(total), path_, ": dataset ", ds, " ends at ", off.back(), " but ",
+  VLM_REQUIRE(off.back() == total, path_, ": dataset ", ds, " ends at ", off.back(), " but ",
               bytes_name, " holds ", total, " elements");
   return off;
 }

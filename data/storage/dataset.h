@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "data/h5_io.h"
+#include "core/io/h5_io.h"
 
 namespace vlm {
 

@@ -1,9 +1,10 @@
 // Implementation of DatasetWriter (see dataset_writer.h).
-#include "data/dataset_writer.h"
+#include "data/storage/dataset_writer.h"
 
 #include <algorithm>
 
-#include "data/schema.h"
+#include "core/error.h"
+#include "data/storage/schema.h"
 
 namespace vlm {
 
@@ -102,7 +103,7 @@ void DatasetWriter::finish() {
   img_->close();
   H5Lock lock(h5_mutex());
   {
-    H5Id g(H5_CHECK(H5Gopen2(file_, "images", H5P_DEFAULT)));
+    H5Id g = h5_open_group(file_, "images");
     if (!raw_) h5_write_1d(g, "offsets", H5Elem::I64, offsets_.data(), int64_t(offsets_.size()), true);
     h5_write_1d(g, "height", H5Elem::I32, heights_.data(), n_images_, true);
     h5_write_1d(g, "width", H5Elem::I32, widths_.data(), n_images_, true);
@@ -138,9 +139,23 @@ void DatasetWriter::finish() {
   h5_write_attr_int(file_, schema::kAttrVersion, schema::kVersion);
   h5_write_attr_string(file_, schema::kAttrStorage, raw_ ? schema::kStorageRaw : schema::kStorageEncoded);
   h5_write_attr_string(file_, schema::kAttrSource, source_);
-  H5_CHECK(H5Fflush(file_, H5F_SCOPE_GLOBAL));
+  h5_flush(file_);
   file_.reset();
   finished_ = true;
+}
+
+void rewrite_caption_tokens(const std::string& path, const std::vector<int32_t>& tokens,
+                            const std::vector<int64_t>& offsets, const std::string& tokenizer) {
+  VLM_ASSERT(!offsets.empty() && offsets.front() == 0 && offsets.back() == int64_t(tokens.size()),
+             "token offsets must run from 0 to the number of tokens");
+  H5Lock lock(h5_mutex());
+  H5Id file = h5_open_file_rw(path);
+  H5Id g = h5_open_group(file, "captions");
+  for (const char* ds : {"tokens", "token_offsets"}) h5_unlink(g, ds);
+  h5_delete_attr(g, schema::kAttrTokenizer);
+  h5_write_1d(g, "tokens", H5Elem::I32, tokens.data(), int64_t(tokens.size()), true);
+  h5_write_1d(g, "token_offsets", H5Elem::I64, offsets.data(), int64_t(offsets.size()), true);
+  h5_write_attr_string(g, schema::kAttrTokenizer, tokenizer);
 }
 
 }  // namespace vlm

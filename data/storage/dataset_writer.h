@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "data/h5_io.h"
+#include "core/io/h5_io.h"
 
 namespace vlm {
 
@@ -59,5 +59,13 @@ class DatasetWriter {
   std::vector<int32_t> labels_;
   std::string class_names_, source_;
 };
+
+// (Re)writes the optional token datasets of an existing schema-v1 file: /captions/tokens
+// (i32, all captions' ids concatenated), /captions/token_offsets (i64 [M+1], from 0 to the
+// number of tokens) and the attribute /captions@tokenizer. Earlier ones are unlinked
+// first (HDF5 does not reclaim their space; h5repack does). The caller validates the file
+// (DatasetReader) and the token counts against the schema limits.
+void rewrite_caption_tokens(const std::string& path, const std::vector<int32_t>& tokens,
+                            const std::vector<int64_t>& offsets, const std::string& tokenizer);
 
 }  // namespace vlm

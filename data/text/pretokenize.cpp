@@ -1,7 +1,7 @@
 // Hand-written equivalents of the GPT-2 and Qwen2 pre-tokenisation regexes
 // (pretokenize.h). Each branch below is one alternative of the regex, tried in the
 // regex's order at the current position; the first that matches wins.
-#include "data/pretokenize.h"
+#include "data/text/pretokenize.h"
 
 namespace vlm {
 

@@ -1,5 +1,5 @@
 // Byte-level BPE encode/decode and the vocabulary bookkeeping (see tokenizer.h).
-#include "data/tokenizer.h"
+#include "data/text/tokenizer.h"
 
 #include <algorithm>
 #include <climits>

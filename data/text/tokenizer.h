@@ -17,7 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "data/pretokenize.h"
+#include "data/text/pretokenize.h"
 
 namespace vlm {
 

@@ -10,7 +10,7 @@
 
 #include "core/error.h"
 #include "core/json.h"
-#include "data/tokenizer.h"
+#include "data/text/tokenizer.h"
 
 namespace vlm {
 

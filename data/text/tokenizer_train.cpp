@@ -8,7 +8,7 @@
 #include <map>
 
 #include "core/error.h"
-#include "data/tokenizer.h"
+#include "data/text/tokenizer.h"
 
 namespace vlm {
 

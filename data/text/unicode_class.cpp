@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <iterator>
 
-#include "data/pretokenize.h"
+#include "data/text/pretokenize.h"
 
 namespace vlm {
 

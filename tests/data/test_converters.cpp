@@ -12,8 +12,8 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "core/error.h"
-#include "data/converters.h"
-#include "data/dataset.h"
+#include "data/convert/converters.h"
+#include "data/storage/dataset.h"
 #include "test_util.h"
 
 using namespace vlm;

@@ -1,16 +1,18 @@
 // Schema writer/reader round trip and the reader's refusals of bad files: not HDF5,
 // wrong schema version, missing dataset, wrong dtype, and size fields that would need
 // terabytes (each must be a UserError naming the file and the dataset, with no attempt
-// to allocate).
+// to allocate); token datasets written, then replaced, by tokenize_captions.
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
 #include <opencv2/imgcodecs.hpp>
 
 #include "core/error.h"
-#include "data/dataset.h"
-#include "data/dataset_writer.h"
-#include "data/schema.h"
+#include "data/convert/converters.h"
+#include "data/storage/dataset.h"
+#include "data/storage/dataset_writer.h"
+#include "data/storage/schema.h"
+#include "data/text/tokenizer.h"
 #include "test_util.h"
 
 using namespace vlm;
@@ -183,4 +185,29 @@ TEST(H5Schema, CaptionPointsPastImages) {
     write_i64(f, "/captions/image", {0, 1, 7, 2});
   });
   expect_user_error(path, "names image 7");
+}
+
+TEST(H5Schema, TokenizeCaptionsWritesThenReplaces) {
+  const std::string path = make_small(test::scratch_dir("schema_tokens"));
+  const Tokenizer a = Tokenizer::train({"zero", "one", "uno", "two \xC3\xA9", "zero one"}, 280);
+  const Tokenizer b = Tokenizer::train({"xyz xyz xyz"}, 262);
+  int64_t total_b = 0;
+  for (const auto& [tok, name] : {std::pair{&a, "a.json"}, std::pair{&b, "b.json"}}) {
+    tokenize_captions(path, *tok, name);
+    DatasetReader r(path);  // validates token_offsets against /captions/tokens
+    ASSERT_TRUE(r.has_tokens());
+    EXPECT_EQ(r.tokenizer_name(), name);
+    int64_t total = 0;
+    for (int64_t j = 0; j < r.num_captions(); ++j) {
+      const std::vector<int32_t> want = tok->encode(r.caption(j), true, true);
+      EXPECT_EQ(r.tokens(j), want) << name << " caption " << j;
+      total += int64_t(want.size());
+    }
+    total_b = total;
+  }
+  // The second call replaced the first tokens instead of adding to them.
+  hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  EXPECT_EQ(test::h5_dims(f, "/captions/tokens"), (std::vector<int64_t>{total_b}));
+  EXPECT_EQ(test::h5_i64(f, "/captions/token_offsets").back(), total_b);
+  H5Fclose(f);
 }

@@ -5,9 +5,9 @@
 
 #include <opencv2/imgcodecs.hpp>
 
-#include "data/dataset_writer.h"
-#include "data/loader.h"
-#include "data/schema.h"
+#include "data/load/loader.h"
+#include "data/storage/dataset_writer.h"
+#include "data/storage/schema.h"
 #include "test_util.h"
 
 using namespace vlm;

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "data/sampler.h"
+#include "data/load/sampler.h"
 
 using namespace vlm;
 

@@ -1,14 +1,16 @@
 // Texture channels against values computed by hand on synthetic images: a flat colour
 // (Lab from the sRGB/D65 formulas), a vertical black/white edge (Sobel response and
 // in-cell contrast), and a horizontal grey ramp; then the per-image normalisation; and
-// agreement with a straightforward float reference on noise images of awkward sizes.
+// agreement with a straightforward float reference on noise images of awkward sizes; and
+// a view with padded rows (a crop of a larger image) reads the same pixels as a copy.
 #include <gtest/gtest.h>
 
 #include <array>
 #include <cmath>
 #include <opencv2/imgproc.hpp>
 
-#include "vision/texture.h"
+#include "data/image/image.h"
+#include "data/image/texture.h"
 
 using namespace vlm;
 
@@ -32,12 +34,18 @@ void lab_of(double R, double G, double B, double* L, double* a, double* b) {
 }
 
 const TextureOptions kRaw{false, 0.05f};
+
+// The test images are OpenCV Mats (RGB order); compute_texture takes a view of pixels.
+ImageView view(const cv::Mat& m) {
+  EXPECT_EQ(m.type(), CV_8UC3);
+  return {m.data, m.rows, m.cols, m.step};
+}
 }  // namespace
 
 TEST(Texture, FlatColour) {
   const int G = 4;
   cv::Mat img(32, 32, CV_8UC3, cv::Scalar(200, 100, 50));  // RGB order
-  const auto t = compute_texture(img, G, kRaw);
+  const auto t = compute_texture(view(img), G, kRaw);
   ASSERT_EQ(t.size(), size_t(13 * G * G));
   double L, a, b;
   lab_of(200 / 255.0, 100 / 255.0, 50 / 255.0, &L, &a, &b);
@@ -56,11 +64,11 @@ TEST(Texture, FlatColour) {
       EXPECT_NEAR(at(t, G, kTexEcc, r, x), std::hypot(cy - 0.5, cx - 0.5) / std::sqrt(0.5), 1e-6);
     }
   // Corner cell of a fine grid is close to eccentricity 1.
-  const auto fine = compute_texture(img, 32, kRaw);
+  const auto fine = compute_texture(view(img), 32, kRaw);
   EXPECT_NEAR(at(fine, 32, kTexEcc, 0, 0), 1.0, 0.05);
   // Normalised: a flat image has nothing to standardise; appearance channels are 0,
   // position channels unchanged.
-  const auto n = compute_texture(img, G);
+  const auto n = compute_texture(view(img), G);
   for (int c = 0; c < 13; ++c)
     for (int r = 0; r < G; ++r)
       for (int x = 0; x < G; ++x) {
@@ -75,7 +83,7 @@ TEST(Texture, VerticalEdge) {
   cv::Mat img(32, 32, CV_8UC3, cv::Scalar(0, 0, 0));
   img(cv::Rect(16, 0, 16, 32)).setTo(cv::Scalar(255, 255, 255));
   const int G = 4;  // cells of 8 columns: x=15 is in cell column 1, x=16 in column 2
-  const auto t = compute_texture(img, G, kRaw);
+  const auto t = compute_texture(view(img), G, kRaw);
   for (int r = 0; r < G; ++r)
     for (int x = 0; x < G; ++x) {
       const double want = (x == 1 || x == 2) ? 4.0 / 8.0 : 0.0;
@@ -87,7 +95,7 @@ TEST(Texture, VerticalEdge) {
     }
   // G = 3: cell column 1 spans x in [11, 22) (x*3/32 == 1), i.e. 5 black and 6 white
   // columns: mean 6/11, std sqrt(p(1-p)) = sqrt(30)/11.
-  const auto t3 = compute_texture(img, 3, kRaw);
+  const auto t3 = compute_texture(view(img), 3, kRaw);
   EXPECT_NEAR(at(t3, 3, kTexContrast, 1, 1), std::sqrt(30.0) / 11.0, 1e-5);
   EXPECT_NEAR(at(t3, 3, kTexContrast, 1, 0), 0.0, 1e-5);
   EXPECT_NEAR(at(t3, 3, kTexR, 1, 1), 6.0 / 11.0, 1e-6);
@@ -101,7 +109,7 @@ TEST(Texture, HorizontalRamp) {
     for (int x = 0; x < 32; ++x) img.at<cv::Vec3b>(y, x) = cv::Vec3b(uchar(8 * x), uchar(8 * x), uchar(8 * x));
   const double s = 8.0 / 255.0;
   const int G = 4;
-  const auto t = compute_texture(img, G, kRaw);
+  const auto t = compute_texture(view(img), G, kRaw);
   for (int r = 0; r < G; ++r)
     for (int x = 0; x < G; ++x) {
       double gx = 8 * s;
@@ -112,7 +120,7 @@ TEST(Texture, HorizontalRamp) {
       EXPECT_NEAR(at(t, G, kTexR, r, x), s * (8 * x + 3.5), 1e-5);
     }
   // Normalised R: per image zero mean and std v/sqrt(v + eps^2) over the cells.
-  const auto n = compute_texture(img, G);
+  const auto n = compute_texture(view(img), G);
   double m = 0, v = 0, raw_v = 0, raw_m = 0;
   for (int k = 0; k < G * G; ++k) m += n[size_t(kTexR * G * G + k)], raw_m += t[size_t(kTexR * G * G + k)];
   m /= G * G, raw_m /= G * G;
@@ -170,12 +178,27 @@ TEST(Texture, MatchesReferenceOnNoiseAndOddSizes) {
     cv::Mat img(H, W, CV_8UC3);
     rng.fill(img, cv::RNG::UNIFORM, 0, 256);
     cv::GaussianBlur(img(cv::Rect(0, 0, W / 2, H)), img(cv::Rect(0, 0, W / 2, H)), cv::Size(5, 5), 2.0);
-    const auto t = compute_texture(img, G, kRaw), ref = reference_texture(img, G);
+    const auto t = compute_texture(view(img), G, kRaw), ref = reference_texture(img, G);
     for (int ch = 0; ch < 13; ++ch) {
       const double tol = (ch >= kTexL && ch <= kTexLabB) ? 1e-3 : 2e-6;
       for (int k = 0; k < G * G; ++k)
         ASSERT_NEAR(t[size_t(ch * G * G + k)], ref[size_t(ch * G * G + k)], tol)
             << texture_channel_name(ch) << " cell " << k << " of " << H << "x" << W << " G=" << G;
     }
+  }
+}
+
+TEST(Texture, PaddedRowsEqualPackedCopy) {
+  cv::RNG rng(11);
+  cv::Mat big(50, 70, CV_8UC3);
+  rng.fill(big, cv::RNG::UNIFORM, 0, 256);
+  const cv::Mat crop = big(cv::Rect(5, 3, 41, 37));  // rows 70*3 bytes apart, not 41*3
+  ASSERT_FALSE(crop.isContinuous());
+  const cv::Mat packed = crop.clone();
+  for (bool norm : {false, true}) {
+    const TextureOptions opt{norm, 0.05f};
+    const auto a = compute_texture(view(crop), 6, opt), b = compute_texture(view(packed), 6, opt);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t k = 0; k < a.size(); ++k) ASSERT_EQ(a[k], b[k]) << "element " << k;
   }
 }

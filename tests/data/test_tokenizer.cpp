@@ -7,8 +7,8 @@
 #include <filesystem>
 
 #include "core/error.h"
-#include "data/converters.h"
-#include "data/tokenizer.h"
+#include "data/convert/converters.h"
+#include "data/text/tokenizer.h"
 #include "test_util.h"
 
 using namespace vlm;
@@ -41,7 +41,7 @@ std::vector<std::string> subset_captions() {
   return caps;
 }
 
-// GPT-2's bytes_to_unicode, written out independently of data/tokenizer.cpp.
+// GPT-2's bytes_to_unicode, written out independently of data/text/tokenizer.cpp.
 std::string gpt2_char(int b) {
   std::vector<int> bs;
   for (int c = '!'; c <= '~'; ++c) bs.push_back(c);

@@ -19,7 +19,7 @@ bool have_fashion_mnist();
 bool have_tuxpaint();
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& bytes);
-// Whole decompressed content of a .gz file (zlib, independent of data/idx.cpp).
+// Whole decompressed content of a .gz file (zlib, independent of data/convert/idx.cpp).
 std::string gunzip(const std::string& path);
 
 // HDF5 C API readers for field-by-field checks.

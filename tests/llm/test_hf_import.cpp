@@ -25,7 +25,7 @@
 #include "llm/backbone.h"
 #include "llm/hf_config.h"
 #include "llm/hf_import.h"
-#include "llm/safetensors.h"
+#include "core/io/safetensors.h"
 #include "parallel/groups.h"
 
 namespace vlm {

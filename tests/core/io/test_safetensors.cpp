@@ -1,4 +1,4 @@
-// Tests of core/json (strict parser, writer) and llm/safetensors (reader, per-rank
+// Tests of core/json (strict parser, writer) and core/io/safetensors (reader, per-rank
 // slices, sharded index, writer, refusal of malformed headers). Malformed files are
 // written byte by byte here; each must be refused with a UserError naming the file and
 // the problem. The transformers-written fixtures (tests/data/hf_tiny, made by
@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/io/safetensors.h"
 #include "core/json.h"
-#include "llm/safetensors.h"
 
 namespace vlm {
 namespace {
