@@ -412,4 +412,26 @@ std::string write(const Value& v) {
   return out;
 }
 
+// ---- range-checked numbers -----------------------------------------------------------
+
+// The value as written in JSON, shortened for one-line messages.
+static std::string shown(const Value& v) {
+  if (v.is_number() && !std::isfinite(v.as_double())) return cat(v.as_double());
+  std::string s = write(v);
+  return s.size() > 40 ? s.substr(0, 37) + "..." : s;
+}
+
+int64_t int_in(const Value& v, int64_t lo, int64_t hi, std::string_view what) {
+  if (!v.is_int() || v.as_int() < lo || v.as_int() > hi)
+    throw UserError(cat(what, "=", shown(v), ": expected an integer in [", lo, ", ", hi, "]"));
+  return v.as_int();
+}
+
+double double_in(const Value& v, double lo, double hi, std::string_view what) {
+  // JSON has no NaN or infinity; the check still guards values built in code.
+  if (!v.is_number() || !std::isfinite(v.as_double()) || v.as_double() < lo || v.as_double() > hi)
+    throw UserError(cat(what, "=", shown(v), ": expected a number in [", lo, ", ", hi, "]"));
+  return v.as_double();
+}
+
 }  // namespace vlm::json

@@ -85,6 +85,13 @@ Value parse(std::string_view text, std::string_view source = "JSON", const Limit
 // Reads and parses a file (size checked against lim.max_bytes before reading).
 Value parse_file(const std::string& path, const Limits& lim = {});
 
+// Range-checked numbers, for the sizes and constants of files such as config.json.
+// `what` names the value, conventionally "<file>: <key>"; a value of the wrong type,
+// not an exact integer (int_in), or outside [lo, hi] throws the one-line UserError
+// "<what>=<value as written>: expected an integer in [lo, hi]" (or "a number in").
+int64_t int_in(const Value& v, int64_t lo, int64_t hi, std::string_view what);
+double double_in(const Value& v, double lo, double hi, std::string_view what);
+
 // Compact serialisation (no whitespace); members in stored order. Non-finite numbers
 // are refused (UserError), since JSON cannot represent them.
 std::string write(const Value& v);

@@ -1,0 +1,93 @@
+// VisionConfig options (`vision.*`) and validation; see vision_config.h.
+#include "vision/vision_config.h"
+
+#include <cmath>
+
+#include "core/config.h"
+#include "core/error.h"
+
+namespace vlm {
+
+const char* activation_name(VisionActivation a) {
+  switch (a) {
+    case VisionActivation::GeluTanh: return "gelu_pytorch_tanh";
+  }
+  return "?";
+}
+
+VisionKeys VisionKeys::options() {
+  // norm_eps is not an option (SigLIP's 1e-6, or a checkpoint's layer_norm_eps).
+  return {"",           "vision.image_size", "vision.patch", "vision.d_model", "vision.layers",
+          "vision.heads", "vision.d_ff",     "vision norm_eps"};
+}
+
+void VisionConfig::validate(const VisionKeys& k) const {
+  const std::string& src = k.source;
+  VLM_REQUIRE(image_size >= 1 && image_size <= kMaxImageSize, src, k.image_size, "=", image_size,
+              ": expected an image side in [1, ", kMaxImageSize, "]");
+  VLM_REQUIRE(patch >= 1 && patch <= image_size, src, k.patch, "=", patch, ": expected a patch side in [1, ",
+              k.image_size, "=", image_size, "]");
+  VLM_REQUIRE(image_size % patch == 0, src, k.image_size, "=", image_size, " is not divisible by ", k.patch, "=",
+              patch, " (the grid has image_size / patch cells per side)");
+  VLM_REQUIRE(n_layers >= 1 && n_layers <= kMaxVisionLayers, src, k.n_layers, "=", n_layers, ": expected [1, ",
+              kMaxVisionLayers, "]");
+  VLM_REQUIRE(n_heads >= 1 && n_heads <= kMaxVisionHeads, src, k.n_heads, "=", n_heads, ": expected [1, ",
+              kMaxVisionHeads, "]");
+  VLM_REQUIRE(d_model >= 1 && d_model <= kMaxVisionWidth, src, k.d_model, "=", d_model, ": expected [1, ",
+              kMaxVisionWidth, "]");
+  VLM_REQUIRE(d_model % n_heads == 0, src, k.d_model, "=", d_model, " is not divisible by ", k.n_heads, "=",
+              n_heads);
+  VLM_REQUIRE(d_ff >= 1 && d_ff <= kMaxVisionFF, src, k.d_ff, "=", d_ff, ": expected [1, ", kMaxVisionFF, "]");
+  VLM_REQUIRE(norm_eps > 0 && std::isfinite(norm_eps), src, k.norm_eps, "=", norm_eps, ": expected > 0");
+  VLM_REQUIRE(init_std >= 0 && std::isfinite(init_std), "vision.init_std=", init_std, ": expected >= 0");
+  for (int c = 0; c < 3; ++c)
+    VLM_REQUIRE(image_std[c] > 0 && std::isfinite(image_std[c]) && std::isfinite(image_mean[c]),
+                "vision image normalisation: channel ", c, " has mean ", image_mean[c], " and std ",
+                image_std[c], " (expected finite values, std > 0)");
+}
+
+void VisionConfig::validate_grid(int region, std::string_view region_key, const VisionKeys& k) const {
+  VLM_REQUIRE(region >= 1 && (region & (region - 1)) == 0, region_key, "=", region,
+              ": expected a power of two (regions of R x R grid cells)");
+  VLM_REQUIRE(grid() % region == 0, region_key, "=", region, " does not divide the grid G = ", k.source,
+              k.image_size, " / ", k.patch, " = ", image_size, " / ", patch, " = ", grid(),
+              " (the regions must tile the G x G grid)");
+}
+
+std::string VisionConfig::str() const {
+  return cat("S=", image_size, " P=", patch, " G=", grid(), " d=", d_model, " L=", n_layers, " NH=", n_heads,
+             " F=", d_ff, " eps=", norm_eps, " act=", activation_name(activation),
+             texture ? " texture" : " no-texture", hf_dir.empty() ? "" : cat(" hf=", hf_dir));
+}
+
+void register_vision_options(Config& cfg) {
+  cfg.add_int("vision.image_size", 224, "side S of the square (letterboxed) input image in pixels; G = S / P",
+              1, kMaxImageSize);
+  cfg.add_int("vision.patch", 16, "patch side P in pixels (must divide vision.image_size)", 1, kMaxImageSize);
+  cfg.add_int("vision.d_model", 768, "encoder width d_v", 1, kMaxVisionWidth);
+  cfg.add_int("vision.layers", 12, "encoder transformer blocks", 1, kMaxVisionLayers);
+  cfg.add_int("vision.heads", 12, "encoder attention heads (must divide vision.d_model)", 1, kMaxVisionHeads);
+  cfg.add_int("vision.d_ff", 3072, "encoder MLP hidden width", 1, kMaxVisionFF);
+  cfg.add_choice("vision.texture", "on", {"on", "off"},
+                 "add the 13-channel texture array through a zero-initialised linear (on|off)");
+  cfg.add_string("vision.hf", "",
+                 "Hugging Face SigLIP checkpoint directory (SiglipVisionModel, SiglipModel, LLaVA or PaliGemma); "
+                 "its config.json sets the encoder's shape; empty = random init");
+  cfg.add_float("vision.init_std", 0.02, "std of the normal initialisation of the encoder's weights", 0.0, 10.0);
+}
+
+VisionConfig read_vision_config(const Config& cfg) {
+  VisionConfig v;
+  v.image_size = int(cfg.get_int("vision.image_size"));
+  v.patch = int(cfg.get_int("vision.patch"));
+  v.d_model = cfg.get_int("vision.d_model");
+  v.n_layers = int(cfg.get_int("vision.layers"));
+  v.n_heads = int(cfg.get_int("vision.heads"));
+  v.d_ff = cfg.get_int("vision.d_ff");
+  v.texture = cfg.get_string("vision.texture") == "on";
+  v.hf_dir = cfg.get_string("vision.hf");
+  v.init_std = float(cfg.get_float("vision.init_std"));
+  return v;
+}
+
+}  // namespace vlm
