@@ -9,7 +9,7 @@
 //    once and its outputs are checked to be finite (check_op_case_finite); the CPU ops
 //    themselves are checked against double-precision references by the test suite
 //    (test_ops_reference, test_gradcheck). The output says which of the two was done.
-// Exit code 0 when every case passes, 1 otherwise (2 for a bad option, from main).
+// Exit code 0 when every case passes, 1 otherwise (2 for a bad option, apps/command.h).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -25,13 +25,12 @@
 namespace vlm {
 namespace {
 
-int selfcheck(int argc, char** argv) {
-  Config cfg("vlm selfcheck", "");
+void selfcheck_options(Config& cfg) {
   register_device_options(cfg);
   cfg.add_string("filter", "", "run only the op cases whose name contains this text");
-  if (!cfg.parse(argc, argv)) return 0;
-  VLM_REQUIRE(cfg.positional().empty(), "unexpected argument '", cfg.positional()[0], "' (see --help)");
+}
 
+int selfcheck(const Config& cfg) {
   const std::string filter = cfg.get_string("filter");
   std::vector<opcheck::OpCase> cases;
   for (opcheck::OpCase& c : opcheck::all_op_cases())
@@ -79,6 +78,9 @@ int selfcheck(int argc, char** argv) {
 
 }  // namespace
 
-VLM_COMMAND("selfcheck", "backend, device, and every op once against the CPU reference", selfcheck);
+VLM_COMMAND(selfcheck, {.path = "selfcheck",
+                        .summary = "backend, device, and every op once against the CPU reference",
+                        .options = selfcheck_options,
+                        .run = selfcheck});
 
 }  // namespace vlm
