@@ -18,8 +18,10 @@
 //    with code 2 on every rank: no rank waits for another, nobody hangs.
 //  - A step, and its agreement, is guarded by parallel.timeout_s (DeadlineGuard): a rank
 //    that dies or stalls before the agreement makes the others abort with a message
-//    naming the step. (The command line's own options step, before the timeout is read,
-//    uses the default of parallel.timeout_s.)
+//    naming the step. (A rank whose command line did not parse uses the default.) So a
+//    step must throw before its own collectives or alike on every rank (as
+//    detect_topology does); else the ranks left in the step's collective end by this
+//    timeout.
 //  - A UserError outside a step (a rank-local failure in the middle of the work) is
 //    printed by the rank that saw it, which then calls MPI_Abort(MPI_COMM_WORLD, 2), so
 //    every rank ends at once with a non-zero status (report_command_error). Commands
