@@ -153,32 +153,39 @@ int do_tokenize(const Config& c) {
   return 0;
 }
 
-int cmd_data(int argc, char** argv) {
-  const std::string commands =
-      "\n"
-      "  build      convert a source (--data.from) into an HDF5 dataset (--data.out)\n"
-      "  inspect    print counts, image sizes, caption lengths and samples of FILE\n"
-      "  tokenizer  train a byte-level BPE tokenizer on FILE's train captions\n"
-      "  tokenize   (re)write FILE's caption tokens with --data.tokenizer";
-  const std::string usage = "usage: vlm data build|inspect|tokenizer|tokenize [FILE] [--data.* options]" + commands;
-  if (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
-    std::printf("%s\n", usage.c_str());
-    return 0;
-  }
-  VLM_REQUIRE(argc >= 2, usage);
-  const std::string sub = argv[1];
-  Config c("vlm data " + sub, "[FILE] [--data.* options]" + commands);
-  register_options(c);
-  if (!c.parse(argc - 1, argv + 1)) return 0;
-  if (sub == "build") return do_build(c);
-  if (sub == "inspect") return do_inspect(c);
-  if (sub == "tokenizer") return do_tokenizer(c);
-  if (sub == "tokenize") return do_tokenize(c);
-  throw UserError(cat("unknown `vlm data` subcommand '", sub, "'\n", usage));
-}
+// Every subcommand takes the same options (register_options) and this usage.
+const char* const kUsage =
+    "[FILE] [--data.* options]\n"
+    "  build      convert a source (--data.from) into an HDF5 dataset (--data.out)\n"
+    "  inspect    print counts, image sizes, caption lengths and samples of FILE\n"
+    "  tokenizer  train a byte-level BPE tokenizer on FILE's train captions\n"
+    "  tokenize   (re)write FILE's caption tokens with --data.tokenizer";
 
 }  // namespace
 
-VLM_COMMAND("data", "build, inspect and tokenise image-text HDF5 datasets", cmd_data);
+VLM_COMMAND(data, {.path = "data", .summary = "build, inspect and tokenise image-text HDF5 datasets"});
+VLM_COMMAND(data_build, {.path = "data build",
+                         .summary = "convert a source (--data.from) into an HDF5 dataset (--data.out)",
+                         .usage = kUsage,
+                         .options = register_options,
+                         .run = do_build});
+VLM_COMMAND(data_inspect, {.path = "data inspect",
+                           .summary = "print counts, image sizes, caption lengths and samples of FILE",
+                           .usage = kUsage,
+                           .options = register_options,
+                           .run = do_inspect,
+                           .positional = 1});
+VLM_COMMAND(data_tokenizer, {.path = "data tokenizer",
+                             .summary = "train a byte-level BPE tokenizer on FILE's train captions",
+                             .usage = kUsage,
+                             .options = register_options,
+                             .run = do_tokenizer,
+                             .positional = 1});
+VLM_COMMAND(data_tokenize, {.path = "data tokenize",
+                            .summary = "(re)write FILE's caption tokens with --data.tokenizer",
+                            .usage = kUsage,
+                            .options = register_options,
+                            .run = do_tokenize,
+                            .positional = 1});
 
 }  // namespace vlm

@@ -8,7 +8,9 @@
 //   /logits  f32 [T, V]  (V = vocab_size of config.json, padding dropped)
 //   /ids     i32 [T]
 //   attrs on /: format = "vlm-lm-logits", model (the ModelConfig line), tp, device.
-// The ids form one sample (positions 0..T-1); each must lie in [0, vocab_size).
+// The ids form one sample (positions 0..T-1); each must lie in [0, vocab_size). The
+// inputs are checked on every rank in one agreed step before any work (the error
+// policy of parallel/runtime.h).
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -16,16 +18,12 @@
 #include "apps/command.h"
 #include "core/backend.h"
 #include "core/config.h"
-#include "core/device_options.h"
 #include "core/error.h"
 #include "core/io/h5_io.h"
 #include "llm/backbone.h"
 #include "llm/hf_config.h"
 #include "llm/hf_import.h"
-#include "parallel/groups.h"
-#include "parallel/mpi/mpi_session.h"
-#include "parallel/options.h"
-#include "parallel/topology.h"
+#include "parallel/runtime.h"
 
 namespace vlm {
 
@@ -43,71 +41,61 @@ void write_logits_h5(const std::string& path, const std::vector<float>& logits, 
   h5_write_attr_string(file.get(), "device", device);
 }
 
-int lm_logits(int argc, char** argv) {
-  Config cfg("vlm lm logits",
-             "--hf DIR --ids 1,2,3 [--tp N] [--device auto|cpu|cuda] --out FILE.h5\n"
-             "Loads a Hugging Face Llama/Qwen2 checkpoint and writes the logits [T, vocab] (f32, "
-             "dataset 'logits') and the ids (dataset 'ids') of one sequence to HDF5.");
+void lm_logits_options(Config& cfg) {
   cfg.add_string("hf", "", "Hugging Face checkpoint directory (config.json + model.safetensors or an index)");
   cfg.add_int_list("ids", "", "token ids of the sequence, comma-separated");
   cfg.add_string("out", "", "output HDF5 file");
-  register_parallel_options(cfg);
-  register_device_options(cfg);
-  if (!cfg.parse(argc, argv)) return 0;
-  VLM_REQUIRE(cfg.positional().empty(), "vlm lm logits: unexpected argument '",
-              cfg.positional().empty() ? "" : cfg.positional()[0], "'");
+  register_runtime_options(cfg);
+}
+
+int lm_logits(const Config& cfg) {
+  Runtime rt = start_runtime(cfg);
   const std::string dir = cfg.get_string("hf"), out = cfg.get_string("out");
-  VLM_REQUIRE(!dir.empty(), "--hf: a checkpoint directory is required");
-  VLM_REQUIRE(!out.empty(), "--out: an output .h5 file is required");
   std::vector<int32_t> ids;
-  for (int64_t x : cfg.get_int_list("ids")) ids.push_back(int32_t(x));
-  VLM_REQUIRE(!ids.empty(), "--ids: at least one token id is required");
-
-  ModelConfig m = read_hf_config(dir);
+  ModelConfig m;
+  rt.on_every_rank("inputs", [&] {
+    VLM_REQUIRE(!dir.empty(), "--hf: a checkpoint directory is required");
+    VLM_REQUIRE(!out.empty(), "--out: an output .h5 file is required");
+    for (int64_t x : cfg.get_int_list("ids")) ids.push_back(int32_t(x));
+    VLM_REQUIRE(!ids.empty(), "--ids: at least one token id is required");
+    m = read_hf_config(dir);
+    for (int32_t id : ids)
+      VLM_REQUIRE(id >= 0 && id < m.vocab_size, "--ids: token id ", id, " outside [0, vocab_size=", m.vocab_size,
+                  ")");
+    VLM_REQUIRE(int64_t(ids.size()) <= m.max_pos, "--ids: ", ids.size(), " tokens exceed max_position_embeddings=",
+                m.max_pos, " of ", dir);
+  });
   const int64_t T = int64_t(ids.size());
-  for (int32_t id : ids)
-    VLM_REQUIRE(id >= 0 && id < m.vocab_size, "--ids: token id ", id, " outside [0, vocab_size=", m.vocab_size, ")");
-  VLM_REQUIRE(T <= m.max_pos, "--ids: ", T, " tokens exceed max_position_embeddings=", m.max_pos, " of ", dir);
+  const int tp = rt.topology().tp();
+  Backend& b = rt.backend();
 
-  const ParallelOptions po = read_parallel_options(cfg);
-  Topology topo = detect_topology(po);
-  const bool root = topo.world_rank() == 0;
-  if (cfg.get_string("device") != "cpu") bind_local_device();  // GPU = node-local rank % GPUs
-  Backend& b = backend_from_config(cfg, root);
-  ProcessGroups groups(topo, b.device(), po.timeout_s);
-
-  Backbone bb(m, b, groups.tp(), T);
+  Backbone bb(m, b, rt.groups().tp(), T);
   load_hf_checkpoint(bb, dir);
   Stream& s = b.default_stream();
   LmInput in = make_lm_input(b, {0, int32_t(T)}, ids, {});
   bb.forward(s, in);
   Tensor logits = bb.gather_logits(s);  // host [T, V], collective over the TP group
   s.synchronize();
-  if (root) {
+  if (rt.root()) {
     require_shape(logits, Shape{T, m.vocab_size}, "gathered logits");
-    write_logits_h5(out, to_vector_f32(logits), ids, m.vocab_size, m.str(), po.tp, b.description());
-    std::printf("vlm lm logits: %s (%s, tp=%d) -> %s: logits [%lld, %lld]\n", dir.c_str(), m.str().c_str(), po.tp,
+    write_logits_h5(out, to_vector_f32(logits), ids, m.vocab_size, m.str(), tp, b.description());
+    std::printf("vlm lm logits: %s (%s, tp=%d) -> %s: logits [%lld, %lld]\n", dir.c_str(), m.str().c_str(), tp,
                 out.c_str(), (long long)T, (long long)m.vocab_size);
   }
   return 0;
 }
 
-int cmd_lm(int argc, char** argv) {
-  const std::string usage =
-      "usage: vlm lm logits --hf DIR --ids 1,2,3 [--tp N] [--device auto|cpu|cuda] --out FILE.h5\n"
-      "  (vlm lm logits --help for all options)\n";
-  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
-    std::fputs(usage.c_str(), argc < 2 ? stderr : stdout);
-    return argc < 2 ? 2 : 0;
-  }
-  const std::string sub = argv[1];
-  VLM_REQUIRE(sub == "logits", "unknown subcommand '", sub, "' (expected: logits)");
-  MpiSession mpi(&argc, &argv);
-  return lm_logits(argc - 1, argv + 1);
-}
-
 }  // namespace
 
-VLM_COMMAND("lm", "language backbone tools: `lm logits` (Hugging Face import check)", cmd_lm);
+VLM_COMMAND(lm, {.path = "lm", .summary = "language backbone tools: `lm logits` (Hugging Face import check)"});
+VLM_COMMAND(lm_logits,
+            {.path = "lm logits",
+             .summary = "write the logits of a Hugging Face Llama/Qwen2 checkpoint for given ids",
+             .usage = "--hf DIR --ids 1,2,3 [--tp N] [--device auto|cpu|cuda] --out FILE.h5\n"
+                      "Loads a Hugging Face Llama/Qwen2 checkpoint and writes the logits [T, vocab] (f32, "
+                      "dataset 'logits') and the ids (dataset 'ids') of one sequence to HDF5.",
+             .options = lm_logits_options,
+             .run = lm_logits,
+             .multi_rank = true});
 
 }  // namespace vlm

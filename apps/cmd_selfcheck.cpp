@@ -1,16 +1,17 @@
 // `vlm selfcheck [--device auto|cpu|cuda] [--filter TEXT]`: prints the backend found
 // and its device, then runs every op case of the conformance table
-// (tests/core/op_cases.h) once and prints one line per case with PASS/FAIL.
+// (core/opcheck/op_case.h, the cases tests/core/test_conformance.cpp runs) once and
+// prints one line per case with PASS/FAIL.
 //  - On a GPU backend each case runs on the GPU and on the CPU reference and is
-//    compared: max abs error and err = max |x - ref| / (1 + |ref|) <= the case's tol.
+//    compared (check_op_case): max abs error and err = max |x - ref| / (1 + |ref|) <=
+//    the case's tol.
 //  - On the CPU backend there is no second backend to compare with, so each case runs
-//    once and its outputs are checked to be finite; the CPU ops themselves are checked
-//    against double-precision references by the test suite (test_ops_reference,
-//    test_gradcheck). The output says which of the two was done.
-// Exit code 0 when every case passes, 1 otherwise (2 for a bad option, from main).
+//    once and its outputs are checked to be finite (check_op_case_finite); the CPU ops
+//    themselves are checked against double-precision references by the test suite
+//    (test_ops_reference, test_gradcheck). The output says which of the two was done.
+// Exit code 0 when every case passes, 1 otherwise (2 for a bad option, apps/command.h).
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -19,58 +20,17 @@
 #include "apps/command.h"
 #include "core/config.h"
 #include "core/device_options.h"
-#include "tests/core/op_cases.h"
+#include "core/opcheck/op_case.h"
 
 namespace vlm {
 namespace {
 
-struct CaseOutcome {
-  bool ok = true;
-  double max_abs = 0, err = 0;
-  size_t values = 0;
-  std::string detail;  // why it failed
-};
-
-// GPU vs CPU reference: every output of the case, compared element by element.
-CaseOutcome compare_with_cpu(const opcheck::OpCase& c, Backend& b) {
-  CaseOutcome r;
-  opcheck::OpOutputs ref = c.run(cpu_backend()), got = c.run(b);
-  b.synchronize();
-  if (ref.size() != got.size()) return {false, INFINITY, INFINITY, 0, "output count differs from the CPU"};
-  for (size_t k = 0; k < ref.size(); ++k) {
-    std::vector<double> e = to_vector_f64(ref[k].t), x = to_vector_f64(got[k].t);
-    if (e.size() != x.size()) return {false, INFINITY, INFINITY, 0, ref[k].name + ": size differs from the CPU"};
-    for (size_t i = 0; i < e.size(); ++i) {
-      double d = std::fabs(x[i] - e[i]);
-      r.max_abs = std::isnan(d) ? INFINITY : std::max(r.max_abs, d);
-    }
-    double err = opcheck::op_case_err(x, e);
-    if (!(err <= c.tol)) r.ok = false, r.detail += cat(ref[k].name, " err ", err, "; ");
-    r.err = std::max(r.err, err);
-    r.values += e.size();
-  }
-  return r;
-}
-
-// CPU only: one run, every output value must be finite.
-CaseOutcome check_finite(const opcheck::OpCase& c) {
-  CaseOutcome r;
-  for (const opcheck::NamedTensor& out : c.run(cpu_backend())) {
-    size_t bad = 0;
-    for (double v : to_vector_f64(out.t)) bad += !std::isfinite(v);
-    if (bad) r.ok = false, r.detail += cat(out.name, ": ", bad, " non-finite values; ");
-    r.values += size_t(out.t.numel());
-  }
-  return r;
-}
-
-int selfcheck(int argc, char** argv) {
-  Config cfg("vlm selfcheck", "");
+void selfcheck_options(Config& cfg) {
   register_device_options(cfg);
   cfg.add_string("filter", "", "run only the op cases whose name contains this text");
-  if (!cfg.parse(argc, argv)) return 0;
-  VLM_REQUIRE(cfg.positional().empty(), "unexpected argument '", cfg.positional()[0], "' (see --help)");
+}
 
+int selfcheck(const Config& cfg) {
   const std::string filter = cfg.get_string("filter");
   std::vector<opcheck::OpCase> cases;
   for (opcheck::OpCase& c : opcheck::all_op_cases())
@@ -94,9 +54,9 @@ int selfcheck(int argc, char** argv) {
   for (const auto& c : cases) w = std::max(w, int(c.name.size()));
   auto t0 = std::chrono::steady_clock::now();
   for (const opcheck::OpCase& c : cases) {
-    CaseOutcome r;
+    opcheck::OpCaseResult r;
     try {
-      r = gpu ? compare_with_cpu(c, b) : check_finite(c);
+      r = gpu ? opcheck::check_op_case(c, b) : opcheck::check_op_case_finite(c);
     } catch (const std::exception& e) {
       r.ok = false, r.detail = e.what();
     }
@@ -118,6 +78,9 @@ int selfcheck(int argc, char** argv) {
 
 }  // namespace
 
-VLM_COMMAND("selfcheck", "backend, device, and every op once against the CPU reference", selfcheck);
+VLM_COMMAND(selfcheck, {.path = "selfcheck",
+                        .summary = "backend, device, and every op once against the CPU reference",
+                        .options = selfcheck_options,
+                        .run = selfcheck});
 
 }  // namespace vlm

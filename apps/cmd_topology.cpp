@@ -2,7 +2,9 @@
 // checks that every group forms and communicates: each rank all-reduces its world rank
 // over its TP and DP groups and compares with the sum of the members the layout names.
 //   mpirun --oversubscribe -np 16 vlm topology --parallel.tp 8 --parallel.ranks_per_node 8
-// Rank 0 prints; an invalid layout is refused on every rank, rank 0 reports it (exit 2).
+// Rank 0 prints; an invalid layout is refused on every rank and reported once (exit 2,
+// the runtime start's policy in parallel/runtime.h). The check runs on host
+// communicators (MPI), whatever GPUs the machine has.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -10,12 +12,8 @@
 #include "apps/command.h"
 #include "core/backend.h"
 #include "core/config.h"
-#include "core/error.h"
 #include "core/tensor.h"
-#include "parallel/groups.h"
-#include "parallel/mpi/mpi_session.h"
-#include "parallel/options.h"
-#include "parallel/topology.h"
+#include "parallel/runtime.h"
 
 namespace vlm {
 
@@ -31,15 +29,12 @@ bool group_sums_match(Communicator& comm, const std::vector<int>& members, int w
   return x.ptr<int32_t>()[0] == expected;
 }
 
-int run_topology(int argc, char** argv, int rank) {
-  Config cfg("vlm topology",
-             "(under mpirun -np N) [--parallel.tp T] [--parallel.ranks_per_node R]\n"
-             "prints rank -> node, local rank, TP group/rank, DP group/rank and checks every group\n");
-  register_parallel_options(cfg);
-  if (!cfg.parse(argc, argv)) return 0;
-  const ParallelOptions o = read_parallel_options(cfg);
-  const Topology t = detect_topology(o);
-  ProcessGroups groups(t, DeviceKind::CPU, o.timeout_s);
+void topology_options(Config& cfg) { register_runtime_options(cfg, /*with_device=*/false); }
+
+int run_topology(const Config& cfg) {
+  Runtime rt = start_runtime(cfg);  // no --device option: host communicators
+  const Topology& t = rt.topology();
+  ProcessGroups& groups = rt.groups();
   const RankPlace me = t.self();
   int ok = group_sums_match(groups.tp(), t.tp_members(me.tp_group), me.rank) &&
            group_sums_match(groups.dp(), t.dp_members(me.dp_group), me.rank);
@@ -47,7 +42,7 @@ int run_topology(int argc, char** argv, int rank) {
   Tensor count = Tensor::from_vector(std::vector<int32_t>{ok}, Shape{1});
   groups.world().all_reduce(cpu_backend().default_stream(), count, ReduceOp::Sum);
   ok = count.ptr<int32_t>()[0] == t.world_size();
-  if (rank == 0) {
+  if (rt.root()) {
     std::printf("%s", t.layout_table().c_str());
     std::printf("groups: %d TP group(s) of %d, %d DP group(s) of %d: %s\n", t.dp(), t.tp(), t.tp(), t.dp(),
                 ok ? "all-reduce over every group ok" : "MISMATCH (see the layout above)");
@@ -56,20 +51,14 @@ int run_topology(int argc, char** argv, int rank) {
   return ok ? 0 : 1;
 }
 
-int cmd_topology(int argc, char** argv) {
-  MpiSession mpi(&argc, &argv);
-  try {
-    return run_topology(argc, argv, mpi.rank());
-  } catch (const UserError&) {
-    // Every rank refuses the same layout; one line is enough.
-    if (mpi.rank() == 0) throw;
-    return 2;
-  }
-}
-
 }  // namespace
 
-VLM_COMMAND("topology", "print the parallel layout (ranks, nodes, TP/DP groups) of an mpirun/srun launch",
-            cmd_topology);
+VLM_COMMAND(topology, {.path = "topology",
+                       .summary = "print the parallel layout (ranks, nodes, TP/DP groups) of an mpirun/srun launch",
+                       .usage = "(under mpirun -np N) [--parallel.tp T] [--parallel.ranks_per_node R]\n"
+                                "prints rank -> node, local rank, TP group/rank, DP group/rank and checks every group\n",
+                       .options = topology_options,
+                       .run = run_topology,
+                       .multi_rank = true});
 
 }  // namespace vlm

@@ -14,13 +14,25 @@
 
 namespace vlm {
 
+// A marker in a stream's work (Stream::record). CPU: work runs when enqueued, so an
+// event is complete once recorded and records the host time of its recording. CUDA: a
+// cudaEvent_t (core/cuda/cuda_backend.h), with timing only when created with it.
 class Event {
  public:
   virtual ~Event() = default;
+  // True when the work recorded before the event has completed (an event never
+  // recorded counts as complete). Never blocks.
+  virtual bool query() = 0;
+  // Blocks the host until the event has completed.
+  virtual void synchronize() = 0;
+  // Milliseconds from `start` to this event. Both must have been recorded, on the same
+  // backend, and (CUDA) created with timing; waits for both to complete.
+  virtual float elapsed_ms(const Event& start) = 0;
 };
 
 // An in-order queue of work on one device. On CPU, work runs synchronously when
-// enqueued, so record/wait are no-ops and synchronize returns at once.
+// enqueued, so wait is a no-op, record stamps the host time and synchronize returns at
+// once.
 class Stream {
  public:
   virtual ~Stream() = default;
@@ -45,7 +57,8 @@ class Backend {
   // The backend's default stream (the one set-up code and tests use).
   virtual Stream& default_stream() = 0;
   virtual std::unique_ptr<Stream> create_stream(const std::string& name) = 0;
-  virtual std::unique_ptr<Event> create_event() = 0;
+  // timing: the event can measure elapsed_ms (CUDA events without it are cheaper).
+  virtual std::unique_ptr<Event> create_event(bool timing = false) = 0;
   virtual void synchronize() = 0;  // waits for all streams of the device
 };
 

@@ -168,6 +168,7 @@ bool Config::is_set(const std::string& n) const {
   VLM_ASSERT(impl_->find(n), "option '", n, "' was never registered");
   return impl_->find(n)->rank > 0;
 }
+bool Config::has(const std::string& n) const { return impl_->find(n) != nullptr; }
 const std::vector<std::string>& Config::positional() const { return impl_->positional; }
 
 

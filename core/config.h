@@ -51,6 +51,8 @@ class Config {
   std::vector<int64_t> get_int_list(const std::string& name) const;
   // True when the value came from a file or the command line, not the default.
   bool is_set(const std::string& name) const;
+  // True when `name` was registered (shared code reading optional options).
+  bool has(const std::string& name) const;
   const std::vector<std::string>& positional() const;
 
   std::string help() const;  // usage + every option grouped by section, with defaults

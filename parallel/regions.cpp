@@ -1,6 +1,7 @@
 // Tensor-parallel region operators (math and conventions in regions.h). Column
-// rearrangements use the ops slice_cols / unslice_cols, so the same code runs on both
-// backends; collectives go through the Communicator on the caller's stream.
+// rearrangements use the ops slice_cols / unslice_cols and plain copies the op copy
+// (a no-op when y and x are the same memory), so the same code runs on both backends;
+// collectives go through the Communicator on the caller's stream.
 #include "parallel/regions.h"
 
 #include "core/error.h"
@@ -12,14 +13,6 @@ namespace {
 
 // t viewed as [rows, last dim].
 Tensor as2d(const Tensor& t) { return t.view(Shape{t.rows(), t.cols()}); }
-
-// dst = src on stream s (same numel and dtype); nothing when they are the same memory.
-void copy_on_stream(Stream& s, const Tensor& dst, const Tensor& src) {
-  VLM_ASSERT(dst.numel() == src.numel() && dst.dtype() == src.dtype(), "copy ", src.str(), " -> ", dst.str());
-  if (dst.data() == src.data() || src.numel() == 0) return;
-  // slice_cols at offset 0 with the full width is a copy of every row.
-  slice_cols(s, dst.view(Shape{src.rows(), src.cols()}), as2d(src), 0);
-}
 
 // Checks that `whole` [N, C] and `part` [N, C/p] are a last-dim split over p ranks.
 void check_col_split(const char* op, const Communicator& comm, const Tensor& whole, const Tensor& part) {
@@ -40,7 +33,7 @@ void check_row_split(const char* op, const Communicator& comm, const Tensor& who
 void gather_cols(const char* op, Stream& s, Communicator& comm, const Tensor& y, const Tensor& x,
                  const Tensor& work) {
   check_col_split(op, comm, y, x);
-  if (comm.size() == 1) return copy_on_stream(s, y, x);
+  if (comm.size() == 1) return copy(s, y, x);
   const int64_t p = comm.size(), n = x.rows(), c = x.cols();
   VLM_ASSERT(work.dtype() == x.dtype() && work.numel() >= p * n * c, op, " on group ", comm.name(),
              ": work ", work.str(), " must hold ", p * n * c, " elements of ", dtype_name(x.dtype()));
@@ -53,34 +46,34 @@ void gather_cols(const char* op, Stream& s, Communicator& comm, const Tensor& y,
 // y[N, c] = x[N, p*c][:, r*c:(r+1)*c].
 void take_cols(const char* op, Stream& s, Communicator& comm, const Tensor& y, const Tensor& x) {
   check_col_split(op, comm, x, y);
-  if (comm.size() == 1) return copy_on_stream(s, y, x);
+  if (comm.size() == 1) return copy(s, y, x);
   slice_cols(s, as2d(y), as2d(x), int64_t(comm.rank()) * y.cols());
 }
 
 // y = sum over ranks of x (y may alias x).
 void sum_over_ranks(Stream& s, Communicator& comm, const Tensor& y, const Tensor& x) {
   VLM_ASSERT(y.shape() == x.shape() && y.dtype() == x.dtype(), "all-reduce region: ", x.str(), " -> ", y.str());
-  copy_on_stream(s, y, x);
+  copy(s, y, x);
   if (comm.size() > 1) comm.all_reduce(s, y, ReduceOp::Sum);
 }
 
 // y = x (y may alias x).
 void identity(Stream& s, const Tensor& y, const Tensor& x) {
   VLM_ASSERT(y.shape() == x.shape() && y.dtype() == x.dtype(), "identity region: ", x.str(), " -> ", y.str());
-  copy_on_stream(s, y, x);
+  copy(s, y, x);
 }
 
 // y[T,..] = concat_rows over ranks of x[T/p,..].
 void gather_rows(const char* op, Stream& s, Communicator& comm, const Tensor& y, const Tensor& x) {
   check_row_split(op, comm, y, x);
-  if (comm.size() == 1) return copy_on_stream(s, y, x);
+  if (comm.size() == 1) return copy(s, y, x);
   comm.all_gather(s, y, x);
 }
 
 // y[T/p,..] = rows of block r of sum over ranks of x[T,..].
 void reduce_scatter_rows(const char* op, Stream& s, Communicator& comm, const Tensor& y, const Tensor& x) {
   check_row_split(op, comm, x, y);
-  if (comm.size() == 1) return copy_on_stream(s, y, x);
+  if (comm.size() == 1) return copy(s, y, x);
   comm.reduce_scatter(s, y, x, ReduceOp::Sum);
 }
 

@@ -1,7 +1,9 @@
-// The CPU backend: host memory (256-byte aligned), synchronous streams, no-op events.
+// The CPU backend: host memory (256-byte aligned), synchronous streams, and events that
+// are complete once recorded and hold the host time (steady clock) of their recording.
 #include <cblas.h>
 #include <omp.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -12,7 +14,29 @@
 namespace vlm {
 namespace {
 
-class CpuEvent final : public Event {};
+class CpuEvent final : public Event {
+ public:
+  using Clock = std::chrono::steady_clock;
+  bool query() override { return true; }
+  void synchronize() override {}
+  float elapsed_ms(const Event& start) override {
+    const auto* s = dynamic_cast<const CpuEvent*>(&start);
+    VLM_ASSERT(s, "CpuEvent::elapsed_ms: start is an event of another backend");
+    VLM_ASSERT(recorded_ && s->recorded_, "CpuEvent::elapsed_ms: both events must have been recorded");
+    return std::chrono::duration<float, std::milli>(at_ - s->at_).count();
+  }
+  void stamp() { at_ = Clock::now(), recorded_ = true; }
+
+ private:
+  Clock::time_point at_{};
+  bool recorded_ = false;
+};
+
+CpuEvent& cpu_event(Event& e) {
+  auto* c = dynamic_cast<CpuEvent*>(&e);
+  VLM_ASSERT(c, "CpuStream: event of another backend");
+  return *c;
+}
 
 class CpuStream final : public Stream {
  public:
@@ -20,8 +44,8 @@ class CpuStream final : public Stream {
   DeviceKind device() const override { return DeviceKind::CPU; }
   const std::string& name() const override { return name_; }
   void synchronize() override {}
-  void record(Event&) override {}
-  void wait(Event&) override {}
+  void record(Event& e) override { cpu_event(e).stamp(); }
+  void wait(Event& e) override { cpu_event(e); }
 
  private:
   std::string name_;
@@ -53,7 +77,9 @@ class CpuBackend final : public Backend {
   std::unique_ptr<Stream> create_stream(const std::string& name) override {
     return std::make_unique<CpuStream>(name);
   }
-  std::unique_ptr<Event> create_event() override { return std::make_unique<CpuEvent>(); }
+  std::unique_ptr<Event> create_event(bool /*timing: always*/ = false) override {
+    return std::make_unique<CpuEvent>();
+  }
   void synchronize() override {}
 
  private:

@@ -1,7 +1,7 @@
 // The CUDA backend (core/backend.h, core/cuda/cuda_backend.h): device memory through
 // cudaMalloc (256-byte aligned, freed with cudaFree), synchronous copies in every
 // direction through cudaMemcpy with unified addressing, CudaStream (stream + cuBLASLt
-// handle + workspace + lazy cuDNN handle) and CudaEvent (timing disabled: ordering only).
+// handle + workspace + lazy cuDNN handle) and CudaEvent (timing when asked).
 // device_count() is the one entry that must work without a driver: it turns any error
 // of cudaGetDeviceCount into 0 and a reason, and clears the sticky error state.
 #include <cstdio>
@@ -16,10 +16,32 @@ namespace vlm::cuda {
 
 // ---- events and streams ---------------------------------------------------------------
 
-CudaEvent::CudaEvent() { CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
+CudaEvent::CudaEvent(bool timing) : timing_(timing) {
+  CUDA_CHECK(cudaEventCreateWithFlags(&event_, timing ? cudaEventDefault : cudaEventDisableTiming));
+}
 
 CudaEvent::~CudaEvent() {
   if (event_) cudaEventDestroy(event_);  // no check: may run during process exit
+}
+
+bool CudaEvent::query() {
+  const cudaError_t st = cudaEventQuery(event_);
+  if (st == cudaErrorNotReady) return false;
+  CUDA_CHECK(st);
+  return true;
+}
+
+void CudaEvent::synchronize() { CUDA_CHECK(cudaEventSynchronize(event_)); }
+
+float CudaEvent::elapsed_ms(const Event& start) {
+  const auto* s = dynamic_cast<const CudaEvent*>(&start);
+  VLM_ASSERT(s, "CudaEvent::elapsed_ms: start is an event of another backend");
+  VLM_ASSERT(timing_ && s->timing_, "CudaEvent::elapsed_ms: both events must be created with timing");
+  CUDA_CHECK(cudaEventSynchronize(s->event_));
+  CUDA_CHECK(cudaEventSynchronize(event_));
+  float ms = 0.f;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, s->event_, event_));
+  return ms;
 }
 
 CudaStream::CudaStream(std::string name) : name_(std::move(name)) {
@@ -121,7 +143,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<Stream> create_stream(const std::string& name) override {
     return std::make_unique<CudaStream>(name);
   }
-  std::unique_ptr<Event> create_event() override { return std::make_unique<CudaEvent>(); }
+  std::unique_ptr<Event> create_event(bool timing = false) override { return std::make_unique<CudaEvent>(timing); }
   void synchronize() override { CUDA_CHECK(cudaDeviceSynchronize()); }
 
  private:

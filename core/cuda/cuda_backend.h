@@ -25,16 +25,26 @@ namespace vlm::cuda {
 
 inline constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 
+// A cudaEvent_t on the current device, created with timing only when asked (timing
+// events are slower to record). Also the completion event NCCL operations share, by
+// shared_ptr, between a handle and the watchdog (parallel/nccl/): destroying it while
+// recorded work is pending is allowed (CUDA releases it on completion).
 class CudaEvent final : public Event {
  public:
-  CudaEvent();
+  explicit CudaEvent(bool timing = false);
   ~CudaEvent() override;
   CudaEvent(const CudaEvent&) = delete;
   CudaEvent& operator=(const CudaEvent&) = delete;
   cudaEvent_t handle() const { return event_; }
+  bool timing() const { return timing_; }
+
+  bool query() override;  // cudaEventQuery: not ready -> false, any other error aborts
+  void synchronize() override;
+  float elapsed_ms(const Event& start) override;
 
  private:
   cudaEvent_t event_ = nullptr;
+  bool timing_ = false;
 };
 
 class CudaStream final : public Stream {

@@ -30,6 +30,7 @@ void scale(Stream& s, const Tensor& x, float alpha) { VLM_DISPATCH(scale, s, x, 
 void add(Stream& s, const Tensor& out, const Tensor& a, const Tensor& b) { VLM_DISPATCH(add, s, out, a, b); }
 void accumulate(Stream& s, const Tensor& y, const Tensor& x, float alpha) { VLM_DISPATCH(accumulate, s, y, x, alpha); }
 void mul(Stream& s, const Tensor& out, const Tensor& a, const Tensor& b) { VLM_DISPATCH(mul, s, out, a, b); }
+void copy(Stream& s, const Tensor& dst, const Tensor& src) { VLM_DISPATCH(copy, s, dst, src); }
 void convert(Stream& s, const Tensor& dst, const Tensor& src) { VLM_DISPATCH(convert, s, dst, src); }
 void bias_add(Stream& s, const Tensor& out, const Tensor& in, const Tensor& bias) { VLM_DISPATCH(bias_add, s, out, in, bias); }
 void slice_cols(Stream& s, const Tensor& dst, const Tensor& src, int64_t offset) { VLM_DISPATCH(slice_cols, s, dst, src, offset); }

@@ -39,17 +39,17 @@ int mpi_world_rank() {
 // A posted NCCL operation: wait() orders the caller's stream after its completion.
 class NcclWork final : public CommHandle {
  public:
-  NcclWork(cudaStream_t caller, std::shared_ptr<SharedCudaEvent> done) : caller_(caller), done_(std::move(done)) {}
+  NcclWork(cudaStream_t caller, std::shared_ptr<cuda::CudaEvent> done) : caller_(caller), done_(std::move(done)) {}
   ~NcclWork() override { wait(); }
   void wait() override {
     if (!done_) return;
-    CUDA_CHECK(cudaStreamWaitEvent(caller_, done_->event, 0));
+    CUDA_CHECK(cudaStreamWaitEvent(caller_, done_->handle(), 0));
     done_.reset();
   }
 
  private:
   cudaStream_t caller_;
-  std::shared_ptr<SharedCudaEvent> done_;
+  std::shared_ptr<cuda::CudaEvent> done_;
 };
 
 // A queued send/recv: wait() issues the queue if it is still pending, then orders the
@@ -62,7 +62,7 @@ class NcclP2pWork final : public CommHandle {
   void wait() override {
     if (!batch_) return;
     if (!batch_->issued) comm_.flush_p2p();
-    CUDA_CHECK(cudaStreamWaitEvent(caller_, batch_->done->event, 0));
+    CUDA_CHECK(cudaStreamWaitEvent(caller_, batch_->done->handle(), 0));
     batch_.reset();
   }
 
@@ -104,14 +104,14 @@ NcclCommunicator::~NcclCommunicator() {
 void NcclCommunicator::begin(Stream& caller) {
   flush_p2p();  // queued p2p operations were called first: issue them first
   const cudaStream_t cs = cuda::stream_of(caller);
-  SharedCudaEvent ready(device_);
-  CUDA_CHECK(cudaEventRecord(ready.event, cs));
-  CUDA_CHECK(cudaStreamWaitEvent(stream_, ready.event, 0));
+  cuda::CudaEvent ready;
+  CUDA_CHECK(cudaEventRecord(ready.handle(), cs));
+  CUDA_CHECK(cudaStreamWaitEvent(stream_, ready.handle(), 0));
 }
 
 CommWork NcclCommunicator::finish(Stream& caller, CollKind kind) {
-  auto done = std::make_shared<SharedCudaEvent>(device_);
-  CUDA_CHECK(cudaEventRecord(done->event, stream_));
+  auto done = std::make_shared<cuda::CudaEvent>();
+  CUDA_CHECK(cudaEventRecord(done->handle(), stream_));
   watchdog_->watch(done, kind);
   return std::make_unique<NcclWork>(cuda::stream_of(caller), std::move(done));
 }
@@ -146,11 +146,11 @@ CommWork NcclCommunicator::post_p2p(Stream& caller, const P2pOp& op, CollKind ki
   // time); nothing else is enqueued on it before the queue is issued (begin() of any
   // other operation issues the queue first).
   const cudaStream_t cs = cuda::stream_of(caller);
-  SharedCudaEvent ready(device_);
-  CUDA_CHECK(cudaEventRecord(ready.event, cs));
-  CUDA_CHECK(cudaStreamWaitEvent(stream_, ready.event, 0));
+  cuda::CudaEvent ready;
+  CUDA_CHECK(cudaEventRecord(ready.handle(), cs));
+  CUDA_CHECK(cudaStreamWaitEvent(stream_, ready.handle(), 0));
   if (!p2p_batch_)
-    p2p_batch_ = std::make_shared<P2pBatch>(P2pBatch{std::make_shared<SharedCudaEvent>(device_), kind, false});
+    p2p_batch_ = std::make_shared<P2pBatch>(P2pBatch{std::make_shared<cuda::CudaEvent>(), kind, false});
   p2p_ops_.push_back(op);
   return std::make_unique<NcclP2pWork>(*this, cs, p2p_batch_);
 }
@@ -166,7 +166,7 @@ void NcclCommunicator::flush_p2p() {
   }
   NCCL_CHECK(ncclGroupEnd());
   p2p_ops_.clear();
-  CUDA_CHECK(cudaEventRecord(p2p_batch_->done->event, stream_));
+  CUDA_CHECK(cudaEventRecord(p2p_batch_->done->handle(), stream_));
   watchdog_->watch(p2p_batch_->done, p2p_batch_->kind);
   p2p_batch_->issued = true;
   p2p_batch_.reset();

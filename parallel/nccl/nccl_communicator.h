@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cuda/cuda_backend.h"
 #include "parallel/communicator.h"
 #include "parallel/nccl/nccl_watchdog.h"
 
@@ -53,7 +54,7 @@ class NcclCommunicator final : public Communicator {
     int peer;
   };
   struct P2pBatch {
-    std::shared_ptr<SharedCudaEvent> done;  // recorded when the batch is issued
+    std::shared_ptr<cuda::CudaEvent> done;  // recorded when the batch is issued
     CollKind kind;                          // the first operation's, for the watchdog
     bool issued = false;
   };

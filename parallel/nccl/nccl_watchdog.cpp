@@ -8,14 +8,6 @@
 
 namespace vlm {
 
-SharedCudaEvent::SharedCudaEvent(int dev) : device(dev) {
-  CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
-}
-
-SharedCudaEvent::~SharedCudaEvent() {
-  if (event) cudaEventDestroy(event);  // released by CUDA once the event completes
-}
-
 NcclWatchdog::NcclWatchdog(const Communicator& owner, ncclComm_t comm, int device)
     : owner_(owner), comm_(comm), device_(device) {
   thread_ = std::thread([this] { run(); });
@@ -30,7 +22,7 @@ NcclWatchdog::~NcclWatchdog() {
   thread_.join();
 }
 
-void NcclWatchdog::watch(std::shared_ptr<SharedCudaEvent> done, CollKind kind) {
+void NcclWatchdog::watch(std::shared_ptr<Event> done, CollKind kind) {
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(owner_.timeout_s()));
@@ -46,17 +38,13 @@ void NcclWatchdog::run() {
     if (stop_) break;
     // The stream completes in order: drop finished entries from the front; the first
     // unfinished one has the earliest deadline.
+    // (query() aborts with the CUDA error, should the device have failed.)
     while (!pending_.empty()) {
       const Entry& e = pending_.front();
-      const cudaError_t q = cudaEventQuery(e.done->event);
-      if (q == cudaSuccess) {
+      if (e.done->query()) {
         pending_.pop_front();
         continue;
       }
-      if (q != cudaErrorNotReady)
-        vlm_check_failed("CUDA", "cudaEventQuery(nccl completion event)",
-                         cat(cudaGetErrorName(q), ": ", cudaGetErrorString(q), " (group ", owner_.name(), ")"),
-                         __FILE__, __LINE__);
       if (std::chrono::steady_clock::now() >= e.deadline) abort_all_ranks(owner_.timeout_message(e.kind).c_str());
       break;
     }

@@ -6,11 +6,11 @@
 // error, aborts every rank (abort_all_ranks: MPI_Abort, which ends the NCCL work
 // with the processes) with the communicator's message naming the collective, the
 // group and the rank.
-// Invariants: entries are completion events recorded on the communication stream in
-// post order; the thread only queries and destroys events (on the communicator's
-// device), it never enqueues work.
+// Invariants: entries are completion events (core Events of the CUDA backend, shared
+// with the handles and destroyed with the last owner) recorded on the communication
+// stream in post order; the thread only queries and destroys events (on the
+// communicator's device), it never enqueues work.
 #pragma once
-#include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <chrono>
@@ -20,19 +20,10 @@
 #include <mutex>
 #include <thread>
 
+#include "core/backend.h"
 #include "parallel/communicator.h"
 
 namespace vlm {
-
-// A CUDA event shared by a handle and the watchdog; destroyed with the last owner.
-struct SharedCudaEvent {
-  explicit SharedCudaEvent(int device);
-  ~SharedCudaEvent();
-  SharedCudaEvent(const SharedCudaEvent&) = delete;
-  SharedCudaEvent& operator=(const SharedCudaEvent&) = delete;
-  cudaEvent_t event = nullptr;
-  int device = 0;
-};
 
 class NcclWatchdog {
  public:
@@ -44,11 +35,11 @@ class NcclWatchdog {
   NcclWatchdog& operator=(const NcclWatchdog&) = delete;
 
   // Starts watching `done` (already recorded after the operation `kind`).
-  void watch(std::shared_ptr<SharedCudaEvent> done, CollKind kind);
+  void watch(std::shared_ptr<Event> done, CollKind kind);
 
  private:
   struct Entry {
-    std::shared_ptr<SharedCudaEvent> done;
+    std::shared_ptr<Event> done;
     CollKind kind;
     std::chrono::steady_clock::time_point deadline;
   };

@@ -1,5 +1,5 @@
 // Backend conformance in the style of ggml's test-backend-ops: every case of
-// all_op_cases() (tests/core/op_cases.h) runs on each backend and is compared with the
+// all_op_cases() (core/opcheck/op_case.h) runs on each backend and is compared with the
 // CPU reference within the case's tolerance.
 //  - Conformance/Cpu: the CPU backend against itself: err must be exactly 0 (the CPU
 //    ops are deterministic, so two runs agree bitwise).
@@ -7,12 +7,13 @@
 //    (vlm::cuda_unavailable_reason()) when no GPU or no CUDA build is present.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <set>
 #include <sstream>
 
 #include <cctype>
 
-#include "tests/core/op_cases.h"
+#include "core/opcheck/op_case.h"
 
 namespace vlm::opcheck {
 namespace {
@@ -56,7 +57,7 @@ TEST(ConformanceTable, CoversEveryOp) {
     std::stringstream first(c.name.substr(0, c.name.find(' ')));
     for (std::string t; std::getline(first, t, '/');) tokens.insert(t);
   }
-  const char* ops[] = {"matmul", "bias_backward", "fill", "scale", "add", "accumulate", "mul", "convert",
+  const char* ops[] = {"matmul", "bias_backward", "fill", "scale", "add", "accumulate", "mul", "copy", "convert",
                        "bias_add", "slice_cols", "unslice_cols", "gelu_forward", "gelu_backward",
                        "swiglu_forward", "swiglu_backward", "sum_squares", "layernorm", "rmsnorm", "softmax",
                        "rope", "attention", "embedding", "cross_entropy", "vocab_ce", "conv2d", "avgpool2d",

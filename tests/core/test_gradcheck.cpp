@@ -1,7 +1,7 @@
 // Finite-difference checks (f64, CPU) of the GEMM and elementwise backward rules:
 // matmul (all four transpose combinations, batched with a broadcast operand,
 // alpha/beta, bias and GELU epilogues with pre_gelu), bias_add/bias_backward, gelu,
-// swiglu, add, accumulate, mul, scale, sum_squares, slice_cols and unslice_cols.
+// swiglu, add, accumulate, mul, scale, sum_squares, slice_cols, unslice_cols and copy.
 // Each backward is written with the library's own ops, as the model code does.
 #include "tests/core/gradcheck.h"
 
@@ -199,6 +199,24 @@ TEST(Gradcheck, SliceUnsliceCols) {
     return std::vector<Tensor>{dsrc, ddst, dsmall};
   };
   gradcheck(p, 81);
+}
+
+// o[12] = copy of x[3, 4]; backward: dx = copy of do (copy is its own backward).
+TEST(Gradcheck, Copy) {
+  Rng rng(90);
+  GradProblem p;
+  p.inputs = {host(rng.vec(12), Shape{3, 4})};
+  p.forward = [&] {
+    Tensor o = zeros(Shape{12});
+    copy(S(), o, p.inputs[0]);
+    return std::vector<Tensor>{o};
+  };
+  p.backward = [&](const std::vector<Tensor>& d) {
+    Tensor dx = zeros(Shape{3, 4});
+    copy(S(), dx, d[0]);
+    return std::vector<Tensor>{dx};
+  };
+  gradcheck(p, 91);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// Forward reference tests (part of test_ops_reference): GEMM and the elementwise ops
-// against naive double loops written from the formulas in core/ops/*.inc, in f32 and
+// Forward reference tests (part of test_ops_reference): GEMM, the elementwise ops and
+// copy against naive double loops written from the formulas in core/ops/*.inc, in f32 and
 // f64, at sizes including 1, 3, 17 and 33.
 #include "tests/core/test_util.h"
 
@@ -145,6 +145,33 @@ TEST_P(RefBasic, BiasAddAndColumnSlices) {
         for (int64_t j = 0; j < w; ++j) ru[size_t(i * W + off + j)] = src[size_t(i * w + j)];
       EXPECT_CLOSE(to_vector_f64(full), ru, 0.0);
     }
+}
+
+// copy: dst = src element for element, across shapes of equal numel (the reference is
+// the input itself), including sizes over the CPU's 1 MiB chunk and dst == src.
+TEST_P(RefBasic, Copy) {
+  Rng rng(9);
+  for (int64_t rows : {1, 17, 100003}) {  // [3, rows] -> [3 * rows]; 100003 rows pass 1 MiB
+    const int64_t n = 3 * rows;
+    Vec x = r(rng.vec(n));
+    Tensor dst = host(r(rng.vec(n, 5, 9)), Shape{n}, dt());
+    copy(cpu_stream(), dst, host(x, Shape{3, rows}, dt()));
+    EXPECT_CLOSE(to_vector_f64(dst), x, 0.0);
+    copy(cpu_stream(), dst, dst);  // same memory: nothing changes
+    EXPECT_CLOSE(to_vector_f64(dst), x, 0.0);
+  }
+}
+
+// copy moves bytes: the integer and bf16 dtypes the arithmetic ops do not take.
+TEST(RefCopy, IntegerAndBf16Dtypes) {
+  std::vector<int32_t> ids{7, -3, 2147483647, 0, -2147483647 - 1, 42};
+  Tensor di = host_i32(std::vector<int32_t>(6, 1), Shape{6});
+  copy(cpu_stream(), di, host_i32(ids, Shape{2, 3}));
+  EXPECT_EQ(std::vector<int32_t>(di.ptr<int32_t>(), di.ptr<int32_t>() + 6), ids);
+  Vec v{1.5, -2.25, 3e5, 0.0078125};
+  Tensor db = zeros(Shape{4}, DType::BF16);
+  copy(cpu_stream(), db, host(v, Shape{2, 2}, DType::BF16));
+  EXPECT_CLOSE(to_vector_f64(db), rounded(v, DType::BF16), 0.0);
 }
 
 TEST_P(RefBasic, GeluSwigluSumSquares) {

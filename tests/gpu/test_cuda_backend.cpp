@@ -1,6 +1,7 @@
 // Tests of the CUDA backend basics on a real GPU: allocation and copies in every
-// direction, zero-filled tensors, ordering across streams through events, f32 <-> bf16
-// conversion against the host rounding of core/dtype.h, and one cuBLASLt matmul with
+// direction, zero-filled tensors, ordering across streams through events, event query,
+// synchronize and elapsed time around the copy op, f32 <-> bf16 conversion against the
+// host rounding of core/dtype.h, and one cuBLASLt matmul with
 // the bias+GELU epilogue against a host reference. Each test skips with the driver's
 // reason when no GPU is visible (so CI without a GPU passes and says why).
 #include <gtest/gtest.h>
@@ -79,6 +80,29 @@ TEST(CudaBackend, EventsOrderStreams) {
   std::vector<float> got = to_vector_f32(y);
   for (int64_t i = 0; i < n; i += 4099) ASSERT_EQ(got[size_t(i)], 101.f) << "element " << i;
   EXPECT_EQ(got.back(), 101.f);
+}
+
+// After synchronize() both events are complete (query), timing events measure a
+// positive time, and copy (the op) moved the bytes in stream order.
+TEST(CudaBackend, EventQuerySynchronizeElapsedAndCopy) {
+  REQUIRE_GPU();
+  Backend& gpu = cuda_backend();
+  Stream& s = gpu.default_stream();
+  auto start = gpu.create_event(/*timing=*/true), stop = gpu.create_event(/*timing=*/true);
+  const int64_t n = 1 << 22;
+  Tensor x = Tensor::empty(gpu, Shape{n}), one = Tensor::empty(gpu, Shape{n}), y = Tensor::empty(gpu, Shape{n});
+  fill(s, x, 1.f);
+  fill(s, one, 1.f);
+  s.record(*start);
+  for (int i = 0; i < 200; ++i) accumulate(s, x, one, 1.f);  // x = 201
+  copy(s, y, x);
+  s.record(*stop);
+  stop->synchronize();
+  EXPECT_TRUE(stop->query());
+  EXPECT_TRUE(start->query());
+  EXPECT_GT(stop->elapsed_ms(*start), 0.f);
+  std::vector<float> got = to_vector_f32(y);
+  for (int64_t i = 0; i < n; i += 4099) ASSERT_EQ(got[size_t(i)], 201.f) << "element " << i;
 }
 
 TEST(CudaBackend, Bf16ConvertMatchesHostRounding) {

@@ -5,6 +5,9 @@
 //                            naming all_reduce, tp[0] and its rank.
 //   parallel_fault dead    : rank 2 is killed (SIGKILL) before a world all-reduce; the
 //                            others must exit non-zero within the timeout.
+//   parallel_fault startup : rank 1 sleeps instead of starting the runtime; the others
+//                            must abort after 3 s with the message naming the first
+//                            start-up step (parallel/runtime.h), not wait for ever.
 // Ranks waiting in a collective print "entering collective at <epoch s>" so the script
 // can check how long they took to go. Reaching the end means the guard failed: exit 0
 // is the failure signal the script checks for.
@@ -20,32 +23,43 @@
 
 #include "core/backend.h"
 #include "core/tensor.h"
-#include "parallel/groups.h"
 #include "parallel/mpi/mpi_session.h"
-#include "parallel/topology.h"
+#include "parallel/runtime.h"
 
 int main(int argc, char** argv) {
   using namespace vlm;
   MpiSession mpi(&argc, &argv);
   const std::string mode = argc > 1 ? argv[1] : "";
-  if (mpi.size() != 4 || (mode != "timeout" && mode != "dead")) {
-    std::fprintf(stderr, "usage: mpirun -np 4 parallel_fault timeout|dead\n");
+  if (mpi.size() != 4 || (mode != "timeout" && mode != "dead" && mode != "startup")) {
+    std::fprintf(stderr, "usage: mpirun -np 4 parallel_fault timeout|dead|startup\n");
     return 2;
   }
-  ParallelOptions opts;
-  opts.tp = 2;
-  opts.ranks_per_node = 4;
-  opts.timeout_s = 3.0;
-  ProcessGroups groups(detect_topology(opts), DeviceKind::CPU, opts.timeout_s);
-  Stream& s = cpu_backend().default_stream();
-  Tensor x = Tensor::from_vector(std::vector<float>(4, 1.f), Shape{4});
-  groups.world().barrier(s);
-
+  RuntimeOptions opts;  // device cpu
+  opts.parallel.tp = 2;
+  opts.parallel.ranks_per_node = 4;
+  opts.parallel.timeout_s = 3.0;
   auto entering = [&] {
     std::printf("rank %d entering collective at %lld\n", mpi.rank(), (long long)std::time(nullptr));
     std::fflush(stdout);
   };
   const auto sleep_long = [] { std::this_thread::sleep_for(std::chrono::seconds(30)); };
+  if (mode == "startup") {
+    if (mpi.rank() == 1) {
+      sleep_long();
+    } else {
+      if (mpi.rank() == 0) entering();
+      Runtime rt = start_runtime(opts);
+    }
+    std::printf("rank %d: the fault went unnoticed\n", mpi.rank());
+    return 0;
+  }
+
+  Runtime rt = start_runtime(opts);
+  ProcessGroups& groups = rt.groups();
+  Stream& s = cpu_backend().default_stream();
+  Tensor x = Tensor::from_vector(std::vector<float>(4, 1.f), Shape{4});
+  groups.world().barrier(s);
+
   if (mode == "timeout") {
     if (mpi.rank() == 1) {
       sleep_long();  // skips the all-reduce of tp[0]

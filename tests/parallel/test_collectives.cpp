@@ -11,23 +11,23 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "parallel/groups.h"
-#include "parallel/topology.h"
+#include "parallel/runtime.h"
 
 namespace vlm {
 namespace {
 
 Stream& host() { return cpu_backend().default_stream(); }
 
-// The groups of a TP=2 layout (one emulated node), made once per binary.
+// The host groups of a TP=2 layout (nodes detected), started once per binary.
+RuntimeOptions tp2() {
+  RuntimeOptions o;  // device cpu
+  o.parallel.tp = 2;
+  o.parallel.timeout_s = 60;
+  return o;
+}
 ProcessGroups& groups() {
-  static std::unique_ptr<ProcessGroups> g = [] {
-    ParallelOptions o;
-    o.tp = 2;
-    o.timeout_s = 60;
-    return std::make_unique<ProcessGroups>(detect_topology(o), DeviceKind::CPU, o.timeout_s);
-  }();
-  return *g;
+  static Runtime rt = start_runtime(tp2());
+  return rt.groups();
 }
 
 template <typename T>

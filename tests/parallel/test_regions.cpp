@@ -10,10 +10,9 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "parallel/groups.h"
 #include "parallel/mpi/mpi_communicator.h"
 #include "parallel/regions.h"
-#include "parallel/topology.h"
+#include "parallel/runtime.h"
 
 namespace vlm {
 namespace {
@@ -36,21 +35,20 @@ void expect_values(const Tensor& t, const Fill& f, const char* what) {
       ASSERT_EQ(p[n * t.cols() + k], f(n, k)) << what << " at [" << n << "," << k << "]";
 }
 
+// The host groups of a TP=2 layout (nodes detected) and a group of one, made once.
+RuntimeOptions tp2() {
+  RuntimeOptions o;  // device cpu
+  o.parallel.tp = 2;
+  o.parallel.timeout_s = 60;
+  return o;
+}
 struct Groups {
-  std::unique_ptr<ProcessGroups> g;
+  Runtime rt;
   std::unique_ptr<MpiCommunicator> self;
 };
 
 Groups& groups() {
-  static Groups gs = [] {
-    ParallelOptions o;
-    o.tp = 2;
-    o.timeout_s = 60;
-    Groups x;
-    x.g = std::make_unique<ProcessGroups>(detect_topology(o), DeviceKind::CPU, o.timeout_s);
-    x.self = std::make_unique<MpiCommunicator>(MPI_COMM_SELF, "self", o.timeout_s);
-    return x;
-  }();
+  static Groups gs{start_runtime(tp2()), std::make_unique<MpiCommunicator>(MPI_COMM_SELF, "self", 60.0)};
   return gs;
 }
 
@@ -132,8 +130,8 @@ void check_regions(Communicator& comm) {
   EXPECT_EQ(k.total_bytes(), q * (3 * N * C * 4 + 2 * N * c * 4 + 2 * t * D * 4 + 2 * T * D * 4));
 }
 
-TEST(Regions, WorldGroup) { check_regions(groups().g->world()); }
-TEST(Regions, TensorParallelGroupOfTwo) { check_regions(groups().g->tp()); }
+TEST(Regions, WorldGroup) { check_regions(groups().rt.groups().world()); }
+TEST(Regions, TensorParallelGroupOfTwo) { check_regions(groups().rt.groups().tp()); }
 TEST(Regions, GroupOfOneIsIdentity) { check_regions(*groups().self); }
 
 }  // namespace

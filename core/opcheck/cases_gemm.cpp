@@ -1,13 +1,22 @@
-// Conformance cases (included by tests/core/op_cases.h): matmul in every variant
-// (transposes, batched with broadcast, alpha/beta, bias, GELU + pre_gelu, bf16 A/B on
-// non-CPU backends), bias_backward and the elementwise helpers.
+// Conformance cases, part 1 (op_case.h): matmul in every variant (transposes, batched
+// with broadcast, alpha/beta, bias, GELU + pre_gelu, bf16 A/B on non-CPU backends),
+// bias_backward, the elementwise helpers and copy.
 // Tolerances: matmul 2e-3 (admits TF32 tensor-core math; a wrong layout gives O(1)),
-// exact-ish elementwise 1e-6, transcendental elementwise 1e-5.
-#pragma once
+// exact-ish elementwise 1e-6, transcendental elementwise 1e-5, data movement 0.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/ops.h"
+#include "core/opcheck/op_case.h"
 
 namespace vlm::opcheck {
 
-inline OpCase matmul_case(int64_t M, int64_t N, int64_t K, bool ta, bool tb, int64_t batch, bool b_batched,
+namespace {
+
+OpCase matmul_case(int64_t M, int64_t N, int64_t K, bool ta, bool tb, int64_t batch, bool b_batched,
                           bool bias, bool gelu, float alpha, float beta, double tol = 2e-3) {
   std::string name = cat("matmul ", ta ? "t" : "n", tb ? "t" : "n", " M", M, " N", N, " K", K);
   if (batch) name += cat(" batch", batch, b_batched ? "" : " (B broadcast)");
@@ -35,7 +44,7 @@ inline OpCase matmul_case(int64_t M, int64_t N, int64_t K, bool ta, bool tb, int
 
 // bf16 A and B where the backend takes them (CUDA); the CPU reference gets the same
 // bf16-rounded values in f32. Accumulation is f32 on both, so the tolerance is tight.
-inline OpCase matmul_bf16_case(int64_t M, int64_t N, int64_t K, bool tb) {
+OpCase matmul_bf16_case(int64_t M, int64_t N, int64_t K, bool tb) {
   return {cat("matmul bf16 n", tb ? "t" : "n", " M", M, " N", N, " K", K), 1e-4, [=](Backend& b) {
             CaseCtx c(b, 2000 + uint64_t(M + N + K));
             const DType dt = c.is_cpu() ? DType::F32 : DType::BF16;
@@ -50,7 +59,7 @@ inline OpCase matmul_bf16_case(int64_t M, int64_t N, int64_t K, bool tb) {
 }
 
 // An elementwise case over n elements: f(ctx, n) returns the outputs.
-inline OpCase ew_case(const std::string& op, int64_t n, double tol,
+OpCase ew_case(const std::string& op, int64_t n, double tol,
                       std::function<OpOutputs(CaseCtx&, int64_t)> f) {
   return {cat(op, " n", n), tol, [=](Backend& b) {
             CaseCtx c(b, 3000 + uint64_t(n) + std::hash<std::string>{}(op) % 1000);
@@ -58,7 +67,9 @@ inline OpCase ew_case(const std::string& op, int64_t n, double tol,
           }};
 }
 
-inline std::vector<OpCase> gemm_elementwise_cases() {
+}  // namespace
+
+std::vector<OpCase> gemm_elementwise_cases() {
   std::vector<OpCase> v;
   for (int ta = 0; ta < 2; ++ta)
     for (int tb = 0; tb < 2; ++tb) {
@@ -105,6 +116,11 @@ inline std::vector<OpCase> gemm_elementwise_cases() {
       mul(c.stream(), out, c.rand(Shape{n}), c.rand(Shape{n}));
       return OpOutputs{{"out", out}};
     }));
+    v.push_back(ew_case("copy", n, 0, [](CaseCtx& c, int64_t n) {
+      Tensor dst = c.junk(Shape{n});
+      copy(c.stream(), dst, c.rand(Shape{n}));
+      return OpOutputs{{"dst", dst}};
+    }));
     v.push_back(ew_case("convert f32->bf16->f32", n, 0, [](CaseCtx& c, int64_t n) {
       Tensor h = c.zeros(Shape{n}, DType::BF16), back = c.junk(Shape{n});
       convert(c.stream(), h, c.rand(Shape{n}, -300, 300));
@@ -137,6 +153,24 @@ inline std::vector<OpCase> gemm_elementwise_cases() {
       return OpOutputs{{"out", out}};
     }));
   }
+  // copy: more than one 1 MiB chunk (the CPU splits there), other dtypes, other shapes.
+  v.push_back(ew_case("copy", 300007, 0, [](CaseCtx& c, int64_t n) {
+    Tensor dst = c.junk(Shape{n});
+    copy(c.stream(), dst, c.rand(Shape{n}));
+    return OpOutputs{{"dst", dst}};
+  }));
+  v.push_back({"copy bf16 [7,33] -> [231]", 0, [](Backend& b) {
+                 CaseCtx c(b, 5200);
+                 Tensor dst = c.rand(Shape{231}, 5, 9, DType::BF16);
+                 copy(c.stream(), dst, c.rand(Shape{7, 33}, -3, 3, DType::BF16));
+                 return OpOutputs{{"dst", dst}};
+               }});
+  v.push_back({"copy i32 [5,3] -> [3,5]", 0, [](Backend& b) {
+                 CaseCtx c(b, 5300);
+                 Tensor dst = c.ints(Shape{3, 5}, 5000, 6000);
+                 copy(c.stream(), dst, c.ints(Shape{5, 3}, -1000, 1000));
+                 return OpOutputs{{"dst", dst}};
+               }});
   for (int64_t w : {1, 33}) {
     v.push_back({cat("bias_add N17 C", w), 1e-6, [=](Backend& b) {
                    CaseCtx c(b, 5000 + uint64_t(w));

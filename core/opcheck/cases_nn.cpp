@@ -1,14 +1,21 @@
-// Conformance cases (included by tests/core/op_cases.h): norms, softmax, rope,
-// attention and embedding, forward and backward (nn_cases), then cross-entropy, the
-// vocab-parallel pieces, conv2d, avgpool2d and AdamW (loss_conv_optim_cases).
+// Conformance cases, parts 2 and 3 (op_case.h): norms, softmax, rope, attention and
+// embedding, forward and backward (nn_cases), then cross-entropy, the vocab-parallel
+// pieces, conv2d, avgpool2d and AdamW (loss_conv_optim_cases).
 // Tolerances: norms 1e-4 (f32 statistics), softmax/CE/pool 1e-5, rope 2e-4 (f32
 // angles of positions up to 512), attention 1e-2 (admits bf16 tensor-core attention;
 // wrong masking or GQA mapping gives O(0.1..1)), conv 2e-3 (TF32), AdamW 1e-5.
-#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/ops.h"
+#include "core/opcheck/op_case.h"
 
 namespace vlm::opcheck {
 
-inline std::vector<OpCase> nn_cases() {
+std::vector<OpCase> nn_cases() {
   std::vector<OpCase> v;
   for (int64_t N : {1, 17})
     for (int64_t C : {33, 768}) {
@@ -83,7 +90,7 @@ inline std::vector<OpCase> nn_cases() {
   return v;
 }
 
-inline std::vector<OpCase> loss_conv_optim_cases() {
+std::vector<OpCase> loss_conv_optim_cases() {
   std::vector<OpCase> v;
   for (int64_t V : {33, 1000})
     v.push_back({cat("cross_entropy N17 V", V), 1e-5, [=](Backend& b) {

@@ -1,0 +1,31 @@
+// CPU copy (core/ops/elementwise.inc): dst = src as bytes, any dtype. Large tensors are
+// copied in fixed 1 MiB chunks spread over the OpenMP threads; the result does not
+// depend on the thread count (every byte is written once, from the same source byte).
+#include <algorithm>
+#include <cstring>
+
+#include "core/cpu/cpu_util.h"
+#include "core/ops.h"
+
+namespace vlm::cpu {
+
+void copy(Stream& s, const Tensor& dst, const Tensor& src) {
+  check_cpu(src, "copy", "src");
+  check_cpu(dst, "copy", "dst");
+  VLM_ASSERT(dst.dtype() == src.dtype() && dst.numel() == src.numel(), "copy: dst ", dst.str(), " src ",
+             src.str(), ": dtype and element count must agree");
+  if (dst.data() == src.data()) return;
+  const size_t n = src.nbytes();
+  char* d = static_cast<char*>(dst.data());
+  const char* p = static_cast<const char*>(src.data());
+  VLM_ASSERT(n == 0 || d + n <= p || p + n <= d, "copy: dst ", dst.str(), " and src ", src.str(), " overlap");
+  constexpr size_t kChunk = size_t(1) << 20;
+  const int64_t chunks = int64_t((n + kChunk - 1) / kChunk);
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const size_t at = size_t(c) * kChunk;
+    std::memcpy(d + at, p + at, std::min(kChunk, n - at));
+  }
+}
+
+}  // namespace vlm::cpu
