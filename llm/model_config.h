@@ -1,6 +1,6 @@
 // ModelConfig: the shape and options of the language backbone, registered once in the
 // Config under `model.*` and read into a plain struct; block() maps it onto nn/'s
-// BlockConfig and local(tp) gives the TP-local dimensions (computed in one place).
+// BlockConfig, whose local(tp) gives the TP-local dimensions (computed in one place).
 //
 // Families:
 //   gpt2  : LayerNorm (with bias), GELU MLP, learned positions, biases on every linear,
@@ -52,9 +52,8 @@ struct ModelConfig {
   int64_t local_vocab(int tp) const { return padded_vocab(tp) / tp; }
   // The blocks of the backbone: causal; LayerNorm + GELU + biases (gpt2) or RMSNorm +
   // SwiGLU + RoPE (llama, q/k/v bias when has_qkv_bias()).
+  // Their TP-local sizes: block().local(tp) (nn/block_config.h).
   BlockConfig block() const;
-  // This rank's share of the blocks (heads, KV heads, MLP width) at tensor-parallel tp.
-  LocalDims local(int tp) const { return block().local(tp); }
 
   // Throws UserError naming the `model.*` option when the config is invalid for `tp`.
   void validate(int tp) const;
