@@ -1,6 +1,6 @@
-// Backbone: the tensor-parallel language model (DESIGN.md section 2, issue 4): embedding
-// (vocab-parallel tokens, or caller-given embeddings; + learned positions for gpt2),
-// L pre-norm blocks, final norm, vocab-parallel output layer and cross-entropy.
+// Backbone: the tensor-parallel language model: embedding (vocab-parallel tokens, or
+// caller-given embeddings; + learned positions for gpt2), L causal pre-norm blocks (an
+// nn/ TransformerStack), final norm, vocab-parallel output layer and cross-entropy.
 // Every rank of a TP group constructs it with the same config and calls every method in
 // the same order with the same batch (the inputs are replicated over the TP group).
 //
@@ -12,16 +12,14 @@
 // With sequence parallelism T must be a multiple of tp.
 //
 // Memory: parameters and gradients live in two arenas (ParamTable), activations in one
-// arena planned at construction for max_tokens tokens (activation_bytes() is exact).
-// Gradient rule (every module, see llm/context.h): parameter grads ACCUMULATE over
-// backward calls (micro-batches) until zero_grads(); activation grads overwrite; the
-// residual stream gradient accumulates. After the last micro-batch call
-// finalize_grads() once (before any DP reduction or optimizer step): it all-reduces the
-// gradients that are partial per rank (ParamSpec::tp_partial_grad).
+// arena (ActPlan: the stack's buffers and the head's below) planned at construction for
+// max_tokens tokens (activation_bytes() is exact).
+// Gradients follow the rule of nn/context.h: parameter grads add up over backward calls
+// (micro-batches) until zero_grads(). After the last micro-batch call finalize_grads()
+// once (before any DP reduction or optimizer step): it all-reduces the gradients that
+// are partial per rank (ParamSpec::tp_partial_grad).
 //
-// Activation recomputation (config.recompute): none; selective (the attention core is
-// recomputed in backward from the saved q/k/v); full (only each block's input is kept,
-// the block is re-run before its backward). Results are bitwise equal on CPU.
+// Activation recomputation (config.recompute): nn/block_config.h.
 //
 // Communication per step, f32, T tokens, tp > 1, as counted by the Communicator (bytes
 // of the local input buffer of each call); E = 1 for token ids, 0 for embeddings input:
@@ -39,13 +37,14 @@
 #include <memory>
 #include <vector>
 
-#include "core/arena.h"
 #include "core/backend.h"
-#include "llm/block.h"
 #include "llm/embedding_parallel.h"
 #include "llm/loss_parallel.h"
 #include "llm/model_config.h"
-#include "llm/param_table.h"
+#include "nn/act_plan.h"
+#include "nn/norm.h"
+#include "nn/param_table.h"
+#include "nn/stack.h"
 
 namespace vlm {
 
@@ -97,10 +96,10 @@ class Backbone {
 
   // Results of the last forward: this rank's logits [T, Vl] (columns
   // [vocab_offset(), +Vl); padding columns hold -1e30) and per-token losses [T].
-  Tensor logits() const;
-  Tensor losses() const;
+  Tensor logits() const { return head_.logits; }
+  Tensor losses() const { return head_.losses; }
   int64_t vocab_offset() const { return out_.vocab_offset; }
-  int64_t local_vocab() const;
+  int64_t local_vocab() const { return cfg_.local_vocab(tp_.size()); }
   // The full logits [T, V] (unpadded) on the host, gathered over the TP group
   // (a collective; for checks and the `vlm lm logits` command, not for training).
   Tensor gather_logits(Stream& s);
@@ -110,12 +109,21 @@ class Backbone {
   int64_t max_tokens() const { return max_tokens_; }
 
  private:
+  // The activations of the embedding and the output head (the blocks' are the stack's).
+  struct HeadActs {
+    Tensor ln, ln_mean, ln_rstd;  // final norm [Ts,C], [Ts] (LayerNorm only), [Ts]
+    Tensor ln_full;               // [T,C] its gathered output (aliases ln without SP)
+    Tensor logits, dlogits;       // [T,Vl]
+    Tensor pad_fill;              // [T,Vl-valid] the constant -1e30 (only with padding columns)
+    Tensor rowmax, stats;         // [T], [2T] (sumexp, then target logit)
+    Tensor losses, dlosses;       // [T]
+    Tensor dres;                  // [Ts,C] residual-stream gradient
+  };
   void bind_params();
   void plan_activations();
-  BlockActs block_acts(int layer, int64_t T, int64_t Ts) const;
-  Scratch scratch(int64_t T, int64_t Ts) const;
-  Tensor act(const std::string& name, int64_t rows) const;
-  int64_t stream_rows(int64_t T) const;
+  // Cuts every activation view to T tokens (Ts on the residual stream).
+  void cut(int64_t T);
+  int64_t stream_rows(int64_t T) const { return sp_ ? T / tp_.size() : T; }
 
   ModelConfig cfg_;
   Backend& backend_;
@@ -123,12 +131,13 @@ class Backbone {
   int64_t max_tokens_;
   bool sp_;
   std::unique_ptr<ParamTable> params_;
-  Arena acts_{"activations"};
   VocabParallelEmbedding emb_;
   Tensor wpe_, dwpe_;  // [max_pos, C] (gpt2)
-  std::vector<Block> blocks_;
+  TransformerStack stack_;
   Norm lnf_;
   VocabParallelOutput out_;
+  HeadActs head_;
+  ActPlan acts_;
   int64_t last_T_ = 0;
 };
 

@@ -6,7 +6,7 @@
 
 namespace vlm {
 
-void VocabParallelEmbedding::forward(LlmContext& ctx, const Tensor& out, const Tensor& partial,
+void VocabParallelEmbedding::forward(TpContext& ctx, const Tensor& out, const Tensor& partial,
                                      const Tensor& ids) const {
   Stream& s = ctx.stream;
   embedding_forward(s, partial, ids, table, vocab_offset);
@@ -16,7 +16,7 @@ void VocabParallelEmbedding::forward(LlmContext& ctx, const Tensor& out, const T
     reduce_from_region_forward(s, ctx.tp, out, partial);
 }
 
-void VocabParallelEmbedding::backward(LlmContext& ctx, const Tensor& dout, const Tensor& dfull,
+void VocabParallelEmbedding::backward(TpContext& ctx, const Tensor& dout, const Tensor& dfull,
                                       const Tensor& ids) const {
   Stream& s = ctx.stream;
   if (ctx.seq_parallel())

@@ -5,9 +5,9 @@
 //   fwd: partial[T,C] -> out = all-reduce (reduce-from-region)  | SP: reduce-scatter -> [Ts,C]
 //   bwd: dfull = dout (identity)                                 | SP: all-gather [Ts,C] -> [T,C]
 //        dtable[id - offset] += dfull[t] for ids in the shard.
-// Gradient rule: dtable += .
+// Gradients follow the rule of nn/context.h.
 #pragma once
-#include "llm/context.h"
+#include "nn/context.h"
 
 namespace vlm {
 
@@ -16,9 +16,9 @@ struct VocabParallelEmbedding {
   int64_t vocab_offset = 0;
 
   // ids [T] i32 -> out [Ts,C]; partial [T,C] is scratch (may alias out without SP).
-  void forward(LlmContext& ctx, const Tensor& out, const Tensor& partial, const Tensor& ids) const;
+  void forward(TpContext& ctx, const Tensor& out, const Tensor& partial, const Tensor& ids) const;
   // dout [Ts,C]; dfull [T,C] scratch (may alias dout without SP).
-  void backward(LlmContext& ctx, const Tensor& dout, const Tensor& dfull, const Tensor& ids) const;
+  void backward(TpContext& ctx, const Tensor& dout, const Tensor& dfull, const Tensor& ids) const;
 };
 
 }  // namespace vlm

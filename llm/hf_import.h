@@ -19,8 +19,8 @@
 
 #include "core/backend.h"
 #include "core/dtype.h"
-#include "llm/param_table.h"
 #include "core/io/safetensors.h"
+#include "nn/param_table.h"
 #include "parallel/communicator.h"
 
 namespace vlm {

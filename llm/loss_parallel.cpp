@@ -5,18 +5,18 @@
 
 namespace vlm {
 
-void VocabParallelOutput::forward(LlmContext& ctx, const Tensor& logits, const Tensor& x_full, const Tensor& x,
+void VocabParallelOutput::forward(TpContext& ctx, const Tensor& logits, const Tensor& x_full, const Tensor& x,
                                   const Tensor& pad_fill) const {
   column_parallel_forward(ctx, x_full, x, {{&head, logits}});
   if (pad_fill.defined()) unslice_cols(ctx.stream, logits, pad_fill, valid_local);
 }
 
-void VocabParallelOutput::backward(LlmContext& ctx, const Tensor& dx, const Tensor& dfull, const Tensor& x_full,
+void VocabParallelOutput::backward(TpContext& ctx, const Tensor& dx, const Tensor& dfull, const Tensor& x_full,
                                    const Tensor& dlogits) const {
   column_parallel_backward(ctx, dx, dfull, x_full, {{&head, dlogits}});
 }
 
-void VocabParallelCrossEntropy::forward(LlmContext& ctx, const Tensor& losses, const Tensor& rowmax,
+void VocabParallelCrossEntropy::forward(TpContext& ctx, const Tensor& losses, const Tensor& rowmax,
                                         const Tensor& stats, const Tensor& logits, const Tensor& targets,
                                         int64_t vocab_offset) {
   Stream& s = ctx.stream;
@@ -29,7 +29,7 @@ void VocabParallelCrossEntropy::forward(LlmContext& ctx, const Tensor& losses, c
   vocab_ce_loss(s, losses, rowmax, sumexp, target_logit, targets, kIgnoreIndex);
 }
 
-void VocabParallelCrossEntropy::backward(LlmContext& ctx, const Tensor& dlogits, const Tensor& logits,
+void VocabParallelCrossEntropy::backward(TpContext& ctx, const Tensor& dlogits, const Tensor& logits,
                                          const Tensor& rowmax, const Tensor& stats, const Tensor& targets,
                                          const Tensor& dlosses, int64_t vocab_offset) {
   const int64_t T = logits.size(0);

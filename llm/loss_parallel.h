@@ -11,8 +11,8 @@
 // Backward: dlogits = (softmax_shard - onehot_shard) * dlosses (no communication), then
 // the column-parallel backward (all-reduce, SP: reduce-scatter, of dx).
 #pragma once
-#include "llm/context.h"
-#include "llm/linear_parallel.h"
+#include "nn/context.h"
+#include "nn/linear.h"
 
 namespace vlm {
 
@@ -26,18 +26,18 @@ struct VocabParallelOutput {
   // x [Ts,C] -> x_full [T,C] (may alias x without SP) -> logits [T,Vl] (padding masked;
   // pad_fill [T, Vl - valid_local] holds -1e30 (filled once when the activations are
   // planned), undefined when there is no padding).
-  void forward(LlmContext& ctx, const Tensor& logits, const Tensor& x_full, const Tensor& x,
+  void forward(TpContext& ctx, const Tensor& logits, const Tensor& x_full, const Tensor& x,
                const Tensor& pad_fill) const;
   // dlogits [T,Vl] -> dx [Ts,C] (overwrite; dfull [T,C] scratch, may alias dx without SP).
-  void backward(LlmContext& ctx, const Tensor& dx, const Tensor& dfull, const Tensor& x_full,
+  void backward(TpContext& ctx, const Tensor& dx, const Tensor& dfull, const Tensor& x_full,
                 const Tensor& dlogits) const;
 };
 
 struct VocabParallelCrossEntropy {
   // stats [2T]: sumexp then target_logit.
-  static void forward(LlmContext& ctx, const Tensor& losses, const Tensor& rowmax, const Tensor& stats,
+  static void forward(TpContext& ctx, const Tensor& losses, const Tensor& rowmax, const Tensor& stats,
                       const Tensor& logits, const Tensor& targets, int64_t vocab_offset);
-  static void backward(LlmContext& ctx, const Tensor& dlogits, const Tensor& logits, const Tensor& rowmax,
+  static void backward(TpContext& ctx, const Tensor& dlogits, const Tensor& logits, const Tensor& rowmax,
                        const Tensor& stats, const Tensor& targets, const Tensor& dlosses, int64_t vocab_offset);
 };
 

@@ -8,18 +8,29 @@ namespace vlm {
 
 const char* family_name(ModelFamily f) { return f == ModelFamily::GPT2 ? "gpt2" : "llama"; }
 
-const char* recompute_name(Recompute r) {
-  switch (r) {
-    case Recompute::None: return "none";
-    case Recompute::Selective: return "selective";
-    case Recompute::Full: return "full";
-  }
-  return "?";
-}
-
 int64_t ModelConfig::padded_vocab(int tp) const {
   const int64_t m = 128 * int64_t(tp);
   return (vocab_size + m - 1) / m * m;
+}
+
+BlockConfig ModelConfig::block() const {
+  BlockConfig b;
+  b.C = d_model;
+  b.n_heads = n_heads;
+  b.n_kv_heads = kv_heads();
+  b.head_dim = head_dim();
+  b.d_ff = d_ff;
+  b.norm = is_llama() ? NormKind::RMSNorm : NormKind::LayerNorm;
+  b.norm_eps = norm_eps;
+  b.mlp = is_llama() ? MlpKind::SwiGLU : MlpKind::GeluTanh;
+  b.qkv_bias = has_qkv_bias();
+  b.linear_bias = has_linear_bias();
+  b.rope = is_llama();
+  b.rope_theta = rope_theta;
+  b.causal = true;
+  b.recompute = recompute;
+  b.sequence_parallel = sequence_parallel;
+  return b;
 }
 
 void ModelConfig::validate(int tp) const {

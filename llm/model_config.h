@@ -1,5 +1,6 @@
-// ModelConfig: the shape and options of the language backbone (DESIGN.md sections 2, 5),
-// registered once in the Config under `model.*` and read into a plain struct.
+// ModelConfig: the shape and options of the language backbone, registered once in the
+// Config under `model.*` and read into a plain struct; block() maps it onto nn/'s
+// BlockConfig, whose local(tp) gives the TP-local dimensions (computed in one place).
 //
 // Families:
 //   gpt2  : LayerNorm (with bias), GELU MLP, learned positions, biases on every linear,
@@ -15,12 +16,13 @@
 #include <cstdint>
 #include <string>
 
+#include "nn/block_config.h"
+
 namespace vlm {
 
 class Config;
 
 enum class ModelFamily { GPT2, Llama };
-enum class Recompute { None, Selective, Full };  // selective = attention core, full = whole block
 
 struct ModelConfig {
   ModelFamily family = ModelFamily::GPT2;
@@ -46,8 +48,12 @@ struct ModelConfig {
   bool has_qkv_bias() const { return family == ModelFamily::GPT2 || qkv_bias; }
   // Vocabulary rounded up to a multiple of 128 * tp (rows of the embedding table).
   int64_t padded_vocab(int tp) const;
-  // KV heads are replicated on every rank (each rank uses one) when NKV < tp.
-  bool kv_replicated(int tp) const { return kv_heads() < tp; }
+  // Vocabulary rows (= logit columns) of one rank: padded_vocab(tp) / tp.
+  int64_t local_vocab(int tp) const { return padded_vocab(tp) / tp; }
+  // The blocks of the backbone: causal; LayerNorm + GELU + biases (gpt2) or RMSNorm +
+  // SwiGLU + RoPE (llama, q/k/v bias when has_qkv_bias()).
+  // Their TP-local sizes: block().local(tp) (nn/block_config.h).
+  BlockConfig block() const;
 
   // Throws UserError naming the `model.*` option when the config is invalid for `tp`.
   void validate(int tp) const;
@@ -55,7 +61,6 @@ struct ModelConfig {
 };
 
 const char* family_name(ModelFamily f);
-const char* recompute_name(Recompute r);
 
 // Registers `model.family`, `model.vocab_size`, `model.d_model`, `model.n_layers`,
 // `model.n_heads`, `model.n_kv_heads`, `model.d_ff`, `model.max_pos`, `model.rope_theta`,

@@ -24,6 +24,9 @@
 // Vp = padded_vocab(tp); hf shape has V rows. Tied: no lm_head.weight entry (the output
 // layer uses model.embed_tokens.weight; HF files may still carry a copy).
 //
+// The rows model.layers.{i}.* are a block's parameters (nn/block.h: shapes, split,
+// init); backbone_block_param_name gives their names here.
+//
 // Hugging Face GPT-2 names map onto this scheme (Conv1D weights are [in, out]: transpose):
 //   transformer.wte -> model.embed_tokens, transformer.wpe -> model.embed_positions,
 //   h.{i}.ln_1 -> input_layernorm, h.{i}.ln_2 -> post_attention_layernorm,
@@ -36,12 +39,19 @@
 #include <vector>
 
 #include "llm/model_config.h"
-#include "llm/param_table.h"
+#include "nn/block.h"
+#include "nn/param_table.h"
 
 namespace vlm {
 
 std::vector<ParamSpec> backbone_param_specs(const ModelConfig& cfg, int tp);
 // "model.layers.{i}." + suffix
 std::string layer_param_name(int layer, const std::string& suffix);
+// The Hugging Face name of a block parameter: "model.layers.{i}.self_attn.q_proj.weight",
+// ... (the BlockParamNames of the backbone's stack).
+std::string backbone_block_param_name(int layer, BlockParam role);
+// The final norm's parameter names ("model.norm.weight", "model.norm.bias").
+inline constexpr const char* kFinalNormWeight = "model.norm.weight";
+inline constexpr const char* kFinalNormBias = "model.norm.bias";
 
 }  // namespace vlm

@@ -5,9 +5,9 @@
 #include <gtest/gtest.h>
 
 #include "core/config.h"
-#include "llm/init.h"
 #include "llm/param_specs.h"
 #include "llm_test_util.h"
+#include "nn/init.h"
 
 using namespace vlm;
 using namespace vlm::test;

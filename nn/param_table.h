@@ -1,6 +1,7 @@
-// ParamTable: the parameters of the backbone as a table of (name, full shape, TP split
-// dim or replicated, init), DESIGN.md section 5, with this rank's local slices as views
-// into one parameter arena and one gradient arena (same order, same shapes).
+// ParamTable: the parameters of a model as a table of (name, full shape, TP split dim
+// or replicated, init), with this rank's local slices as views into one parameter arena
+// and one gradient arena (same order, same shapes). Names are the owner's (llm/ uses
+// Hugging Face names); nn/ layers bind their views by name (Linear::bind, Norm::bind).
 //
 // Layout (Hugging Face conventions, so safetensors map 1:1):
 //   Linear weight  [out, in]  (y = x W^T + b);  bias [out]
@@ -13,8 +14,10 @@
 // 128*tp: rows >= hf[0] are padding (zero, never looked up, masked out of the loss).
 // `tp_partial_grad`: a replicated parameter whose per-rank gradient is a partial sum
 // (norms/biases/positions on sequence shards under SP; replicated KV projections when
-// NKV < tp); Backbone::finalize_grads all-reduces exactly these over the TP group.
-// Gradients accumulate (+=); zero_grads() clears them.
+// NKV < tp); the owner all-reduces exactly these over the TP group once per optimizer
+// step (finalize_tp_grads).
+// Element type: f32, or f64 on CPU for gradient checks (the `dtype` of the table).
+// Gradients accumulate (+=, nn/context.h); zero_grads() clears them.
 #pragma once
 #include <string>
 #include <unordered_map>
@@ -23,6 +26,7 @@
 #include "core/arena.h"
 #include "core/backend.h"
 #include "core/tensor.h"
+#include "parallel/communicator.h"
 
 namespace vlm {
 
@@ -38,17 +42,21 @@ struct ParamSpec {
   bool tp_partial_grad = false; // replicated, gradient partial per rank (see above)
 };
 
+// A spec with hf = full (the common case; vocabulary tables set hf afterwards).
+ParamSpec param_spec(std::string name, Shape full, int split_dim, InitKind init, float std = 0.f,
+                     bool tp_partial_grad = false);
+
 struct Param {
   ParamSpec spec;
   Shape local;         // this rank's shape
   int64_t offset = 0;  // start of this rank's slice along spec.split_dim (0 if replicated)
-  Tensor value;        // local view in the parameter arena (f32)
-  Tensor grad;         // local view in the gradient arena (f32)
+  Tensor value;        // local view in the parameter arena
+  Tensor grad;         // local view in the gradient arena
 };
 
 class ParamTable {
  public:
-  ParamTable(std::vector<ParamSpec> specs, int tp, int tp_rank);
+  ParamTable(std::vector<ParamSpec> specs, int tp, int tp_rank, DType dtype = DType::F32);
 
   // Allocates the parameter and gradient arenas on `b` (both zero-filled).
   void allocate(Backend& b);
@@ -59,8 +67,9 @@ class ParamTable {
   const Param& get(const std::string& name) const;  // aborts if unknown
   int tp() const { return tp_; }
   int tp_rank() const { return tp_rank_; }
+  DType dtype() const { return dtype_; }
 
-  // Exact bytes of this rank's parameters (f32): sum of local numel * 4.
+  // Exact bytes of this rank's parameters: sum of local numel * dtype size.
   size_t param_bytes() const;
   const Arena& value_arena() const { return values_; }
   const Arena& grad_arena() const { return grads_; }
@@ -69,11 +78,14 @@ class ParamTable {
   // Host f32 tensor of this rank's slice of `full_host` (shape spec.full or spec.hf;
   // rows beyond hf[0] read as 0).
   Tensor local_slice(const Param& p, const Tensor& full_host) const;
-  // Sets the local value from a full host tensor (shape spec.full or spec.hf).
+  // Sets the local value from a full host f32 tensor (shape spec.full or spec.hf).
   void set_full(const std::string& name, const Tensor& full_host);
+  // All-reduces the gradients marked tp_partial_grad over `tp` (a no-op at size 1).
+  void finalize_tp_grads(Stream& s, Communicator& tp);
 
  private:
   int tp_ = 1, tp_rank_ = 0;
+  DType dtype_ = DType::F32;
   std::vector<Param> params_;
   std::unordered_map<std::string, size_t> index_;
   Arena values_{"params"}, grads_{"grads"};

@@ -1,15 +1,16 @@
-// Order-independent parameter initialisation (DESIGN.md section 5).
+// Order-independent parameter initialisation.
 // Element i (row-major index in the Hugging Face shape spec.hf) of parameter `name` is a
 // pure function of (seed, name, i): a splitmix64 counter RNG keyed by
 // splitmix64(seed ^ fnv1a64(name)), two draws per element, Box-Muller for normals.
 // So every rank draws exactly the values of its slice of the FULL tensor, TP=1 and
 // TP=8 start from the same model, and adding a parameter never changes the others.
-// Padded vocabulary rows are zero.
+// Padded vocabulary rows are zero. Values are drawn in f32 (an f64 table holds the same
+// values widened).
 #pragma once
 #include <cstdint>
 #include <string>
 
-#include "llm/param_table.h"
+#include "nn/param_table.h"
 
 namespace vlm {
 

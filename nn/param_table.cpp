@@ -1,12 +1,28 @@
 // ParamTable: local slices of the parameter table (see param_table.h).
-#include "llm/param_table.h"
+#include "nn/param_table.h"
 
 #include <cstring>
 
+#include "parallel/regions.h"
+
 namespace vlm {
 
-ParamTable::ParamTable(std::vector<ParamSpec> specs, int tp, int tp_rank) : tp_(tp), tp_rank_(tp_rank) {
+ParamSpec param_spec(std::string name, Shape full, int split_dim, InitKind init, float std, bool tp_partial_grad) {
+  ParamSpec s;
+  s.name = std::move(name);
+  s.full = full;
+  s.hf = full;
+  s.split_dim = split_dim;
+  s.init = init;
+  s.std = std;
+  s.tp_partial_grad = tp_partial_grad;
+  return s;
+}
+
+ParamTable::ParamTable(std::vector<ParamSpec> specs, int tp, int tp_rank, DType dtype)
+    : tp_(tp), tp_rank_(tp_rank), dtype_(dtype) {
   VLM_ASSERT(tp >= 1 && tp_rank >= 0 && tp_rank < tp, "bad tp ", tp, " rank ", tp_rank);
+  VLM_ASSERT(dtype == DType::F32 || dtype == DType::F64, "parameter table of ", dtype_name(dtype));
   for (auto& s : specs) {
     Param p;
     p.spec = std::move(s);
@@ -21,8 +37,8 @@ ParamTable::ParamTable(std::vector<ParamSpec> specs, int tp, int tp_rank) : tp_(
     p.local = Shape(d);
     VLM_ASSERT(!index_.count(p.spec.name), "duplicate parameter ", p.spec.name);
     index_[p.spec.name] = params_.size();
-    values_.add(p.spec.name, p.local);
-    grads_.add(p.spec.name, p.local);
+    values_.add(p.spec.name, p.local, dtype_);
+    grads_.add(p.spec.name, p.local, dtype_);
     params_.push_back(std::move(p));
   }
 }
@@ -44,7 +60,7 @@ const Param& ParamTable::get(const std::string& name) const {
 
 size_t ParamTable::param_bytes() const {
   size_t n = 0;
-  for (const auto& p : params_) n += size_t(p.local.numel()) * sizeof(float);
+  for (const auto& p : params_) n += size_t(p.local.numel()) * dtype_size(dtype_);
   return n;
 }
 
@@ -73,7 +89,20 @@ Tensor ParamTable::local_slice(const Param& p, const Tensor& full_host) const {
 void ParamTable::set_full(const std::string& name, const Tensor& full_host) {
   VLM_ASSERT(allocated(), "set_full before allocate");
   const Param& p = get(name);
-  copy_tensor(p.value, local_slice(p, full_host));
+  const Tensor local = local_slice(p, full_host);
+  if (dtype_ == DType::F32) {
+    copy_tensor(p.value, local);
+  } else {
+    const std::vector<float> v = to_vector_f32(local);
+    copy_tensor(p.value, Tensor::from_vector(std::vector<double>(v.begin(), v.end()), p.local));
+  }
+}
+
+void ParamTable::finalize_tp_grads(Stream& s, Communicator& tp) {
+  VLM_ASSERT(tp.size() == tp_, "finalize_tp_grads over a group of ", tp.size(), " for a table split ", tp_, " ways");
+  if (tp_ == 1) return;
+  for (const Param& p : params_)
+    if (p.spec.tp_partial_grad) copy_to_region_backward(s, tp, p.grad, p.grad);
 }
 
 }  // namespace vlm

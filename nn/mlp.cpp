@@ -1,27 +1,26 @@
 // Tensor-parallel MLP (GELU or SwiGLU); see mlp.h.
-#include "llm/mlp.h"
+#include "nn/mlp.h"
 
 #include "core/ops.h"
 
 namespace vlm {
 
-void Mlp::forward(LlmContext& ctx, const Tensor& x, const Tensor& y, const MlpActs& a, const Scratch& sc) const {
+void Mlp::forward(TpContext& ctx, const Tensor& x, const Tensor& y, const MlpActs& a, const Scratch& sc) const {
   Stream& s = ctx.stream;
-  if (swiglu) {
+  if (kind == MlpKind::SwiGLU) {
     column_parallel_forward(ctx, a.x_full, x, {{&gate, a.h1}, {&up, a.h2}});
     swiglu_forward(s, a.act, a.h1, a.h2);
   } else {
-    ColumnOut o{&up, a.act, true, a.h1};
-    column_parallel_forward(ctx, a.x_full, x, {o});
+    column_parallel_forward(ctx, a.x_full, x, {{&up, a.act, a.h1}});
   }
   row_parallel_forward(ctx, y, sc.partial, a.act, down);
 }
 
-void Mlp::backward(LlmContext& ctx, const Tensor& dx, const Tensor& dy, const MlpActs& a, const Scratch& sc) const {
+void Mlp::backward(TpContext& ctx, const Tensor& dx, const Tensor& dy, const MlpActs& a, const Scratch& sc) const {
   Stream& s = ctx.stream;
   const Tensor dy_full = ctx.seq_parallel() ? sc.dfull_a : dy;
   row_parallel_backward(ctx, sc.dact, dy_full, dy, a.act, down);
-  if (swiglu) {
+  if (kind == MlpKind::SwiGLU) {
     swiglu_backward(s, sc.dh1, sc.dh2, sc.dact, a.h1, a.h2);
     column_parallel_backward(ctx, dx, sc.dfull_b, a.x_full, {{&gate, sc.dh1}, {&up, sc.dh2}});
   } else {

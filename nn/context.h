@@ -1,12 +1,13 @@
-// LlmContext: what every llm/ module's forward/backward runs with: the stream, the TP
-// group's communicator (size 1 = no tensor parallelism; the region ops are then
+// TpContext: what every nn/ (and llm/) layer's forward/backward runs with: the stream,
+// the TP group's communicator (size 1 = no tensor parallelism; the region ops are then
 // identities without communication) and whether sequence parallelism is on.
 //
-// Module contract (DESIGN.md section 5), for every forward/backward in llm/:
-//  - Parameter gradients ACCUMULATE (+=): micro-batches and tied weights add up.
+// The gradient rule, for every forward/backward built on nn/ (other headers refer here):
+//  - Parameter gradients ACCUMULATE (+=): micro-batches and tied weights add up, until
+//    the owner zeroes them (ParamTable::zero_grads).
 //  - Activation gradients OVERWRITE (=) their output buffers ...
 //  - ... except the residual stream gradient dres, which ACCUMULATES (+=): each block's
-//    backward adds its branch gradients into the dres it was given.
+//    backward adds its branch gradients into the dres it was given (nn/block.h).
 // Token dimensions: T = tokens of the packed micro-batch on the TP group (every rank
 // sees all T in the tensor-parallel regions); Ts = tokens of the residual stream on this
 // rank: T without SP, T/tp with SP (rank r holds rows [r*Ts, (r+1)*Ts)).
@@ -16,7 +17,7 @@
 
 namespace vlm {
 
-struct LlmContext {
+struct TpContext {
   Stream& stream;
   Communicator& tp;
   bool sp = false;  // sequence parallel (only meaningful when tp.size() > 1)

@@ -1,5 +1,5 @@
 // Counter-based initialisation; see init.h.
-#include "llm/init.h"
+#include "nn/init.h"
 
 #include <cmath>
 #include <vector>
@@ -63,7 +63,10 @@ void init_params(ParamTable& table, uint64_t seed) {
       for (int64_t c = 0; c < lcols; ++c)
         v[size_t(r * lcols + c)] = init_value_keyed(key, s.init, s.std, gr * cols + col0 + c);
     }
-    copy_tensor(p.value, Tensor::from_vector(v, p.local));
+    if (table.dtype() == DType::F32)
+      copy_tensor(p.value, Tensor::from_vector(v, p.local));
+    else
+      copy_tensor(p.value, Tensor::from_vector(std::vector<double>(v.begin(), v.end()), p.local));
   }
 }
 

@@ -1,0 +1,38 @@
+// Tensor-parallel self-attention; see attention.h.
+#include "nn/attention.h"
+
+#include "core/ops.h"
+
+namespace vlm {
+
+void Attention::forward(TpContext& ctx, const PackedSeqs& seq, const Tensor& x, const Tensor& y,
+                        const AttentionActs& a, const AttentionCore& c, const Scratch& sc) const {
+  Stream& s = ctx.stream;
+  column_parallel_forward(ctx, a.x_full, x, {{&q, a.q}, {&k, a.k}, {&v, a.v}});
+  if (rope) {
+    rope_forward(s, a.q, a.q, seq.positions, rope_theta);
+    rope_forward(s, a.k, a.k, seq.positions, rope_theta);
+  }
+  core_forward(s, seq, a, c);
+  row_parallel_forward(ctx, y, sc.partial, c.att, o);
+}
+
+void Attention::core_forward(Stream& s, const PackedSeqs& seq, const AttentionActs& a, const AttentionCore& c) const {
+  attention_forward(s, c.att, c.lse, a.q, a.k, a.v, seq.cu_seqlens, seq.max_seqlen, causal);
+}
+
+void Attention::backward(TpContext& ctx, const PackedSeqs& seq, const Tensor& dx, const Tensor& dy,
+                         const AttentionActs& a, const AttentionCore& c, const Scratch& sc) const {
+  Stream& s = ctx.stream;
+  const Tensor dy_full = ctx.seq_parallel() ? sc.dfull_a : dy;
+  row_parallel_backward(ctx, sc.datt, dy_full, dy, c.att, o);
+  attention_backward(s, sc.dq, sc.dk, sc.dv, sc.datt, a.q, a.k, a.v, c.att, c.lse, seq.cu_seqlens, seq.max_seqlen,
+                     causal);
+  if (rope) {
+    rope_backward(s, sc.dq, sc.dq, seq.positions, rope_theta);
+    rope_backward(s, sc.dk, sc.dk, seq.positions, rope_theta);
+  }
+  column_parallel_backward(ctx, dx, sc.dfull_b, a.x_full, {{&q, sc.dq}, {&k, sc.dk}, {&v, sc.dv}});
+}
+
+}  // namespace vlm

@@ -1,0 +1,62 @@
+// One pre-norm transformer block on the residual stream h [Ts,C]:
+//   h_mid = h_in  + Attention(Norm1(h_in))
+//   h_out = h_mid + Mlp(Norm2(h_mid))
+// Norms and residual adds run on the local stream rows (sequence shards under SP);
+// attention and MLP enter/leave the TP region through their column/row layers.
+// backward(dres): dres holds dL/dh_out on entry and dL/dh_in on exit (each branch's
+// input gradient is added into it). Gradients follow the rule of nn/context.h.
+//
+// Parameters: the roles of BlockParam, named by the owner (a BlockParamNames function),
+// so one block serves checkpoints of any naming (Hugging Face Llama, SigLIP, ...).
+// Shapes (HF layout [out, in]), TP split and init, for block l of a stack of L:
+//   norm1/norm2 weight [C] (1), bias [C] (0, LayerNorm)     replicated, partial under SP
+//   q weight [NH*HS, C], k/v weight [NKV*HS, C]              split 0 (k/v replicated when
+//   q/k/v bias [NH*HS] / [NKV*HS] (0, qkv_bias)                NKV < tp: partial grads)
+//   o weight [C, NH*HS] (std/sqrt(2L)), o bias [C] (0)       split 1; bias replicated
+//   gate (SwiGLU), up weight [F, C], bias [F] (0)            split 0
+//   down weight [C, F] (std/sqrt(2L)), bias [C] (0)          split 1; bias replicated
+// Weights draw N(0, init_std) unless noted; biases exist when linear_bias (o, MLP) or
+// qkv_bias (q/k/v) is set. Table order: the order of BlockParam.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "nn/attention.h"
+#include "nn/block_config.h"
+#include "nn/mlp.h"
+#include "nn/norm.h"
+#include "nn/param_table.h"
+
+namespace vlm {
+
+enum class BlockParam {
+  Norm1Weight, Norm1Bias,
+  QWeight, KWeight, VWeight, QBias, KBias, VBias,
+  OWeight, OBias,
+  Norm2Weight, Norm2Bias,
+  GateWeight, GateBias, UpWeight, UpBias, DownWeight, DownBias,
+};
+// The full parameter name of `role` in block `layer` (the owner's naming scheme).
+using BlockParamNames = std::function<std::string(int layer, BlockParam role)>;
+
+// The parameters of block `layer` of a stack of n_layers, in table order.
+std::vector<ParamSpec> block_param_specs(const BlockConfig& cfg, int tp, int layer, int n_layers, float init_std,
+                                         const BlockParamNames& names);
+
+struct Block {
+  Norm ln1, ln2;
+  Attention attn;
+  Mlp mlp;
+
+  // Views of block `layer`'s parameters in `t` (this rank's shards; t.tp_rank() picks
+  // the KV head when KV heads are replicated).
+  static Block bind(const BlockConfig& cfg, const ParamTable& t, int layer, const BlockParamNames& names);
+
+  void forward(TpContext& ctx, const PackedSeqs& seq, const Tensor& h_in, const Tensor& h_out, const BlockActs& a,
+               const AttentionCore& c, const Scratch& sc) const;
+  void backward(TpContext& ctx, const PackedSeqs& seq, const Tensor& dres, const Tensor& h_in, const BlockActs& a,
+                const AttentionCore& c, const Scratch& sc) const;
+};
+
+}  // namespace vlm

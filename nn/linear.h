@@ -1,0 +1,76 @@
+// Linear layers: the replicated Linear and the column- and row-parallel linears
+// (Megatron), the latter built from the TP region operators (parallel/regions.h) and the
+// matmul op. Weights use the HF layout W [out, in]: y = x W^T + b.
+//
+// Linear: one layer's local weights (and optional bias) with their gradients; forward/
+//   backward without communication (a replicated layer, or the local part of a TP one).
+// ColumnParallelLinear: W split by output rows; y_j[T, out_j/tp] = x_full W_j^T + b_j.
+//   Several weights may share one input region (q/k/v, gate/up): one communication.
+//   input region fwd: x_full = x (copy-to-region)        | SP: all-gather x [Ts,C] -> [T,C]
+//   input region bwd: dx = all-reduce(sum_j dy_j W_j)    | SP: reduce-scatter -> [Ts,C]
+// RowParallelLinear: W split by input cols; y_partial[T,C] = x[T,in/tp] W^T (no bias);
+//   output region fwd: y = all-reduce(y_partial) + b     | SP: reduce-scatter -> [Ts,C] + b
+//   output region bwd: dy_full = dy (identity)           | SP: all-gather dy -> [T,C]
+//   The bias is added ONCE, after the reduction; under SP its gradient is partial per
+//   rank (ParamSpec::tp_partial_grad; ParamTable::finalize_tp_grads reduces it).
+// At tp = 1 both are the plain Linear (the regions are identities).
+// Gradients follow the rule of nn/context.h.
+#pragma once
+#include <initializer_list>
+#include <string>
+#include <utility>
+
+#include "core/tensor.h"
+#include "nn/context.h"
+#include "nn/param_table.h"
+
+namespace vlm {
+
+// The local shard of one linear layer and its gradients (views into the arenas).
+struct Linear {
+  Tensor w, dw;  // [out_l, in_l]
+  Tensor b, db;  // [out_l], undefined when the layer has no bias
+
+  // Views of parameter `weight` (and `bias`, unless empty) of `t`; aborts if unknown.
+  static Linear bind(const ParamTable& t, const std::string& weight, const std::string& bias = "");
+  // Output rows [r0, r1) of this layer (weight rows and bias entries).
+  Linear rows(int64_t r0, int64_t r1) const;
+
+  // y [N,out_l] = x [N,in_l] W^T (+ b); with pre_gelu defined: pre_gelu = that value,
+  // y = GELU_tanh(pre_gelu) (fused epilogue). x and y may be [N, ...] (viewed as 2-D).
+  void forward(Stream& s, const Tensor& y, const Tensor& x, const Tensor& pre_gelu = Tensor{}) const;
+  // dW += dy^T x, db += sum_rows dy; dx = dy W (dx_beta = 0: overwrite, 1: add into dx).
+  void backward(Stream& s, const Tensor& dx, const Tensor& dy, const Tensor& x, float dx_beta = 0.f) const;
+};
+
+// One output of a column-parallel layer: y = x_full W^T + b (then GELU when pre_gelu is
+// given: it keeps the value before the GELU).
+struct ColumnOut {
+  ColumnOut(const Linear* l, Tensor y_, Tensor pre = Tensor{}) : lin(l), y(std::move(y_)), pre_gelu(std::move(pre)) {}
+  const Linear* lin;
+  Tensor y;         // [T, out_l]
+  Tensor pre_gelu;  // [T, out_l], or undefined (no GELU)
+};
+struct ColumnGrad {
+  const Linear* lin;
+  Tensor dy;  // [T, out_l]
+};
+
+// x [Ts,C] -> x_full [T,C] (may be the same tensor as x without SP) -> every output.
+void column_parallel_forward(TpContext& ctx, const Tensor& x_full, const Tensor& x,
+                             std::initializer_list<ColumnOut> outs);
+// dW_j += dy_j^T x_full, db_j += sum dy_j; dx_full = sum_j dy_j W_j (scratch [T,C]);
+// dx [Ts,C] = input-region backward of dx_full (dx may alias dx_full without SP).
+void column_parallel_backward(TpContext& ctx, const Tensor& dx, const Tensor& dx_full, const Tensor& x_full,
+                              std::initializer_list<ColumnGrad> grads);
+
+// y [Ts,C] = output region of (x [T,in_l] W^T) + b; y_partial [T,C] is scratch (y may
+// alias it without SP).
+void row_parallel_forward(TpContext& ctx, const Tensor& y, const Tensor& y_partial, const Tensor& x,
+                          const Linear& lin);
+// dy [Ts,C] -> dy_full [T,C] (scratch; may alias dy without SP); db += sum dy;
+// dW += dy_full^T x; dx [T,in_l] = dy_full W.
+void row_parallel_backward(TpContext& ctx, const Tensor& dx, const Tensor& dy_full, const Tensor& dy,
+                           const Tensor& x, const Linear& lin);
+
+}  // namespace vlm

@@ -1,0 +1,25 @@
+// Tensor-parallel MLP. Column-parallel up (and gate) projections, row-parallel down
+// projection; hidden width split: Fl = F/tp.
+//   GELU  : act = GELU_tanh(x W_up^T + b_up)            (GELU fused in the matmul epilogue)
+//   SwiGLU: act = silu(x W_gate^T + b) * (x W_up^T + b)  (gate and up share one region)
+//   y [Ts,C] = row region(act W_down^T) + b_down (bias once, after the reduction)
+// Biases are optional (Linear::b undefined = none).
+// Gradients follow the rule of nn/context.h.
+#pragma once
+#include "nn/activations.h"
+#include "nn/context.h"
+#include "nn/linear.h"
+
+namespace vlm {
+
+enum class MlpKind { GeluTanh, SwiGLU };
+
+struct Mlp {
+  MlpKind kind = MlpKind::GeluTanh;
+  Linear gate, up, down;  // gate only for SwiGLU
+
+  void forward(TpContext& ctx, const Tensor& x, const Tensor& y, const MlpActs& a, const Scratch& sc) const;
+  void backward(TpContext& ctx, const Tensor& dx, const Tensor& dy, const MlpActs& a, const Scratch& sc) const;
+};
+
+}  // namespace vlm

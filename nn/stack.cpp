@@ -1,0 +1,119 @@
+// TransformerStack: parameters, activation plan, forward and backward; see stack.h.
+#include "nn/stack.h"
+
+#include <utility>
+
+#include "core/error.h"
+
+namespace vlm {
+
+void plan_norm_acts(ActPlan& p, const BlockConfig& cfg, int tp, Tensor* out, Tensor* mean, Tensor* rstd,
+                    Tensor* x_full) {
+  using R = ActPlan::Rows;
+  p.add(out, R::Ts, {cfg.C});
+  if (cfg.norm == NormKind::LayerNorm) p.add(mean, R::Ts);
+  p.add(rstd, R::Ts);
+  if (cfg.seq_parallel(tp))
+    p.add(x_full, R::T, {cfg.C});
+  else
+    p.alias(x_full, out);
+}
+
+TransformerStack::TransformerStack(const BlockConfig& cfg, int n_layers, int tp, BlockParamNames names)
+    : cfg_(cfg), n_layers_(n_layers), tp_(tp), local_(cfg.local(tp)), names_(std::move(names)) {
+  VLM_ASSERT(n_layers > 0 && names_, "transformer stack: ", n_layers, " layers, naming function given: ", bool(names_));
+  h_.resize(size_t(n_layers) + 1);
+  saved_.resize(cfg.recompute == Recompute::Full ? 1 : size_t(n_layers));
+  core_.resize(cfg.recompute == Recompute::None ? size_t(n_layers) : 1);
+}
+
+std::vector<ParamSpec> stack_param_specs(const BlockConfig& cfg, int n_layers, int tp, float init_std,
+                                         const BlockParamNames& names) {
+  std::vector<ParamSpec> v;
+  for (int l = 0; l < n_layers; ++l)
+    for (ParamSpec& s : block_param_specs(cfg, tp, l, n_layers, init_std, names)) v.push_back(std::move(s));
+  return v;
+}
+
+std::vector<ParamSpec> TransformerStack::param_specs(float init_std) const {
+  return stack_param_specs(cfg_, n_layers_, tp_, init_std, names_);
+}
+
+void TransformerStack::bind(const ParamTable& t) {
+  VLM_ASSERT(t.allocated() && t.tp() == tp_, "transformer stack: bind to a table split ", t.tp(), " ways, need ",
+             tp_);
+  blocks_.clear();
+  for (int l = 0; l < n_layers_; ++l) blocks_.push_back(Block::bind(cfg_, t, l, names_));
+}
+
+void TransformerStack::plan(ActPlan& p) {
+  VLM_ASSERT(!planned_, "transformer stack planned twice");
+  planned_ = true;
+  using R = ActPlan::Rows;
+  const int64_t C = cfg_.C, HS = cfg_.head_dim, NHl = local_.NHl, NKVl = local_.NKVl, Fl = local_.Fl;
+  const bool sp = cfg_.seq_parallel(tp_), swiglu = cfg_.mlp == MlpKind::SwiGLU;
+  auto norm = [&](Tensor* out, Tensor* mean, Tensor* rstd, Tensor* x_full) {
+    plan_norm_acts(p, cfg_, tp_, out, mean, rstd, x_full);
+  };
+  for (Tensor& h : h_) p.add(&h, R::Ts, {C});
+  for (BlockActs& a : saved_) {
+    norm(&a.ln1, &a.ln1_mean, &a.ln1_rstd, &a.attn.x_full);
+    p.add(&a.attn.q, R::T, {NHl, HS});
+    p.add(&a.attn.k, R::T, {NKVl, HS});
+    p.add(&a.attn.v, R::T, {NKVl, HS});
+    p.add(&a.h_mid, R::Ts, {C});
+    norm(&a.ln2, &a.ln2_mean, &a.ln2_rstd, &a.mlp.x_full);
+    p.add(&a.mlp.h1, R::T, {Fl});
+    if (swiglu) p.add(&a.mlp.h2, R::T, {Fl});
+    p.add(&a.mlp.act, R::T, {Fl});
+  }
+  for (AttentionCore& c : core_) {
+    p.add(&c.att, R::T, {NHl, HS});
+    p.add(&c.lse, R::T, {NHl});
+  }
+  Scratch& s = sc_;
+  p.add(&s.partial, R::T, {C});
+  p.add(&s.dfull_b, R::T, {C});
+  if (sp) {
+    p.add(&s.y, R::Ts, {C});
+    p.add(&s.dfull_a, R::T, {C});
+    p.add(&s.dnorm, R::Ts, {C});
+  } else {
+    p.alias(&s.y, &s.partial);
+    p.alias(&s.dnorm, &s.dfull_b);
+  }
+  p.add(&s.dtmp, R::Ts, {C});
+  p.add(&s.dq, R::T, {NHl, HS});
+  p.add(&s.datt, R::T, {NHl, HS});
+  p.add(&s.dk, R::T, {NKVl, HS});
+  p.add(&s.dv, R::T, {NKVl, HS});
+  p.add(&s.dh1, R::T, {Fl});
+  if (swiglu) p.add(&s.dh2, R::T, {Fl});
+  p.add(&s.dact, R::T, {Fl});
+}
+
+void TransformerStack::check_context(const TpContext& ctx) const {
+  VLM_ASSERT(planned_ && int(blocks_.size()) == n_layers_, "transformer stack run before bind/plan");
+  VLM_ASSERT(ctx.tp_size() == tp_ && ctx.seq_parallel() == cfg_.seq_parallel(tp_), "transformer stack built for tp=",
+             tp_, " sp=", cfg_.seq_parallel(tp_), ", run with tp=", ctx.tp_size(), " sp=", ctx.seq_parallel());
+}
+
+void TransformerStack::forward(TpContext& ctx, const PackedSeqs& seq) const {
+  check_context(ctx);
+  for (int l = 0; l < n_layers_; ++l)
+    blocks_[size_t(l)].forward(ctx, seq, h_[size_t(l)], h_[size_t(l) + 1], saved(l), core(l), sc_);
+}
+
+void TransformerStack::backward(TpContext& ctx, const PackedSeqs& seq, const Tensor& dres) const {
+  check_context(ctx);
+  for (int l = n_layers_ - 1; l >= 0; --l) {
+    const Block& b = blocks_[size_t(l)];
+    if (cfg_.recompute == Recompute::Full)
+      b.forward(ctx, seq, h_[size_t(l)], h_[size_t(l) + 1], saved(l), core(l), sc_);
+    else if (cfg_.recompute == Recompute::Selective)
+      b.attn.core_forward(ctx.stream, seq, saved(l).attn, core(l));
+    b.backward(ctx, seq, dres, h_[size_t(l)], saved(l), core(l), sc_);
+  }
+}
+
+}  // namespace vlm

@@ -1,0 +1,85 @@
+// TransformerStack: L pre-norm blocks (nn/block.h) over the residual stream, with their
+// planned activations and recomputation. The language backbone runs its layers through
+// it (causal, TP, SP); the vision encoder uses it bidirectionally at TP = 1. It knows
+// nothing of vocabularies or embeddings: the owner writes h[0] (input()), reads h[L]
+// (output()) and owns the parameter table and the activation plan.
+//
+// Use (the owner's order):
+//   TransformerStack st(block_cfg, L, tp, names);       // names: BlockParamNames
+//   specs += st.param_specs(init_std);  table = ParamTable(specs, ...); table.allocate(b);
+//   st.bind(table);
+//   st.plan(plan);  (+ the owner's own buffers)  plan.allocate(b, max_T, max_Ts);
+//   per micro-batch: plan.cut(T, Ts); write input(); st.forward(ctx, seq);
+//                    dres = dL/d output(); st.backward(ctx, seq, dres) -> dres = dL/d input()
+// Activations planned (nn/activations.h): h[0..L] [Ts,C]; BlockActs x L (1 under full
+// recompute); AttentionCore x L (1 under selective or full); one Scratch. Without SP the
+// full-width inputs of the TP regions alias the norm outputs, y aliases partial and dnorm
+// aliases dfull_b.
+// Gradients follow the rule of nn/context.h.
+// The stack is neither copied nor moved: the plan binds its fields by address.
+#pragma once
+#include <vector>
+
+#include "nn/act_plan.h"
+#include "nn/block.h"
+
+namespace vlm {
+
+// The parameters of every block of a stack of n_layers, layer by layer (block_param_specs).
+std::vector<ParamSpec> stack_param_specs(const BlockConfig& cfg, int n_layers, int tp, float init_std,
+                                         const BlockParamNames& names);
+
+// Declares a norm's output `out` [Ts,C], its statistics `mean` (LayerNorm only) and
+// `rstd` [Ts], and `x_full` [T,C], the full-width input of the TP region that follows
+// it (an alias of `out` without SP).
+void plan_norm_acts(ActPlan& p, const BlockConfig& cfg, int tp, Tensor* out, Tensor* mean, Tensor* rstd,
+                    Tensor* x_full);
+
+class TransformerStack {
+ public:
+  // cfg must satisfy BlockConfig::check(tp) (the owner validates its options first).
+  TransformerStack(const BlockConfig& cfg, int n_layers, int tp, BlockParamNames names);
+  TransformerStack(const TransformerStack&) = delete;
+  TransformerStack& operator=(const TransformerStack&) = delete;
+
+  const BlockConfig& config() const { return cfg_; }
+  const LocalDims& local() const { return local_; }
+  int n_layers() const { return n_layers_; }
+  const Block& block(int l) const { return blocks_[size_t(l)]; }
+
+  // stack_param_specs of this stack.
+  std::vector<ParamSpec> param_specs(float init_std) const;
+  // Binds every block to its views in `t` (allocated, split over the same tp).
+  void bind(const ParamTable& t);
+
+  // Declares the stack's activations and scratch into `p` (once, before p.allocate).
+  void plan(ActPlan& p);
+  const Tensor& input() const { return h_.front(); }   // h[0]  [Ts,C]
+  const Tensor& output() const { return h_.back(); }   // h[L]  [Ts,C]
+  const Scratch& scratch() const { return sc_; }
+
+  // h[0] -> h[L]; keeps what backward needs (per the recompute mode).
+  void forward(TpContext& ctx, const PackedSeqs& seq) const;
+  // dres [Ts,C]: dL/dh[L] on entry, dL/dh[0] on exit; parameter grads +=. Re-runs
+  // blocks or attention cores first as the recompute mode requires.
+  void backward(TpContext& ctx, const PackedSeqs& seq, const Tensor& dres) const;
+
+ private:
+  const BlockActs& saved(int l) const { return saved_[cfg_.recompute == Recompute::Full ? 0 : size_t(l)]; }
+  const AttentionCore& core(int l) const { return core_[cfg_.recompute == Recompute::None ? size_t(l) : 0]; }
+  void check_context(const TpContext& ctx) const;
+
+  BlockConfig cfg_;
+  int n_layers_;
+  int tp_;
+  LocalDims local_;
+  BlockParamNames names_;
+  std::vector<Block> blocks_;
+  std::vector<Tensor> h_;              // L + 1 residual-stream tensors
+  std::vector<BlockActs> saved_;       // L, or 1 under full recompute
+  std::vector<AttentionCore> core_;    // L without recompute, else 1
+  Scratch sc_;
+  bool planned_ = false;
+};
+
+}  // namespace vlm
