@@ -2,7 +2,10 @@
 // invariants; datasets are in h5_dataset.cpp).
 #include "core/io/h5_io.h"
 
+#include <unistd.h>
+
 #include <cstring>
+#include <filesystem>
 
 #include "core/io/h5_check.h"
 
@@ -74,6 +77,23 @@ H5Id h5_create_file(const std::string& path) {
   hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   VLM_REQUIRE(f >= 0, path, ": cannot create HDF5 file (directory missing or not writable?)");
   return H5Id(f);
+}
+
+void h5_write_file_atomic(const std::string& path, const std::function<void(H5Handle file)>& write) {
+  const std::string tmp = cat(path, ".tmp.", getpid());
+  try {
+    {
+      H5Id f = h5_create_file(tmp);
+      write(f.get());
+    }  // closed (flushed) before the rename
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    VLM_REQUIRE(!ec, path, ": cannot rename the written ", tmp, " to it (", ec.message(), ")");
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    throw;
+  }
 }
 
 H5Id h5_open_file(const std::string& path) {

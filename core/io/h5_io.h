@@ -1,5 +1,5 @@
 // Checked helpers over the HDF5 C API, the only code of the project that calls HDF5 (the
-// dataset reader and writer of data/storage and `vlm lm logits` use them; only tests call
+// dataset reader and writer of data/storage, `vlm lm logits` and `vlm vision features` use them; only tests call
 // the C API directly, as an independent reader and to write malformed files).
 // Invariants:
 //  - <hdf5.h> stays inside core/io: identifiers cross this header as H5Handle (HDF5's
@@ -16,6 +16,7 @@
 //    stream rows to disk and never need the whole dataset in memory.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -65,6 +66,11 @@ size_t h5_elem_size(H5Elem e);
 
 // ---- files, groups, links, attributes ----
 H5Id h5_create_file(const std::string& path);   // truncates; UserError if it cannot
+// Writes the HDF5 file `path` so that it is never seen half-written: `write` fills a
+// file created beside it under a temporary name (path + ".tmp.<pid>"), which is closed
+// and then renamed over `path`. When `write` throws, the temporary is removed, any
+// previous `path` is left as it was, and the exception propagates.
+void h5_write_file_atomic(const std::string& path, const std::function<void(H5Handle file)>& write);
 H5Id h5_open_file(const std::string& path);     // read-only; UserError "<path>: cannot open as ..."
 H5Id h5_open_file_rw(const std::string& path);  // read-write; UserError "<path>: cannot open for writing"
 void h5_flush(H5Handle file);
