@@ -1,4 +1,4 @@
-// Loader throughput (issue 5): samples/s with decode + letterbox + 13-channel texture,
+// Loader throughput: samples/s with decode + letterbox + 13-channel texture,
 // at 1 and 2 worker threads, for working sizes 28x28 (Fashion-MNIST, raw storage) and
 // 512x512 (Tux Paint stamps, PNG storage, G = 32). Prints figures; asserts nothing.
 // Datasets are converted into the temp directory first (subsets: 4000 Fashion-MNIST

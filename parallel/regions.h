@@ -1,6 +1,6 @@
 // Tensor-parallel region operators (Megatron-core `mappings`), as conjugate
 // forward/backward pairs over the TP group's Communicator. Column/row-parallel layers
-// are built only from these (DESIGN.md section 3). Each op is given the stream it runs
+// are built only from these (docs/architecture.md, Parallel layout). Each op is given the stream it runs
 // on; collectives are ordered on it (no host sync on CUDA).
 //
 // Let p = comm.size(), r = comm.rank(). Shapes: [N, C] means any tensor viewed as

@@ -1,4 +1,4 @@
-// Status checks for the CUDA runtime, cuBLAS/cuBLASLt and cuDNN (DESIGN.md section 8).
+// Status checks for the CUDA runtime, cuBLAS/cuBLASLt and cuDNN (core/error.h).
 // Each macro evaluates its expression once; on failure it reports, through
 // vlm_check_failed (core/error.h), the expression text, the library's own error name and
 // message, and file:line, then aborts. These are internal errors: a failing CUDA call is

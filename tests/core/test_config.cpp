@@ -10,9 +10,13 @@
 #include "core/config.h"
 #include "core/device_options.h"
 #include "core/error.h"
+#include "tests/support/errors.h"
 
 namespace vlm {
 namespace {
+
+using test::error_of;
+using test::parse_args;
 
 // A file in a fresh temp folder, removed at the end of the test.
 class ConfigTest : public ::testing::Test {
@@ -40,28 +44,10 @@ void register_model(Config& c) {
   c.add_int_list("model.lod", "1,2,4", "levels of detail");
 }
 
-// Runs parse() on the words of `args` (argv[0] = "vlm").
-bool parse(Config& c, std::vector<std::string> args) {
-  std::vector<const char*> argv{"vlm"};
-  for (auto& a : args) argv.push_back(a.c_str());
-  return c.parse(int(argv.size()), argv.data());
-}
-
-// The message of the UserError that f throws ("" when it throws none).
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST_F(ConfigTest, DefaultsWhenNothingIsGiven) {
   Config c;
   register_model(c);
-  ASSERT_TRUE(parse(c, {}));
+  ASSERT_TRUE(parse_args(c, {}));
   EXPECT_EQ(c.get_int("model.d_model"), 768);
   EXPECT_EQ(c.get_float("train.lr"), 3e-4);
   EXPECT_EQ(c.get_string("device"), "auto");
@@ -77,7 +63,7 @@ TEST_F(ConfigTest, PrecedenceDefaultFileFileCommandLine) {
   Config c;
   register_model(c);
   // The command line wins even when it comes before the files that set the same key.
-  ASSERT_TRUE(parse(c, {"--train.lr=0.5", "--config", f1, "--config=" + f2, "run1", "--seed", "9"}));
+  ASSERT_TRUE(parse_args(c, {"--train.lr=0.5", "--config", f1, "--config=" + f2, "run1", "--seed", "9"}));
   EXPECT_EQ(c.get_int("model.n_layer"), 4);     // file 1 only
   EXPECT_EQ(c.get_int("model.d_model"), 512);   // file 2 over file 1
   EXPECT_EQ(c.get_float("train.lr"), 0.5);      // command line over file 1
@@ -118,7 +104,7 @@ TEST_F(ConfigTest, CommandLineErrorsNameTheOption) {
   auto err = [&](std::vector<std::string> args) {
     Config c;
     register_model(c);
-    return error_of([&] { parse(c, args); });
+    return error_of([&] { parse_args(c, args); });
   };
   EXPECT_EQ(err({"--train.lr", "abc"}), "--train.lr: 'abc' is not a number");
   EXPECT_EQ(err({"--model.d_model=-4"}), "--model.d_model: -4 is out of range [1, 65536]");
@@ -138,14 +124,14 @@ TEST_F(ConfigTest, CommandLineErrorsNameTheOption) {
 TEST_F(ConfigTest, FlagsListsAndPositionals) {
   Config c;
   register_model(c);
-  ASSERT_TRUE(parse(c, {"a", "--train.resume", "b", "--model.lod=", "--", "--not-an-option"}));
+  ASSERT_TRUE(parse_args(c, {"a", "--train.resume", "b", "--model.lod=", "--", "--not-an-option"}));
   EXPECT_TRUE(c.get_flag("train.resume"));  // a flag alone does not take the next word
   EXPECT_EQ(c.get_int_list("model.lod"), std::vector<int64_t>{});
   EXPECT_EQ(c.positional(), (std::vector<std::string>{"a", "b", "--not-an-option"}));
 
   Config d;
   register_model(d);
-  ASSERT_TRUE(parse(d, {"--train.resume=false", "--model.lod", " 8, 16 ,-3"}));
+  ASSERT_TRUE(parse_args(d, {"--train.resume=false", "--model.lod", " 8, 16 ,-3"}));
   EXPECT_FALSE(d.get_flag("train.resume"));
   EXPECT_TRUE(d.is_set("train.resume"));
   EXPECT_EQ(d.get_int_list("model.lod"), (std::vector<int64_t>{8, 16, -3}));
@@ -161,13 +147,13 @@ TEST_F(ConfigTest, AliasIsACommandLineSpellingOfTheSameOption) {
   Config c;
   register_model(c);
   c.add_alias("lr", "train.lr");
-  ASSERT_TRUE(parse(c, {"--lr", "0.5"}));
+  ASSERT_TRUE(parse_args(c, {"--lr", "0.5"}));
   EXPECT_DOUBLE_EQ(c.get_float("train.lr"), 0.5);
   EXPECT_TRUE(c.is_set("train.lr"));
   Config d;
   register_model(d);
   d.add_alias("lr", "train.lr");
-  EXPECT_EQ(error_of([&] { parse(d, {"--lr=2"}); }), "--lr: 2 is out of range [0, 1]");
+  EXPECT_EQ(error_of([&] { parse_args(d, {"--lr=2"}); }), "--lr: 2 is out of range [0, 1]");
   // INI files use the full name only: the alias is unknown there.
   std::string f = write("a.cfg", "lr = 0.1\n");
   EXPECT_EQ(error_of([&] { d.read_ini(f); }), f + ":1: unknown option 'lr' (did you mean 'seed'?)");
@@ -178,7 +164,7 @@ TEST_F(ConfigTest, AliasIsACommandLineSpellingOfTheSameOption) {
 TEST_F(ConfigTest, DumpIniReadsBackToTheSameValues) {
   Config a;
   register_model(a);
-  ASSERT_TRUE(parse(a, {"--model.d_model=300", "--train.lr=0.1", "--train.out=", "--train.resume", "--model.lod=5,-6",
+  ASSERT_TRUE(parse_args(a, {"--model.d_model=300", "--train.lr=0.1", "--train.out=", "--train.resume", "--model.lod=5,-6",
                         "--device=cpu"}));
   std::string ini = a.dump_ini();
   EXPECT_EQ(ini,
@@ -197,7 +183,7 @@ TEST_F(ConfigTest, DumpIniReadsBackToTheSameValues) {
   for (const std::string v : {"#abc", ";x", "a\t;b", "a #b"}) {
     Config c;
     register_model(c);
-    ASSERT_TRUE(parse(c, {"--train.out=" + v}));
+    ASSERT_TRUE(parse_args(c, {"--train.out=" + v}));
     Config d;
     register_model(d);
     d.read_ini(write("dump2.cfg", c.dump_ini()));
@@ -209,7 +195,7 @@ TEST_F(ConfigTest, HelpListsEveryOptionWithDefaultAndRange) {
   Config c("vlm train", "DATASET");
   register_model(c);
   testing::internal::CaptureStdout();
-  EXPECT_FALSE(parse(c, {"--model.d_model=-1", "--help"}));  // --help wins over errors
+  EXPECT_FALSE(parse_args(c, {"--model.d_model=-1", "--help"}));  // --help wins over errors
   std::string out = testing::internal::GetCapturedStdout();
   EXPECT_EQ(out, c.help());
   EXPECT_EQ(out.rfind("usage: vlm train [options] DATASET\n", 0), 0u);

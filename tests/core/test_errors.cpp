@@ -1,4 +1,4 @@
-// Error-path tests (DESIGN.md section 8): require_shape's message, VLM_REQUIRE throwing
+// Error-path tests (core/error.h): require_shape's message, VLM_REQUIRE throwing
 // UserError with the message, bad backend names and an unavailable CUDA backend as
 // UserErrors, and VLM_ASSERT / op shape checks aborting with the expression, the
 // detail and file:line (death tests).

@@ -13,28 +13,8 @@ namespace vlm::test {
 
 namespace fs = std::filesystem;
 
-std::string scratch_dir(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / ("vlm_data_test_" + std::to_string(getpid()) + "_" + name);
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p.string();
-}
-
 bool have_fashion_mnist() { return fs::exists(std::string(kFashionDir) + "/train-images-idx3-ubyte.gz"); }
 bool have_tuxpaint() { return fs::is_directory(kTuxDir); }
-
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error("cannot read " + path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-void write_file(const std::string& path, const std::string& bytes) {
-  std::ofstream f(path, std::ios::binary);
-  f << bytes;
-}
 
 std::string gunzip(const std::string& path) {
   gzFile g = gzopen(path.c_str(), "rb");

@@ -1,4 +1,4 @@
-// Helpers shared by the data tests: scratch directories, the Debian dataset locations,
+// Helpers shared by the data tests (scratch folders and files: tests/support/files.h): the Debian dataset locations,
 // an independent gzip/IDX reader (so converter output is checked against bytes read by
 // other code than the converter's), and small HDF5 C API readers.
 #pragma once
@@ -8,17 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/files.h"
+
 namespace vlm::test {
 
 inline const char* kFashionDir = "/usr/share/datasets/fashion-mnist";
 inline const char* kTuxDir = "/usr/share/tuxpaint/stamps";
 
-// A fresh empty directory under the system temp dir, unique per process.
-std::string scratch_dir(const std::string& name);
 bool have_fashion_mnist();
 bool have_tuxpaint();
-std::string read_file(const std::string& path);
-void write_file(const std::string& path, const std::string& bytes);
 // Whole decompressed content of a .gz file (zlib, independent of data/convert/idx.cpp).
 std::string gunzip(const std::string& path);
 

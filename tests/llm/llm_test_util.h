@@ -1,5 +1,5 @@
-// Helpers of the llm/ tests: communicators (self / world), tiny model configs, a
-// deterministic packed batch, and tensor comparison with a max-relative error.
+// Helpers of the llm/ tests: tiny model configs and a deterministic packed batch
+// (communicators and error metrics: tests/support).
 #pragma once
 #include <mpi.h>
 
@@ -11,16 +11,10 @@
 
 #include "llm/backbone.h"
 #include "llm/param_specs.h"
-#include "parallel/groups.h"
+#include "tests/support/metrics.h"
+#include "tests/support/mpi.h"
 
 namespace vlm::test {
-
-inline std::unique_ptr<Communicator> self_comm() {
-  return make_communicator(DeviceKind::CPU, MPI_COMM_SELF, "tp_self", 120.0);
-}
-inline std::unique_ptr<Communicator> world_comm() {
-  return make_communicator(DeviceKind::CPU, MPI_COMM_WORLD, "tp", 120.0);
-}
 
 // Tiny models that split over tp = 1, 2, 4, 8.
 inline ModelConfig tiny_config(ModelFamily f) {
@@ -60,17 +54,6 @@ inline HostBatch tiny_batch(int64_t vocab, int64_t C) {
   }
   for (int64_t i = 0; i < T * C; ++i) b.embeddings.push_back(float(int(next() % 2001) - 1000) / 1000.f);
   return b;
-}
-
-// max |a - b| / max(max |b|, 1e-3): the error relative to the reference's scale (the
-// floor covers gradients that are exactly 0 in exact arithmetic, e.g. the k_proj bias).
-inline double max_rel_err(const std::vector<float>& a, const std::vector<float>& b) {
-  double m = 0, e = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    m = std::max(m, std::fabs(double(b[i])));
-    e = std::max(e, std::fabs(double(a[i]) - double(b[i])));
-  }
-  return a.size() == b.size() ? e / std::max(m, 1e-3) : 1e30;
 }
 
 }  // namespace vlm::test

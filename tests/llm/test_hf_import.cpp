@@ -27,9 +27,13 @@
 #include "llm/hf_import.h"
 #include "core/io/safetensors.h"
 #include "parallel/groups.h"
+#include "tests/support/errors.h"
+#include "tests/support/mpi.h"
 
 namespace vlm {
 namespace {
+
+using namespace test;
 
 namespace fs = std::filesystem;
 
@@ -40,36 +44,10 @@ constexpr double kLogitTol = 1e-5;
 
 const fs::path kFixtures = fs::path(VLM_SOURCE_DIR) / "tests" / "data" / "hf_tiny";
 
-int world_rank() { int r = 0; MPI_Comm_rank(MPI_COMM_WORLD, &r); return r; }
-int world_size() { int n = 1; MPI_Comm_size(MPI_COMM_WORLD, &n); return n; }
 
 Communicator& tp_comm() {
   static std::unique_ptr<Communicator> c = make_communicator(DeviceKind::CPU, MPI_COMM_WORLD, "tp", 120.0);
   return *c;
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a UserError";
-  return "";
-}
-
-// A directory name shared by all ranks (rank 0's pid), created by rank 0.
-fs::path shared_temp_dir(const std::string& tag) {
-  int pid = world_rank() == 0 ? int(::getpid()) : 0;
-  MPI_Bcast(&pid, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  fs::path d = fs::temp_directory_path() / ("vlm_hf_" + tag + "_" + std::to_string(pid));
-  if (world_rank() == 0) {
-    fs::remove_all(d);
-    fs::create_directories(d);
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
-  return d;
 }
 
 std::vector<int32_t> parse_ids(const std::string& s) {
@@ -184,7 +162,7 @@ TEST_P(HfImport, LogitsMatchTransformers) {
 
 TEST_P(HfImport, ExportReimportIsBitwise) {
   const fs::path src = kFixtures / GetParam();
-  const fs::path out = shared_temp_dir("export_" + GetParam());
+  const fs::path out = shared_scratch_dir("hf_export_" + GetParam());
   ModelConfig cfg = read_hf_config(src.string());
   Stream& s = cpu_backend().default_stream();
   Backbone a(cfg, cpu_backend(), tp_comm(), 8);
@@ -220,7 +198,7 @@ TEST(HfExport, RandomInitRoundTripsBitwise) {
   Stream& s = cpu_backend().default_stream();
   Backbone a(cfg, cpu_backend(), tp_comm(), 8);
   a.init(7);
-  const fs::path out = shared_temp_dir("init");
+  const fs::path out = shared_scratch_dir("hf_init");
   export_hf_checkpoint(a, tp_comm(), s, out.string());
   MPI_Barrier(MPI_COMM_WORLD);
   SafetensorsCheckpoint ck(out.string());
@@ -240,7 +218,7 @@ TEST(HfExport, RandomInitRoundTripsBitwise) {
 // ---- refusals ------------------------------------------------------------------------------
 
 TEST(HfImportErrors, CheckpointDisagreeingWithConfigIsRefused) {
-  const fs::path dir = shared_temp_dir("bad");
+  const fs::path dir = shared_scratch_dir("hf_bad");
   const fs::path llama = kFixtures / "llama";
   ModelConfig cfg = read_hf_config(llama.string());
   if (world_rank() == 0) fs::copy_file(llama / "model.safetensors", dir / "model.safetensors");

@@ -20,6 +20,7 @@
 #include "nn/stack.h"
 #include "parallel/groups.h"
 #include "tests/core/gradcheck.h"
+#include "tests/support/mpi.h"
 
 namespace vlm::test {
 namespace {
@@ -94,7 +95,7 @@ BlockConfig llama_like() {
 // What an owner does: parameter table, binding, activation plan (+ its own dres), and a
 // forward/backward on the packed batch kCu.
 struct Rig {
-  std::unique_ptr<Communicator> comm = make_communicator(DeviceKind::CPU, MPI_COMM_SELF, "tp_self", 120.0);
+  std::unique_ptr<Communicator> comm = self_comm();
   TransformerStack stack;
   ParamTable table;
   ActPlan plan;

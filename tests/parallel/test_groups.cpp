@@ -14,15 +14,12 @@
 #include "core/tensor.h"
 #include "parallel/groups.h"
 #include "parallel/topology.h"
+#include "tests/support/mpi.h"
 
 namespace vlm {
 namespace {
 
-int world_size() {
-  int n = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
+using test::world_size;
 
 // World ranks of the members of `comm`, in group-rank order.
 std::vector<int> members(Communicator& comm, int world_rank) {

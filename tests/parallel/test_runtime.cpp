@@ -13,20 +13,13 @@
 #include "core/config.h"
 #include "core/tensor.h"
 #include "parallel/runtime.h"
+#include "tests/support/mpi.h"
 
 namespace vlm {
 namespace {
 
-int rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int world() {
-  int n = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
+int rank() { return test::world_rank(); }
+int world() { return test::world_size(); }
 
 RuntimeOptions opts(int tp) {
   RuntimeOptions o;

@@ -9,17 +9,14 @@
 
 #include "core/error.h"
 #include "parallel/topology.h"
+#include "tests/support/errors.h"
 
 namespace vlm {
 namespace {
 
+// The message that refuses the layout ("" when it is valid).
 std::string error_of(int world, int rpn, int tp) {
-  try {
-    Topology::compute(world, 0, rpn, tp);
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
+  return test::error_of([&] { Topology::compute(world, 0, rpn, tp); });
 }
 
 TEST(TopologyLayout, EveryValidLayoutPartitionsTheWorld) {

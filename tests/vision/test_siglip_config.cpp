@@ -14,6 +14,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using test::error_of;
+using test::parse_args;
 
 // Configs written by the test: each case a config.json in a fresh folder.
 class SiglipConfigFile : public test::TempDirTest {

@@ -18,7 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using test::error_of;
-using test::parse;
+using test::parse_args;
 
 const fs::path kFixtures = fs::path(VLM_SOURCE_DIR) / "tests" / "data" / "hf_tiny";
 
@@ -160,7 +160,7 @@ TEST(SiglipFixtures, MissingPatchEmbeddingNamesTheFile) {
 std::unique_ptr<Config> options(const std::vector<std::string>& args) {
   auto c = std::make_unique<Config>();
   register_vision_options(*c);
-  EXPECT_TRUE(parse(*c, args));
+  EXPECT_TRUE(parse_args(*c, args));
   return c;
 }
 

@@ -13,19 +13,19 @@ namespace vlm {
 namespace {
 
 using test::error_of;
-using test::parse;
+using test::parse_args;
 
 VisionConfig from_args(const std::vector<std::string>& args) {
   Config c;
   register_vision_options(c);
-  EXPECT_TRUE(parse(c, args));
+  EXPECT_TRUE(parse_args(c, args));
   return read_vision_config(c);
 }
 
 std::string parse_error(const std::vector<std::string>& args) {
   Config c;
   register_vision_options(c);
-  return error_of([&] { parse(c, args); });
+  return error_of([&] { parse_args(c, args); });
 }
 
 TEST(VisionOptions, DefaultsAreSiglipBase16At224) {
@@ -78,7 +78,7 @@ TEST_F(VisionOptionsIni, FileValuesAndCommandLineWins) {
   {
     Config c;
     register_vision_options(c);
-    EXPECT_EQ(error_of([&] { parse(c, {"--config", ini}); }), ini + ":5: 'vision.texture' is already set on line 4");
+    EXPECT_EQ(error_of([&] { parse_args(c, {"--config", ini}); }), ini + ":5: 'vision.texture' is already set on line 4");
   }
   write("v.cfg", "[vision]\nimage_size = 448\npatch = 14\ntexture = on\n");
   const VisionConfig w = from_args({"--config", ini, "--vision.patch=16"});  // command line wins

@@ -13,27 +13,20 @@
 
 #include "core/error.h"
 #include "core/io/h5_io.h"
+#include "tests/support/errors.h"
+#include "tests/support/files.h"
 
 namespace vlm {
 namespace {
 
+using test::error_of;
+
 namespace fs = std::filesystem;
 
+// <a scratch folder of this process>/name.
 std::string scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("vlm_io_test_" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  return (dir / name).string();
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no UserError";
-  return "";
+  static const std::string dir = test::scratch_dir("io_h5");
+  return dir + "/" + name;
 }
 
 TEST(H5Io, ArrayF32RoundTrip) {

@@ -15,30 +15,15 @@
 #include "core/error.h"
 #include "core/io/safetensors.h"
 #include "core/json.h"
+#include "tests/support/errors.h"
+#include "tests/support/files.h"
 
 namespace vlm {
 namespace {
 
+using test::error_of;
+
 namespace fs = std::filesystem;
-
-// Runs f and returns the UserError message (fails the test when nothing is thrown).
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a UserError";
-  return "";
-}
-
-fs::path temp_dir(const std::string& tag) {
-  fs::path d = fs::temp_directory_path() / ("vlm_st_" + tag + "_" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
 
 // ---- JSON ----------------------------------------------------------------------------
 
@@ -137,7 +122,7 @@ std::vector<float> slice2d(const std::vector<float>& m, int64_t R, int64_t Cn, i
 }
 
 TEST(Safetensors, RoundTripAndPerRankSlices) {
-  fs::path dir = temp_dir("rt");
+  fs::path dir = test::scratch_dir("st_rt");
   const std::string path = (dir / "m.safetensors").string();
   std::vector<StWriteTensor> ts = {
       {"w.col", {12, 6}, iota_values(72, 0.5f), DType::F32},
@@ -205,7 +190,7 @@ std::string write_raw(const fs::path& dir, const std::string& name, const std::s
 }
 
 TEST(Safetensors, RefusesMalformedHeaders) {
-  fs::path dir = temp_dir("bad");
+  fs::path dir = test::scratch_dir("st_bad");
   const std::string ok = R"({"t":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}})";
   EXPECT_NO_THROW(SafetensorsFile(write_raw(dir, "ok.st", ok, 16)));
 
@@ -255,7 +240,7 @@ TEST(Safetensors, RefusesMalformedHeaders) {
 // ---- sharded checkpoints ------------------------------------------------------------------
 
 TEST(Safetensors, ShardedIndex) {
-  fs::path dir = temp_dir("shard");
+  fs::path dir = test::scratch_dir("st_shard");
   write_safetensors((dir / "a.safetensors").string(), {{"x", {2, 2}, {1, 2, 3, 4}, DType::F32}});
   write_safetensors((dir / "b.safetensors").string(), {{"y", {3}, {5, 6, 7}, DType::BF16}});
   std::ofstream(dir / "model.safetensors.index.json")

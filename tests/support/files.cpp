@@ -1,0 +1,48 @@
+// The file helpers of the tests (see files.h).
+#include "tests/support/files.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace vlm::test {
+
+namespace fs = std::filesystem;
+
+std::string scratch_dir(const std::string& name) {
+  const fs::path p = fs::temp_directory_path() / ("vlm_test_" + std::to_string(getpid()) + "_" + name);
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p.string();
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error("cannot read " + path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary);
+  f << bytes;
+  if (!f) throw std::runtime_error("cannot write " + path);
+}
+
+void TempDirTest::SetUp() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  dir_ = scratch_dir(std::string(info->test_suite_name()) + "." + info->name());
+}
+
+void TempDirTest::TearDown() { fs::remove_all(dir_); }
+
+std::string TempDirTest::write(const std::string& name, const std::string& text) {
+  const std::string path = (dir_ / name).string();
+  write_file(path, text);
+  return path;
+}
+
+}  // namespace vlm::test

@@ -1,0 +1,27 @@
+// Files of the tests: fresh scratch folders (unique per process and name, under the
+// system temp dir), whole-file read/write, and a fixture with a folder per test.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+namespace vlm::test {
+
+// A fresh empty folder <tmp>/vlm_test_<pid>_<name> (removed first if it exists).
+std::string scratch_dir(const std::string& name);
+// The bytes of a file (throws std::runtime_error when it cannot be read).
+std::string read_file(const std::string& path);
+void write_file(const std::string& path, const std::string& bytes);
+
+// A fresh folder per test (named after the test), removed after it.
+class TempDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+  // Writes `text` to <dir>/<name> and returns the path.
+  std::string write(const std::string& name, const std::string& text);
+  std::filesystem::path dir_;
+};
+
+}  // namespace vlm::test
