@@ -45,12 +45,11 @@ void load_siglip(VisionEncoder& enc, const SiglipCheckpoint& ck) {
   for (const Param& p : table.params()) {
     if (p.spec.name == kTextureWeight) continue;  // ours: not in any SigLIP checkpoint
     const std::string name = prefix + p.spec.name;
-    VLM_REQUIRE(st.has(name), wfile, ": no tensor '", name, "' (the SigLIP tower that ", ck.config_file,
-                " describes needs it: ", ck.vision.str(), ")");
+    VLM_REQUIRE(st.has(name), wfile, ": no tensor '", name, "' (needed by the SigLIP tower of ", ck.config_file,
+                ")");
     const StTensorInfo& info = st.info(name);
     VLM_REQUIRE(info.shape == p.spec.full.dims(), st.file_of(name).path(), ": tensor '", name, "' has shape ",
-                shape_str(info.shape), ", expected ", p.spec.full.str(), " from ", ck.config_file, " (",
-                ck.vision.str(), ")");
+                shape_str(info.shape), ", expected ", p.spec.full.str(), " (from ", ck.config_file, ")");
     table.set_full(p.spec.name, Tensor::from_vector(st.read_f32(name), p.spec.full));
   }
 }
