@@ -143,11 +143,25 @@ void VisionEncoder::backward(Stream& s, const Tensor& dfeatures, const Tensor& t
   embed_.backward(s, dres_, texture);
 }
 
+namespace {
+// The two parts of the cost formula in encoder.h: patch + texture maps, one block.
+struct Macs {
+  double embed, block;
+};
+Macs macs_per_image(const VisionConfig& c) {
+  const double n = double(c.tokens()), d = double(c.d_model), F = double(c.d_ff), K = 3.0 * c.patch * c.patch;
+  return {n * K * d + (c.texture ? n * kVisionTextureChannels * d : 0.0), n * (4 * d * d + 2 * d * F) + 2 * n * n * d};
+}
+}  // namespace
+
 double VisionEncoder::forward_macs_per_image() const {
-  const double n = double(cfg_.tokens()), d = double(cfg_.d_model), F = double(cfg_.d_ff);
-  const double K = 3.0 * cfg_.patch * cfg_.patch;
-  const double per_block = n * (4 * d * d + 2 * d * F) + 2 * n * n * d;  // q,k,v,o + MLP; QK^T and PV
-  return n * K * d + (cfg_.texture ? n * kVisionTextureChannels * d : 0.0) + blocks() * per_block;
+  const Macs m = macs_per_image(cfg_);
+  return m.embed + blocks() * m.block;
+}
+
+double VisionEncoder::backward_macs_per_image() const {
+  const Macs m = macs_per_image(cfg_);
+  return m.embed + 2.0 * blocks() * m.block;
 }
 
 }  // namespace vlm

@@ -76,9 +76,13 @@ class VisionEncoder {
 
   int64_t max_images() const { return max_images_; }
   size_t activation_bytes() const { return acts_.bytes(); }
-  // Multiply-adds of one image's forward (matmuls, attention scores and values);
-  // backward costs about twice this.
+  // Multiply-adds of one image (n = G*G tokens, K = 3P^2, L' blocks):
+  //   forward  = n K d + [13 n d] + L' (n (4 d^2 + 2 d F) + 2 n^2 d)   (linears; QK^T, PV)
+  //   backward = n K d + [13 n d] + 2 L' (...)   (weight gradients only for the patch and
+  //              texture maps; weight and input gradients, dQ dK dV dP, in the blocks)
+  // Norms, softmax and GELU are not counted. FLOPs = 2 x MACs.
   double forward_macs_per_image() const;
+  double backward_macs_per_image() const;
 
  private:
   VisionConfig cfg_;

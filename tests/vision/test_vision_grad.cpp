@@ -184,6 +184,10 @@ TEST(VisionGrad, EncoderTwoBlocksPostNorm) {
   EncoderRig rig;
   EXPECT_EQ(rig.enc.blocks(), 2);
   EXPECT_EQ(rig.enc.params().params().size(), size_t(4 + 2 * 16 + 2));
+  // Cost formula (encoder.h) for n = 4 tokens, K = 48, d = 8, F = 16, 2 blocks:
+  // embed 4*48*8 + 13*4*8 = 1952; block 4*(4*64 + 2*8*16) + 2*16*8 = 2304.
+  EXPECT_EQ(rig.enc.forward_macs_per_image(), 1952.0 + 2 * 2304.0);
+  EXPECT_EQ(rig.enc.backward_macs_per_image(), 1952.0 + 4 * 2304.0);
   check_encoder({}, 21);
 }
 
