@@ -44,12 +44,12 @@ struct AdamWOpts {
   int step = 1;
 };
 
-// Options of image_to_patches: pixel v (u8) becomes (v * scale - mean[c]) / std[c] for
+// Options of image_to_patches: pixel v (u8) becomes (v * scale - mean[c]) / stddev[c] for
 // channel c (RGB); the defaults are SigLIP's (rescale to [0,1], then mean 0.5, std 0.5).
 struct PixelNorm {
   float scale = 1.f / 255.f;
   std::array<float, 3> mean{0.5f, 0.5f, 0.5f};
-  std::array<float, 3> std{0.5f, 0.5f, 0.5f};
+  std::array<float, 3> stddev{0.5f, 0.5f, 0.5f};
 };
 
 #define VLM_OPS_DECLARATIONS

@@ -10,7 +10,7 @@ PixelNorm pixel_norm(const VisionConfig& cfg) {
   PixelNorm n;
   n.scale = 1.f / 255.f;
   n.mean = cfg.image_mean;
-  n.std = cfg.image_std;
+  n.stddev = cfg.image_std;
   return n;
 }
 

@@ -23,7 +23,7 @@ void image_to_patches(Stream& s, const Tensor& out, const Tensor& in, int patch,
     T* o = static_cast<T*>(out.data());
     const T scale = T(n.scale);
     const T mean[3] = {T(n.mean[0]), T(n.mean[1]), T(n.mean[2])};
-    const T sd[3] = {T(n.std[0]), T(n.std[1]), T(n.std[2])};
+    const T sd[3] = {T(n.stddev[0]), T(n.stddev[1]), T(n.stddev[2])};
 #pragma omp parallel for schedule(static) if (rows * K > kOmpMin)
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t b = r / (G * G), gy = (r / G) % G, gx = r % G;

@@ -34,7 +34,7 @@ void image_to_patches(Stream& s, const Tensor& out, const Tensor& in, int patch,
   VLM_ASSERT(out.numel() == total && out.cols() == K, "image_to_patches: out is ", out.str(), ", expected [",
              B * G * G, ", ", K, "]");
   if (total == 0) return;
-  Norm3 nm{n.scale, {n.mean[0], n.mean[1], n.mean[2]}, {n.std[0], n.std[1], n.std[2]}};
+  Norm3 nm{n.scale, {n.mean[0], n.mean[1], n.mean[2]}, {n.stddev[0], n.stddev[1], n.stddev[2]}};
   image_to_patches_kernel<<<grid_1d(total), kThreads, 0, stream_of(s)>>>(f32p(out), in.ptr<uint8_t>(), total, S, P,
                                                                           G, nm);
   CUDA_CHECK_LAUNCH();

@@ -155,7 +155,7 @@ std::vector<OpCase> loss_conv_optim_cases() {
                    for (size_t i = 0; i < vals.size(); ++i) px.ptr<uint8_t>()[i] = uint8_t(vals[i]);
                    PixelNorm n;
                    n.mean = {0.48f, 0.46f, 0.41f};
-                   n.std = {0.27f, 0.26f, 0.28f};
+                   n.stddev = {0.27f, 0.26f, 0.28f};
                    Tensor out = c.junk(Shape{B * G * G, 3 * P * P});
                    image_to_patches(c.stream(), out, to_backend(b, px), P, n);
                    return OpOutputs{{"out", out}};

@@ -23,7 +23,7 @@ TEST_P(RefImage, PatchRowsAndConvEquivalence) {
   Rng rng(31);
   PixelNorm n;
   n.mean = {0.485f, 0.456f, 0.406f};
-  n.std = {0.229f, 0.224f, 0.225f};
+  n.stddev = {0.229f, 0.224f, 0.225f};
   struct Cfg {
     int64_t B, S;
     int P;
@@ -39,7 +39,7 @@ TEST_P(RefImage, PatchRowsAndConvEquivalence) {
     // The formula, and the normalised image in NCHW for the convolution.
     auto norm = [&](int64_t b, int64_t y, int64_t x, int64_t ch) {
       return (double(v[((b * S + y) * S + x) * 3 + ch]) * double(n.scale) - double(n.mean[size_t(ch)])) /
-             double(n.std[size_t(ch)]);
+             double(n.stddev[size_t(ch)]);
     };
     Vec ref(size_t(B * G * G * K)), nchw(size_t(B * 3 * S * S));
     for (int64_t b = 0; b < B; ++b)
