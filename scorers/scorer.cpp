@@ -1,0 +1,157 @@
+// The three scorers' forward and backward (scorers/scorer.h), composed of matmuls
+// (with bias epilogues), GELU and the centre-surround matrix.
+#include "scorers/scorer.h"
+
+#include <cmath>
+
+#include "core/ops.h"
+#include "scorers/scratch.h"
+
+namespace vlm {
+
+const char* scorer_name(ScorerKind k) {
+  switch (k) {
+    case ScorerKind::Propositional: return "propositional";
+    case ScorerKind::Perspectival: return "perspectival";
+    case ScorerKind::Participatory: return "participatory";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string pname(ScorerKind k, const char* w) { return cat("scorers.", scorer_name(k), ".", w); }
+
+GemmOpts opts(bool ta, bool tb, float beta = 0.f, const Tensor* bias = nullptr, float alpha = 1.f) {
+  GemmOpts o;
+  o.trans_a = ta, o.trans_b = tb, o.beta = beta, o.bias = bias, o.alpha = alpha;
+  return o;
+}
+
+// I - M, M[i, j] = 1/|W(i)| for j in the k x k window W(i) around cell i clipped to the grid.
+Tensor surround_matrix(int G, int k, DType dt, DeviceKind dev) {
+  const int64_t n = int64_t(G) * G, h = k / 2;
+  std::vector<double> m(size_t(n * n), 0.0);
+  for (int y = 0; y < G; ++y)
+    for (int x = 0; x < G; ++x) {
+      const int y0 = std::max(0, int(y - h)), y1 = std::min(G - 1, int(y + h));
+      const int x0 = std::max(0, int(x - h)), x1 = std::min(G - 1, int(x + h));
+      const double w = 1.0 / double((y1 - y0 + 1) * (x1 - x0 + 1));
+      const int64_t i = int64_t(y) * G + x;
+      for (int yy = y0; yy <= y1; ++yy)
+        for (int xx = x0; xx <= x1; ++xx) m[size_t(i * n + int64_t(yy) * G + xx)] -= w;
+      m[size_t(i * n + i)] += 1.0;
+    }
+  Tensor host = dt == DType::F64 ? Tensor::from_vector(m, Shape{n, n})
+                                 : Tensor::from_vector(std::vector<float>(m.begin(), m.end()), Shape{n, n});
+  return to_backend(backend_for(dev), host);
+}
+
+}  // namespace
+
+std::vector<ParamSpec> scorer_param_specs(ScorerKind kind, const ScorerDims& d) {
+  const float sd = 0.02f;
+  if (kind == ScorerKind::Participatory)
+    return {param_spec(pname(kind, "wf"), Shape{d.hidden, d.d}, -1, InitKind::Normal, sd),
+            param_spec(pname(kind, "wq"), Shape{d.hidden, d.dq}, -1, InitKind::Normal, sd)};
+  return {param_spec(pname(kind, "w1f"), Shape{d.hidden, d.d}, -1, InitKind::Normal, sd),
+          param_spec(pname(kind, "w1t"), Shape{d.hidden, kTextureChannels}, -1, InitKind::Normal, sd),
+          param_spec(pname(kind, "b1"), Shape{d.hidden}, -1, InitKind::Zeros),
+          param_spec(pname(kind, "w2"), Shape{1, d.hidden}, -1, InitKind::Normal, sd),
+          param_spec(pname(kind, "b2"), Shape{1}, -1, InitKind::Zeros)};
+}
+
+void Scorer::bind(const ParamTable& t) {
+  params_.clear();
+  auto get = [&](const char* w, Tensor& v, Tensor& g) {
+    const Param& p = t.get(pname(kind_, w));
+    params_.push_back(&p);
+    v = p.value, g = p.grad;
+  };
+  if (kind_ == ScorerKind::Participatory) {
+    get("wf", wf_, dwf_);
+    get("wq", wq_, dwq_);
+    return;
+  }
+  get("w1f", w1f_, dw1f_);
+  get("w1t", w1t_, dw1t_);
+  get("b1", b1_, db1_);
+  get("w2", w2_, dw2_);
+  get("b2", b2_, db2_);
+  if (kind_ == ScorerKind::Perspectival) surround_ = surround_matrix(dims_.G, dims_.k, t.dtype(), w1f_.device());
+}
+
+void Scorer::forward(Stream& st, const Tensor& s, const Tensor& F, const Tensor& tex, const Tensor& q) {
+  const int64_t B = F.size(0), N = dims_.cells(), d = dims_.d, h = dims_.hidden;
+  const DType dt = F.dtype();
+  const DeviceKind dev = F.device();
+  require_shape(F, Shape{B, N, d}, "scorer features F");
+  require_shape(s, Shape{B, N}, "scorer logits s");
+  F_ = F, tex_ = tex, q_ = q;
+  if (kind_ == ScorerKind::Participatory) {
+    require_shape(q, Shape{B, dims_.dq}, "participatory query q");
+    scratch(fp_, dev, Shape{B * N, h}, dt);
+    scratch(qp_, dev, Shape{B, h}, dt);
+    matmul(st, fp_, F.view(Shape{B * N, d}), wf_, opts(false, true));
+    matmul(st, qp_, q, wq_, opts(false, true));
+    matmul(st, s.view(Shape{B, N, 1}), fp_.view(Shape{B, N, h}), qp_.view(Shape{B, h, 1}),
+           opts(false, false, 0.f, nullptr, float(1.0 / std::sqrt(double(h)))));
+    return;
+  }
+  require_shape(tex, Shape{B, kTextureChannels, N}, "scorer texture");
+  Tensor X = F;
+  if (kind_ == ScorerKind::Perspectival) {
+    X = scratch(x_, dev, Shape{B, N, d}, dt);
+    matmul(st, X, surround_, F, opts(false, false));
+  }
+  scratch(pre_, dev, Shape{B * N, h}, dt);
+  scratch(h_, dev, Shape{B * N, h}, dt);
+  matmul(st, pre_, X.view(Shape{B * N, d}), w1f_, opts(false, true, 0.f, &b1_));
+  matmul(st, pre_.view(Shape{B, N, h}), tex, w1t_, opts(true, true, 1.f));
+  gelu_forward(st, h_, pre_);
+  matmul(st, s.view(Shape{B * N, 1}), h_, w2_, opts(false, true, 0.f, &b2_));
+}
+
+void Scorer::backward(Stream& st, const Tensor& ds, const Tensor& dF, const Tensor& dq) {
+  const int64_t B = F_.size(0), N = dims_.cells(), d = dims_.d, h = dims_.hidden;
+  const DType dt = F_.dtype();
+  const DeviceKind dev = F_.device();
+  require_shape(ds, Shape{B, N}, "scorer dlogits");
+  require_shape(dF, Shape{B, N, d}, "scorer dF");
+  const Tensor F2 = F_.view(Shape{B * N, d}), dF2 = dF.view(Shape{B * N, d});
+  if (kind_ == ScorerKind::Participatory) {
+    const float alpha = float(1.0 / std::sqrt(double(h)));
+    scratch(dh_, dev, Shape{B * N, h}, dt);
+    scratch(dx_, dev, Shape{B, h}, dt);
+    matmul(st, dh_.view(Shape{B, N, h}), ds.view(Shape{B, N, 1}), qp_.view(Shape{B, 1, h}),
+           opts(false, false, 0.f, nullptr, alpha));
+    matmul(st, dx_.view(Shape{B, h, 1}), fp_.view(Shape{B, N, h}), ds.view(Shape{B, N, 1}),
+           opts(true, false, 0.f, nullptr, alpha));
+    matmul(st, dwf_, dh_, F2, opts(true, false, 1.f));
+    matmul(st, dF2, dh_, wf_, opts(false, false, 1.f));
+    matmul(st, dwq_, dx_, q_, opts(true, false, 1.f));
+    matmul(st, dq, dx_, wq_, opts(false, false, 1.f));
+    return;
+  }
+  const Tensor ds2 = ds.view(Shape{B * N, 1});
+  const Tensor X2 = kind_ == ScorerKind::Perspectival ? x_.view(Shape{B * N, d}) : F2;
+  scratch(dh_, dev, Shape{B * N, h}, dt);
+  matmul(st, dw2_, ds2, h_, opts(true, false, 1.f));
+  bias_backward(st, db2_, ds2);
+  matmul(st, dh_, ds2, w2_, opts(false, false));
+  gelu_backward(st, dh_, pre_, dh_);
+  matmul(st, dw1f_, dh_, X2, opts(true, false, 1.f));
+  bias_backward(st, db1_, dh_);
+  for (int64_t b = 0; b < B; ++b)
+    matmul(st, dw1t_, dh_.slice(b * N, (b + 1) * N), tex_.slice(b, b + 1).view(Shape{kTextureChannels, N}),
+           opts(true, true, 1.f));
+  if (kind_ == ScorerKind::Propositional) {
+    matmul(st, dF2, dh_, w1f_, opts(false, false, 1.f));
+  } else {
+    scratch(dx_, dev, Shape{B, N, d}, dt);
+    matmul(st, dx_.view(Shape{B * N, d}), dh_, w1f_, opts(false, false));
+    matmul(st, dF, surround_, dx_, opts(true, false, 1.f));
+  }
+}
+
+}  // namespace vlm
