@@ -1,7 +1,8 @@
 // The three scorers' forward and backward (scorers/scorer.h), composed of matmuls
-// (with bias epilogues), GELU and the centre-surround matrix.
+// (with bias epilogues), GELU and the separable centre-surround box mean.
 #include "scorers/scorer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/ops.h"
@@ -28,22 +29,17 @@ GemmOpts opts(bool ta, bool tb, float beta = 0.f, const Tensor* bias = nullptr, 
   return o;
 }
 
-// I - M, M[i, j] = 1/|W(i)| for j in the k x k window W(i) around cell i clipped to the grid.
-Tensor surround_matrix(int G, int k, DType dt, DeviceKind dev) {
-  const int64_t n = int64_t(G) * G, h = k / 2;
-  std::vector<double> m(size_t(n * n), 0.0);
-  for (int y = 0; y < G; ++y)
-    for (int x = 0; x < G; ++x) {
-      const int y0 = std::max(0, int(y - h)), y1 = std::min(G - 1, int(y + h));
-      const int x0 = std::max(0, int(x - h)), x1 = std::min(G - 1, int(x + h));
-      const double w = 1.0 / double((y1 - y0 + 1) * (x1 - x0 + 1));
-      const int64_t i = int64_t(y) * G + x;
-      for (int yy = y0; yy <= y1; ++yy)
-        for (int xx = x0; xx <= x1; ++xx) m[size_t(i * n + int64_t(yy) * G + xx)] -= w;
-      m[size_t(i * n + i)] += 1.0;
-    }
-  Tensor host = dt == DType::F64 ? Tensor::from_vector(m, Shape{n, n})
-                                 : Tensor::from_vector(std::vector<float>(m.begin(), m.end()), Shape{n, n});
+// The clipped 1-D box mean along one grid axis: M[i, j] = 1/|W(i)| for |i - j| <= k/2
+// inside the grid (the 2-D clipped k x k mean is M_y (x) M_x, separable).
+Tensor box_matrix(int G, int k, DType dt, DeviceKind dev) {
+  const int h = k / 2;
+  std::vector<double> m(size_t(G) * size_t(G), 0.0);
+  for (int i = 0; i < G; ++i) {
+    const int j0 = std::max(0, i - h), j1 = std::min(G - 1, i + h);
+    for (int j = j0; j <= j1; ++j) m[size_t(i * G + j)] = 1.0 / double(j1 - j0 + 1);
+  }
+  Tensor host = dt == DType::F64 ? Tensor::from_vector(m, Shape{G, G})
+                                 : Tensor::from_vector(std::vector<float>(m.begin(), m.end()), Shape{G, G});
   return to_backend(backend_for(dev), host);
 }
 
@@ -78,7 +74,7 @@ void Scorer::bind(const ParamTable& t) {
   get("b1", b1_, db1_);
   get("w2", w2_, dw2_);
   get("b2", b2_, db2_);
-  if (kind_ == ScorerKind::Perspectival) surround_ = surround_matrix(dims_.G, dims_.k, t.dtype(), w1f_.device());
+  if (kind_ == ScorerKind::Perspectival) box_ = box_matrix(dims_.G, dims_.k, t.dtype(), w1f_.device());
 }
 
 void Scorer::forward(Stream& st, const Tensor& s, const Tensor& F, const Tensor& tex, const Tensor& q) {
@@ -101,8 +97,14 @@ void Scorer::forward(Stream& st, const Tensor& s, const Tensor& F, const Tensor&
   require_shape(tex, Shape{B, kTextureChannels, N}, "scorer texture");
   Tensor X = F;
   if (kind_ == ScorerKind::Perspectival) {
+    // X = F - (M_y (x) M_x) F: the box mean along x (rows of one grid row), then along y
+    const int64_t G = dims_.G;
     X = scratch(x_, dev, Shape{B, N, d}, dt);
-    matmul(st, X, surround_, F, opts(false, false));
+    scratch(tmp_, dev, Shape{B, N, d}, dt);
+    matmul(st, tmp_.view(Shape{B * G, G, d}), box_, F.view(Shape{B * G, G, d}), opts(false, false));
+    matmul(st, X.view(Shape{B, G, G * d}), box_, tmp_.view(Shape{B, G, G * d}), opts(false, false));
+    scale(st, X, -1.f);
+    accumulate(st, X, F, 1.f);
   }
   scratch(pre_, dev, Shape{B * N, h}, dt);
   scratch(h_, dev, Shape{B * N, h}, dt);
@@ -148,9 +150,14 @@ void Scorer::backward(Stream& st, const Tensor& ds, const Tensor& dF, const Tens
   if (kind_ == ScorerKind::Propositional) {
     matmul(st, dF2, dh_, w1f_, opts(false, false, 1.f));
   } else {
+    // dF += dX - (M_y^T (x) M_x^T) dX
+    const int64_t G = dims_.G;
     scratch(dx_, dev, Shape{B, N, d}, dt);
     matmul(st, dx_.view(Shape{B * N, d}), dh_, w1f_, opts(false, false));
-    matmul(st, dF, surround_, dx_, opts(true, false, 1.f));
+    accumulate(st, dF, dx_, 1.f);
+    matmul(st, tmp_.view(Shape{B, G, G * d}), box_, dx_.view(Shape{B, G, G * d}), opts(true, false));
+    matmul(st, dx_.view(Shape{B * G, G, d}), box_, tmp_.view(Shape{B * G, G, d}), opts(true, false));
+    accumulate(st, dF, dx_, -1.f);
   }
 }
 

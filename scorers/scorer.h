@@ -10,8 +10,8 @@
 //       default query: scorers/stage.h)
 // Parameters (replicated), names "scorers.<kind>.<w>": w1f [h,d], w1t [h,13], b1 [h],
 // w2 [1,h], b2 [1] (propositional, perspectival); wf [h,d], wq [h,dq] (participatory).
-// The centre-surround is a matmul by the fixed [G*G, G*G] matrix I - M (M the clipped box
-// mean), broadcast over the batch.
+// The clipped box mean is separable, M = M_y (x) M_x with the 1-D clipped box mean
+// [G, G] along each axis: two batched matmuls by the same fixed [G, G] matrix.
 // Gradients (nn/context.h): parameter gradients accumulate; dF and dq ACCUMULATE too,
 // since three scorers (and the balancer, for q) add into the same buffers.
 // forward keeps views of F, tex and q for backward: they must stay unchanged until then.
@@ -45,7 +45,7 @@ class Scorer {
  public:
   Scorer(ScorerKind kind, const ScorerDims& dims) : kind_(kind), dims_(dims) {}
   ScorerKind kind() const { return kind_; }
-  // Binds the parameter views (and builds the centre-surround matrix on their device).
+  // Binds the parameter views (and builds the box-mean matrix on their device).
   void bind(const ParamTable& t);
   // All parameters of this scorer (for the placements' gradient traffic).
   const std::vector<const Param*>& params() const { return params_; }
@@ -61,9 +61,9 @@ class Scorer {
   std::vector<const Param*> params_;
   Tensor w1f_, w1t_, b1_, w2_, b2_, wf_, wq_;          // values
   Tensor dw1f_, dw1t_, db1_, dw2_, db2_, dwf_, dwq_;   // gradients
-  Tensor surround_;                                    // I - M [G*G, G*G]
+  Tensor box_;                                         // 1-D clipped box mean [G, G]
   Tensor F_, tex_, q_;                                 // saved inputs
-  Tensor x_, pre_, h_, fp_, qp_, dh_, dx_;             // activations and scratch
+  Tensor x_, tmp_, pre_, h_, fp_, qp_, dh_, dx_;       // activations and scratch
 };
 
 }  // namespace vlm

@@ -1,4 +1,5 @@
-// f64 finite-difference gradients (tests/core/gradcheck.h) of each scorer (features,
+// The perspectival scorer against the propositional one on a directly computed
+// centre-surround, then f64 finite-difference gradients (tests/core/gradcheck.h) of each scorer (features,
 // query and every parameter), the balancer, the per-level pooling with the level and
 // position embeddings, and the straight-through gate (allocation held fixed; the gate's
 // reference is tokens * (1 + r_reg - r_reg(r0)) with r0 the point of evaluation); then
@@ -66,6 +67,39 @@ TEST(ScorerGrad, EachScorer) {
     };
     gradcheck(p, 30 + uint64_t(k));
   }
+}
+
+TEST(ScorerGrad, PerspectivalIsPropositionalOnCentreSurround) {
+  // independent reference of the centre-surround: X = F - mean of the clipped k x k window
+  ScorerDims d = small_dims();
+  d.k = 5;
+  const int64_t B = 2, N = d.cells(), G = d.G, h = d.k / 2;
+  ParamTable tp = table_of(scorer_param_specs(ScorerKind::Perspectival, d), 80);
+  ParamTable tq = table_of(scorer_param_specs(ScorerKind::Propositional, d), 81);
+  for (size_t i = 0; i < tp.params().size(); ++i) copy_tensor(tq.params()[i].value, tp.params()[i].value);
+  Scorer persp(ScorerKind::Perspectival, d), prop(ScorerKind::Propositional, d);
+  persp.bind(tp);
+  prop.bind(tq);
+  Rng rng(82);
+  const Vec f = rng.vec(B * N * d.d);
+  Vec x(f.size());
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t y = 0; y < G; ++y)
+      for (int64_t c = 0; c < G; ++c)
+        for (int64_t e = 0; e < d.d; ++e) {
+          double m = 0;
+          int n = 0;
+          for (int64_t yy = std::max<int64_t>(0, y - h); yy <= std::min(G - 1, y + h); ++yy)
+            for (int64_t cc = std::max<int64_t>(0, c - h); cc <= std::min(G - 1, c + h); ++cc, ++n)
+              m += f[size_t(((b * N) + yy * G + cc) * d.d + e)];
+          const size_t i = size_t(((b * N) + y * G + c) * d.d + e);
+          x[i] = f[i] - m / n;
+        }
+  Tensor tex = host(rng.vec(B * kTextureChannels * N), Shape{B, kTextureChannels, N}), q = zeros(Shape{B, d.dq});
+  Tensor s1 = zeros(Shape{B, N}), s2 = zeros(Shape{B, N});
+  persp.forward(S(), s1, host(f, Shape{B, N, d.d}), tex, q);
+  prop.forward(S(), s2, host(x, Shape{B, N, d.d}), tex, q);
+  EXPECT_CLOSE(to_vector_f64(s1), to_vector_f64(s2), 1e-12);
 }
 
 TEST(ScorerGrad, Balancer) {
