@@ -56,6 +56,7 @@ void RelevanceStage::forward(Stream& st, ImageEncoder& enc, const Tensor& tex, c
   scratch(r_, dev, Shape{B, N}, dt);
   score_forward(st, enc, B);
   balancer_.forward(st, r_, S_, q_);
+  st.synchronize();  // the allocation reads r on the host
   const std::vector<double> r = to_vector_f64(r_);
   lods_.clear();
   for (int64_t b = 0; b < B; ++b)
