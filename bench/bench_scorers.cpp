@@ -98,13 +98,13 @@ int main(int argc, char** argv) {
       std::printf("\nbytes per step of each placement (f32, %lld images, P = %lld scorer parameters)\n", (long long)B,
                   (long long)stage.scorer_param_count());
       std::printf("%-12s %4s %14s %14s %14s %14s\n", "placement", "tp", "all_gather", "all_reduce", "broadcast", "total");
-      for (Placement p : {Placement::Replicated, Placement::BatchSplit, Placement::Dedicated})
+      for (Placement p : {Placement::Replicated, Placement::BatchSplit, Placement::Dedicated, Placement::Tp2})
         for (int tp : {2, 4, 8}) {
           const PlacementBytes x = placement_bytes(p, tp, B, d, stage.scorer_param_count(), 4);
           std::printf("%-12s %4d %14llu %14llu %14llu %14llu\n", placement_name(p), tp, (unsigned long long)x.all_gather,
                       (unsigned long long)x.all_reduce, (unsigned long long)x.broadcast, (unsigned long long)x.total());
         }
-      std::printf("tp2: not built yet (scorers/placement.h)\n");
+      std::printf("(tp2: on each pair of ranks; the others: on the TP group)\n");
     }
   } catch (const UserError& e) {
     std::fprintf(stderr, "bench_scorers: error: %s\n", e.what());

@@ -52,6 +52,8 @@ void ScorerOptions::validate(int G, int tp) const {
               ": expected an odd window size in [1, G = ", G, "]");
   VLM_REQUIRE(scorers.placement != Placement::Tp2 || tp % 2 == 0,
               "scorers.placement=tp2 needs an even parallel.tp (pairs of ranks), got parallel.tp=", tp);
+  VLM_REQUIRE(scorers.placement != Placement::Tp2 || scorers.hidden % 2 == 0, "scorers.hidden=", scorers.hidden,
+              ": scorers.placement=tp2 splits it over two ranks, expected an even width");
 }
 
 void register_scorer_options(Config& cfg) {

@@ -8,7 +8,7 @@
 //   lod.min_tokens <= lod.max_tokens <= G*G (every region at its finest level);
 //   lod.budget: "relevance" or an integer N in [min_tokens, max_tokens];
 //   scorers.k: odd, at most G (the centre-surround window);
-//   scorers.placement=tp2 needs an even parallel.tp.
+//   scorers.placement=tp2 needs an even parallel.tp and an even scorers.hidden.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -19,6 +19,8 @@ PlacementBytes placement_bytes(Placement p, int tp, int64_t B, const ScorerDims&
   } else if (p == Placement::Dedicated) {
     b.broadcast = (3 * uint64_t(B) * N + uint64_t(P)) * s;
     b.all_reduce = uint64_t(B) * (N * d + dq) * s;
+  } else if (p == Placement::Tp2) {  // on the pair's communicator
+    b.all_reduce = uint64_t(B) * (3 * N + 3 * N * d + dq) * s;
   }
   return b;
 }
@@ -71,7 +73,7 @@ void RelevanceStage::score_forward(Stream& st, ImageEncoder& enc, int64_t B) {
       }
     return;
   }
-  // replicated, dedicated (and batch-split at tp = 1): every rank encodes every image
+  // replicated, dedicated, tp2 (and batch-split at tp = 1): every rank encodes every image
   for (int64_t b = 0; b < B; ++b) enc.encode(st, b, row(F_, b).view(Shape{N, d}));
   scratch(m_, dev, Shape{K, B, N}, dt);
   const bool dedicated = opts_.scorers.placement == Placement::Dedicated && tp > 1;

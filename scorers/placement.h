@@ -15,13 +15,19 @@
 //                backward; the feature and query gradients [B, G*G, d] and [B, dq] are
 //                all-reduced; once per optimizer step each scorer's parameter gradients
 //                are broadcast from its owner.
-//   tp2:         each scorer's MLPs column/row-parallel over pairs of ranks: not built
-//                yet; the stage refuses it with a UserError.
+//   tp2:         every pair of TP ranks (2j, 2j+1) encodes and scores every image, each
+//                scorer split over the pair (scorers/scorer.h): the hidden width in two,
+//                column-parallel first layers, row-parallel output. On the pair's
+//                communicator: forward all-reduces the three partial logit maps
+//                [B, G*G]; backward all-reduces the feature-gradient parts [B, G*G, d] of
+//                the three scorers and the participatory query part [B, dq]. The pairs
+//                compute the same, so the parameter shards need no finalize traffic.
 // Bytes per step (Communicator counters: local input bytes, parallel/communicator.h),
 // s = element size, P = elements of the three scorers' parameters, all 0 when tp = 1:
 //   replicated:  0
 //   batch-split: all_gather nb*G*G*(d+3)*s + all_reduce (B*dq + P)*s
 //   dedicated:   broadcast (3*B*G*G + P)*s + all_reduce B*(G*G*d + dq)*s
+//   tp2:         all_reduce B*(3*G*G + 3*G*G*d + dq)*s on the pair (none on the TP group)
 #pragma once
 #include <cstdint>
 
@@ -36,7 +42,7 @@ struct PlacementBytes {
   uint64_t total() const { return all_gather + all_reduce + broadcast; }
 };
 
-// The formula above, for B images, `scorer_params` = P, element size `elem`.
+// The formula above, for B images, `scorer_params` = P (full tensors), element size `elem`.
 PlacementBytes placement_bytes(Placement p, int tp, int64_t B, const ScorerDims& dims, int64_t scorer_params,
                                size_t elem);
 // The images TP rank `rank` encodes and scores under batch-split: rank, rank+tp, ...

@@ -12,6 +12,10 @@
 // w2 [1,h], b2 [1] (propositional, perspectival); wf [h,d], wq [h,dq] (participatory).
 // The clipped box mean is separable, M = M_y (x) M_x with the 1-D clipped box mean
 // [G, G] along each axis: two batched matmuls by the same fixed [G, G] matrix.
+// Split over a pair of ranks (placement tp2, `pair` given): the hidden width is split in
+// two, w1f/w1t/b1/wf/wq by rows (column-parallel), w2 by columns (row-parallel, b2 added
+// once after the reduction), through nn/'s parallel linears and the region ops on the
+// pair's communicator; both ranks of the pair end with the same s, dF and dq.
 // Gradients (nn/context.h): parameter gradients accumulate; dF and dq ACCUMULATE too,
 // since three scorers (and the balancer, for q) add into the same buffers.
 // forward keeps views of F, tex and q for backward: they must stay unchanged until then.
@@ -22,6 +26,7 @@
 
 #include "core/tensor.h"
 #include "nn/param_table.h"
+#include "parallel/communicator.h"
 
 namespace vlm {
 
@@ -39,11 +44,14 @@ struct ScorerDims {
   int64_t cells() const { return int64_t(G) * G; }
 };
 
-std::vector<ParamSpec> scorer_param_specs(ScorerKind kind, const ScorerDims& dims);
+// `split`: the tp2 split above (the table is then made with tp = 2, the pair rank).
+std::vector<ParamSpec> scorer_param_specs(ScorerKind kind, const ScorerDims& dims, bool split = false);
 
 class Scorer {
  public:
-  Scorer(ScorerKind kind, const ScorerDims& dims) : kind_(kind), dims_(dims) {}
+  // `pair`: the 2-rank communicator of placement tp2, or null (the whole scorer here).
+  Scorer(ScorerKind kind, const ScorerDims& dims, Communicator* pair = nullptr)
+      : kind_(kind), dims_(dims), pair_(pair) {}
   ScorerKind kind() const { return kind_; }
   // Binds the parameter views (and builds the box-mean matrix on their device).
   void bind(const ParamTable& t);
@@ -56,14 +64,17 @@ class Scorer {
   void backward(Stream& st, const Tensor& ds, const Tensor& dF, const Tensor& dq);
 
  private:
+  int64_t local_hidden() const { return pair_ ? dims_.hidden / pair_->size() : dims_.hidden; }
+
   ScorerKind kind_;
   ScorerDims dims_;
+  Communicator* pair_ = nullptr;
   std::vector<const Param*> params_;
   Tensor w1f_, w1t_, b1_, w2_, b2_, wf_, wq_;          // values
   Tensor dw1f_, dw1t_, db1_, dw2_, db2_, dwf_, dwq_;   // gradients
   Tensor box_;                                         // 1-D clipped box mean [G, G]
   Tensor F_, tex_, q_;                                 // saved inputs
-  Tensor x_, tmp_, pre_, h_, fp_, qp_, dh_, dx_;       // activations and scratch
+  Tensor x_, tmp_, pre_, h_, fp_, qp_, dh_, dx_, part_, dqp_;  // activations and scratch
 };
 
 }  // namespace vlm

@@ -7,18 +7,30 @@
 
 namespace vlm {
 
-RelevanceStage::RelevanceStage(const ScorerOptions& opts, const ScorerDims& dims, Communicator& tp)
-    : opts_(opts), dims_(dims), tp_(tp), alloc_(opts.lod, dims.G), balancer_(dims), lod_(dims, opts.lod.region) {
-  opts.validate(dims.G, tp.size());
-  VLM_REQUIRE(opts.scorers.placement != Placement::Tp2,
-              "scorers.placement=tp2: not available yet (use replicated, batch-split or dedicated)");
-  for (int k = 0; k < kNumScorers; ++k) scorers_.push_back(std::make_unique<Scorer>(ScorerKind(k), dims));
+namespace {
+
+// The widths the options set (scorers.hidden, scorers.k) replace those of `dims`.
+ScorerDims with_options(ScorerDims d, const ScorerOptions& o) {
+  d.hidden = o.scorers.hidden, d.k = o.scorers.k;
+  return d;
+}
+
+}  // namespace
+
+RelevanceStage::RelevanceStage(const ScorerOptions& opts, const ScorerDims& dims_in, Communicator& tp, Communicator* pair)
+    : opts_(opts), dims_(with_options(dims_in, opts)), tp_(tp), alloc_(opts.lod, dims_in.G), balancer_(dims_), lod_(dims_, opts.lod.region) {
+  opts.validate(dims_.G, tp.size());
+  if (opts.scorers.placement == Placement::Tp2) {
+    VLM_ASSERT(pair != nullptr && pair->size() == 2, "placement tp2 needs the 2-rank pair communicator");
+    pair_ = pair;
+  }
+  for (int k = 0; k < kNumScorers; ++k) scorers_.push_back(std::make_unique<Scorer>(ScorerKind(k), dims_, pair_));
 }
 
 std::vector<ParamSpec> RelevanceStage::param_specs() const {
   std::vector<ParamSpec> v;
   for (int k = 0; k < kNumScorers; ++k)
-    for (ParamSpec& p : scorer_param_specs(ScorerKind(k), dims_)) v.push_back(std::move(p));
+    for (ParamSpec& p : scorer_param_specs(ScorerKind(k), dims_, pair_ != nullptr)) v.push_back(std::move(p));
   v.push_back(param_spec("scorers.default_query", Shape{dims_.dq}, -1, InitKind::Normal, 0.02f));
   for (ParamSpec& p : balancer_param_specs(dims_)) v.push_back(std::move(p));
   for (ParamSpec& p : lod_param_specs(dims_, opts_.lod.levels())) v.push_back(std::move(p));
@@ -36,7 +48,7 @@ void RelevanceStage::bind(const ParamTable& t) {
 int64_t RelevanceStage::scorer_param_count() const {
   int64_t n = 0;
   for (const auto& s : scorers_)
-    for (const Param* p : s->params()) n += p->value.numel();
+    for (const Param* p : s->params()) n += p->spec.full.numel();
   return n;
 }
 

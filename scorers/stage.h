@@ -29,12 +29,18 @@ namespace vlm {
 
 class RelevanceStage {
  public:
-  // `opts` validated for dims.G and tp.size(); tp2 is refused (UserError).
-  RelevanceStage(const ScorerOptions& opts, const ScorerDims& dims, Communicator& tp);
+  // `opts` validated for dims.G and tp.size(); opts' scorers.hidden and scorers.k replace
+  // dims.hidden and dims.k. Placement tp2 needs `pair`: this rank's
+  // 2-rank group (TP ranks 2j, 2j+1), made by the owner like the TP group.
+  RelevanceStage(const ScorerOptions& opts, const ScorerDims& dims, Communicator& tp, Communicator* pair = nullptr);
 
+  // The parameters; the table is made with tp = table_tp(), rank = table_rank() (the
+  // scorers are split over the pair under tp2, everything else is replicated).
   std::vector<ParamSpec> param_specs() const;
+  int table_tp() const { return pair_ ? 2 : 1; }
+  int table_rank() const { return pair_ ? pair_->rank() : 0; }
   void bind(const ParamTable& t);
-  int64_t scorer_param_count() const;  // P of the byte formula
+  int64_t scorer_param_count() const;  // P of the byte formula (full tensors)
 
   // tex [B,13,G*G], query [B,dq]; `seed` drives lod.policy=random (per step).
   void forward(Stream& st, ImageEncoder& enc, const Tensor& tex, const Tensor& query,
@@ -64,6 +70,7 @@ class RelevanceStage {
   ScorerOptions opts_;
   ScorerDims dims_;
   Communicator& tp_;
+  Communicator* pair_ = nullptr;  // tp2 only
   LodAllocator alloc_;
   std::vector<std::unique_ptr<Scorer>> scorers_;
   Balancer balancer_;

@@ -14,17 +14,17 @@ namespace vlm::test {
 
 inline ScorerDims small_dims() {
   ScorerDims d;
-  d.G = 8, d.d = 6, d.hidden = 5, d.dq = 4, d.k = 3;
+  d.G = 8, d.d = 6, d.hidden = 6, d.dq = 4, d.k = 3;
   return d;
 }
 
+// Full tensors drawn from the seed in table order, each rank keeping its slice (so a
+// table split over a pair holds the same model as a whole one).
 inline void fill_params(ParamTable& t, uint64_t seed, double scale = 0.5) {
   Rng rng(seed);
   for (const Param& p : t.params()) {
-    Vec v = rng.vec(p.value.numel(), -scale, scale);
-    Tensor h = t.dtype() == DType::F64 ? Tensor::from_vector(v, p.value.shape())
-                                       : Tensor::from_vector(std::vector<float>(v.begin(), v.end()), p.value.shape());
-    copy_tensor(p.value, h);
+    const Vec v = rng.vec(p.spec.full.numel(), -scale, scale);
+    t.set_full(p.spec.name, Tensor::from_vector(std::vector<float>(v.begin(), v.end()), p.spec.full));
   }
 }
 

@@ -225,6 +225,7 @@ TEST(ScorerGrad, StageGivesEveryScorerAndTheBalancerAGradient) {
   ScorerOptions o;
   o.lod.region = 4, o.lod.min_tokens = 4, o.lod.max_tokens = 40;
   const ScorerDims d = small_dims();
+  o.scorers.hidden = d.hidden, o.scorers.k = d.k;
   auto comm = self_comm();
   RelevanceStage stage(o, d, *comm);
   ParamTable t = table_of(stage.param_specs(), 70);

@@ -55,6 +55,7 @@ TEST(ScorerOptions, BadCombinationsNameTheOption) {
   expect_one_line(refused({"--scorers.k", "4"}), "scorers.k=4");
   expect_one_line(refused({"--scorers.placement", "tp2"}, 32, 3), "scorers.placement=tp2 needs an even parallel.tp");
   EXPECT_EQ(refused({"--scorers.placement", "tp2"}, 32, 4), "");
+  expect_one_line(refused({"--scorers.placement", "tp2", "--scorers.hidden", "5"}, 32, 4), "scorers.hidden=5");
   expect_one_line(error_of([] { read({"--scorers.placement", "everywhere"}); }), "scorers.placement");
 }
 

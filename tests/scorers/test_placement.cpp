@@ -2,7 +2,7 @@
 // alone (TP=1): the same tokens, the same loss, the same gathered gradients (scorer,
 // balancer and LOD parameters after finalize_grads, features, query) to 1e-5 relative,
 // at TP = the mpirun size (1, 2, 4, 8); the bytes each placement's collectives count
-// equal its formula, per kind.
+// equal its formula, per kind. tp2 runs where the size is even, on pairs of ranks.
 #include <gtest/gtest.h>
 
 #include "parallel/communicator.h"
@@ -27,15 +27,16 @@ ScorerOptions options(Placement p) {
   ScorerOptions o;
   o.lod.region = 2, o.lod.min_tokens = 16, o.lod.max_tokens = 48;
   o.scorers.placement = p;
+  o.scorers.hidden = small_dims().hidden, o.scorers.k = small_dims().k;
   return o;
 }
 
-Result run(Placement placement, Communicator& comm, Communicator& world) {
+Result run(Placement placement, Communicator& comm, Communicator& world, Communicator* pair = nullptr) {
   Stream& st = cpu_backend().default_stream();
   const ScorerDims d = small_dims();
   const int64_t N = d.cells();
-  RelevanceStage stage(options(placement), d, comm);
-  ParamTable t(stage.param_specs(), 1, 0, DType::F32);
+  RelevanceStage stage(options(placement), d, comm, pair);
+  ParamTable t(stage.param_specs(), stage.table_tp(), stage.table_rank(), DType::F32);
   t.allocate(cpu_backend());
   fill_params(t, 1);
   stage.bind(t);
@@ -46,6 +47,7 @@ Result run(Placement placement, Communicator& comm, Communicator& world) {
   Tensor query = host_tensor(rng.vec(kB * d.dq), Shape{kB, d.dq}, DType::F32);
   GivenFeatures enc(F, dF);
   comm.reset_counters();
+  if (pair) pair->reset_counters();
   stage.forward(st, enc, tex, query, kPrompt, 3);
   const Tensor& tok = stage.tokens();
   Rng lr(4);
@@ -58,12 +60,25 @@ Result run(Placement placement, Communicator& comm, Communicator& world) {
   Tensor dquery = Tensor::zeros(cpu_backend(), query.shape());
   stage.backward(st, enc, dquery, host_tensor(w, tok.shape(), DType::F32));
   stage.finalize_grads(st);
-  r.counters = comm.counters();
+  r.counters = pair ? pair->counters() : comm.counters();
+  if (pair) {
+    EXPECT_EQ(comm.counters().total_bytes(), 0u) << "tp2 talks only within the pair";
+  }
   // gather what batch-split leaves on the owning ranks (test-side, on another communicator)
   if (placement == Placement::BatchSplit && comm.size() > 1) world.all_reduce(st, dF);
   r.dF = to_vector_f64(dF);
   r.dquery = to_vector_f64(dquery);
-  for (const Param& p : t.params()) r.grads.push_back(to_vector_f64(p.grad));
+  for (const Param& p : t.params()) {
+    if (p.spec.split_dim < 0) {
+      r.grads.push_back(to_vector_f64(p.grad));
+      continue;
+    }
+    // a shard of the pair: [rows/2, cols] (dim 0) or [1, cols/2] (dim 1, one row): the
+    // all-gather of the shards is the full tensor in both cases
+    Tensor full = Tensor::zeros(cpu_backend(), p.spec.full);
+    pair->all_gather(st, full, p.grad);
+    r.grads.push_back(to_vector_f64(full));
+  }
   if (placement != Placement::Replicated) {
     const PlacementBytes b = placement_bytes(placement, comm.size(), kB, d, stage.scorer_param_count(), 4);
     EXPECT_EQ(r.counters.bytes_of(CollKind::AllGather), b.all_gather) << r.counters.str();
@@ -90,6 +105,19 @@ TEST(Placement, EqualToReplicated) {
     ASSERT_EQ(r.grads.size(), ref.grads.size());
     for (size_t i = 0; i < r.grads.size(); ++i) EXPECT_LE(max_rel_err(r.grads[i], ref.grads[i]), 1e-5) << "parameter " << i;
   }
+  if (world_size() % 2 != 0) return;  // tp2 needs pairs
+  SCOPED_TRACE("tp2");
+  MPI_Comm pc;
+  MPI_Comm_split(MPI_COMM_WORLD, world_rank() / 2, world_rank(), &pc);
+  auto pair = make_communicator(DeviceKind::CPU, pc, "pair", 120.0);
+  MPI_Comm_free(&pc);
+  const Result r = run(Placement::Tp2, *world, *world2, pair.get());
+  EXPECT_LE(max_rel_err(r.tokens, ref.tokens), 1e-5);
+  EXPECT_LE(max_rel_err(r.loss, ref.loss), 1e-5);
+  EXPECT_LE(max_rel_err(r.dF, ref.dF), 1e-5);
+  EXPECT_LE(max_rel_err(r.dquery, ref.dquery), 1e-5);
+  ASSERT_EQ(r.grads.size(), ref.grads.size());
+  for (size_t i = 0; i < r.grads.size(); ++i) EXPECT_LE(max_rel_err(r.grads[i], ref.grads[i]), 1e-5) << "parameter " << i;
 }
 
 TEST(Placement, FormulaAtLargerSizes) {
@@ -104,6 +132,7 @@ TEST(Placement, FormulaAtLargerSizes) {
   EXPECT_EQ(de.all_reduce, uint64_t(8 * (1024 * 768 + 768) * 4));
   EXPECT_EQ(placement_bytes(Placement::Replicated, 8, 8, d, P, 4).total(), 0u);
   EXPECT_EQ(placement_bytes(Placement::Dedicated, 1, 8, d, P, 4).total(), 0u);
+  EXPECT_EQ(placement_bytes(Placement::Tp2, 2, 8, d, P, 4).all_reduce, uint64_t(8 * (3 * 1024 + 3 * 1024 * 768 + 768) * 4));
 }
 
 }  // namespace
