@@ -44,7 +44,9 @@ void check_invariants(const LodAllocator& a, const ImageLod& l) {
   // the refused upgrade did not fit: no region below the top level could be upgraded
   int min_level = a.levels() - 1;
   for (int32_t lv : l.level) min_level = std::min(min_level, lv);
-  if (min_level < a.levels() - 1) EXPECT_GT(T + (int64_t(3) << (2 * min_level)), l.budget);
+  if (min_level < a.levels() - 1) {
+    EXPECT_GT(T + (int64_t(3) << (2 * min_level)), l.budget);
+  }
   // the tokens' squares tile the grid exactly once
   std::vector<int> hit(size_t(a.grid() * a.grid()), 0);
   for (const LodToken& k : l.tokens)
@@ -73,7 +75,9 @@ TEST(LodAllocator, PropertiesOverRandomMaps) {
       for (int x = 0; x < G; ++x) reg[size_t((y / R) * (G / R) + x / R)] += r[size_t(y * G + x)];
     for (size_t i = 0; i < reg.size(); ++i)
       for (size_t j = 0; j < reg.size(); ++j)
-        if (reg[i] > reg[j]) EXPECT_GE(a.level[i], a.level[j]);
+        if (reg[i] > reg[j]) {
+          EXPECT_GE(a.level[i], a.level[j]);
+        }
     // the baselines spend the same tokens
     for (LodPolicy p : {LodPolicy::Uniform, LodPolicy::Random}) {
       const LodAllocator base(config(R, lo, hi, p), G);
