@@ -1,7 +1,7 @@
-// Conformance cases, parts 2 and 3 (op_case.h): norms, softmax, rope, attention and
+// Conformance cases, parts 2 and 3 (op_case.h): norms, softmax, sigmoid, row_stats, rope, attention and
 // embedding, forward and backward (nn_cases), then cross-entropy, the vocab-parallel
 // pieces, conv2d, avgpool2d, image_to_patches and AdamW (loss_conv_optim_cases).
-// Tolerances: norms 1e-4 (f32 statistics), softmax/CE/pool 1e-5, rope 2e-4 (f32
+// Tolerances: norms and row_stats 1e-4 (f32 statistics), softmax/sigmoid/CE/pool 1e-5, rope 2e-4 (f32
 // angles of positions up to 512), attention 1e-2 (admits bf16 tensor-core attention;
 // wrong masking or GQA mapping gives O(0.1..1)), conv 2e-3 (TF32), image_to_patches 1e-6,
 // AdamW 1e-5.
@@ -43,6 +43,21 @@ std::vector<OpCase> nn_cases() {
                      Tensor out = c.junk(Shape{N, C}), din = c.junk(Shape{N, C});
                      softmax_forward(c.stream(), out, c.rand(Shape{N, C}, -20, 20));
                      softmax_backward(c.stream(), din, c.rand(Shape{N, C}), out);
+                     return OpOutputs{{"out", out}, {"din", din}};
+                   }});
+      v.push_back({cat("sigmoid N", N, " C", C), 1e-5, [=](Backend& b) {
+                     CaseCtx c(b, 6250 + uint64_t(N * C));
+                     Tensor out = c.junk(Shape{N, C}), din = c.junk(Shape{N, C});
+                     sigmoid_forward(c.stream(), out, c.rand(Shape{N, C}, -12, 12));
+                     sigmoid_backward(c.stream(), din, c.rand(Shape{N, C}), out);
+                     return OpOutputs{{"out", out}, {"din", din}};
+                   }});
+      v.push_back({cat("row_stats N", N, " C", C), 1e-4, [=](Backend& b) {
+                     CaseCtx c(b, 6270 + uint64_t(N * C));
+                     Tensor in = c.rand(Shape{N, C}, -3, 5);
+                     Tensor out = c.junk(Shape{N, 3}), din = c.junk(Shape{N, C});
+                     row_stats_forward(c.stream(), out, in, 1e-6f);
+                     row_stats_backward(c.stream(), din, c.rand(Shape{N, 3}), in, out);
                      return OpOutputs{{"out", out}, {"din", din}};
                    }});
     }
