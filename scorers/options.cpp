@@ -37,7 +37,7 @@ void ScorerOptions::validate(int G, int tp) const {
   const int R = lod.region;
   VLM_REQUIRE(R >= 1 && (R & (R - 1)) == 0, "lod.region=", R, ": expected a power of two (regions of R x R cells)");
   VLM_REQUIRE(G >= 1 && G % R == 0, "lod.region=", R, " does not divide the grid G = ", G,
-              " (the regions must tile the G x G grid)");
+              " = vision.image_size / vision.patch (the regions must tile the G x G grid)");
   const int64_t regions = lod.regions(G), cells = int64_t(G) * G;
   VLM_REQUIRE(lod.min_tokens <= lod.max_tokens, "lod.min_tokens=", lod.min_tokens, " is above lod.max_tokens=",
               lod.max_tokens);

@@ -68,10 +68,6 @@ struct VisionConfig {
 
   // Throws UserError naming the offending key (see VisionKeys) when the config is invalid.
   void validate(const VisionKeys& keys = VisionKeys::options()) const;
-  // The LOD regions of R x R cells must tile the grid: R a power of two and G % R == 0.
-  // `region_key` names the caller's option (e.g. the scorers' region size).
-  void validate_grid(int region, std::string_view region_key,
-                     const VisionKeys& keys = VisionKeys::options()) const;
   std::string str() const;  // one line for logs
 };
 

@@ -47,6 +47,8 @@ TEST(ScorerOptions, DefaultsAndReading) {
 TEST(ScorerOptions, BadCombinationsNameTheOption) {
   expect_one_line(refused({"--lod.region", "3"}), "lod.region=3");
   expect_one_line(refused({"--lod.region", "8"}, 28), "lod.region=8 does not divide the grid G = 28");
+  expect_one_line(refused({"--lod.region", "64", "--lod.min_tokens", "1", "--lod.max_tokens", "1"}, 32),
+                  "lod.region=64 does not divide the grid G = 32 = vision.image_size / vision.patch");
   expect_one_line(refused({"--lod.min_tokens", "300", "--lod.max_tokens", "200"}), "lod.min_tokens=300 is above lod.max_tokens=200");
   expect_one_line(refused({"--lod.min_tokens", "32"}), "lod.min_tokens=32 is below the number of regions");
   expect_one_line(refused({"--lod.max_tokens", "2000"}), "lod.max_tokens=2000 is above G*G = 1024");
