@@ -68,6 +68,8 @@ struct Config::Impl {
   po::options_description desc;  // the Boost value semantics, one per option
   std::vector<Opt> opts;         // registration order (a few hundred at most: found by a scan)
   std::vector<std::string> positional;
+  int max_positional = 0;      // allow_positionals()
+  std::string positional_meta;
   int files_read = 0;
 
   Opt& add(const std::string& name, Kind kind, const std::string& help, const po::value_semantic* sem) {
@@ -136,6 +138,8 @@ struct Config::Impl {
       } catch (const boost::bad_lexical_cast&) {
         throw bad(cat("'", raw, "' is not a comma-separated list of integers"));
       }
+      for (int64_t x : list)
+        if (x < o.ilo || x > o.ihi) throw bad(cat("element ", x, " is out of range ", range_of(o)));
       v = list;
     }
     return v;

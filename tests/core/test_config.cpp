@@ -76,6 +76,7 @@ TEST_F(ConfigTest, PrecedenceDefaultFileFileCommandLine) {
   std::string f2 = write("b.cfg", "# second file\n[model]\nd_model = 512 ; inline comment\n");
   Config c;
   register_model(c);
+  c.allow_positionals(1, "RUN");
   // The command line wins even when it comes before the files that set the same key.
   ASSERT_TRUE(parse(c, {"--train.lr=0.5", "--config", f1, "--config=" + f2, "run1", "--seed", "9"}));
   EXPECT_EQ(c.get_int("model.n_layer"), 4);     // file 1 only
@@ -138,6 +139,7 @@ TEST_F(ConfigTest, CommandLineErrorsNameTheOption) {
 TEST_F(ConfigTest, FlagsListsAndPositionals) {
   Config c;
   register_model(c);
+  c.allow_positionals(3, "WORD");
   ASSERT_TRUE(parse(c, {"a", "--train.resume", "b", "--model.lod=", "--", "--not-an-option"}));
   EXPECT_TRUE(c.get_flag("train.resume"));  // a flag alone does not take the next word
   EXPECT_EQ(c.get_int_list("model.lod"), std::vector<int64_t>{});
