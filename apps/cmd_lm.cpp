@@ -9,6 +9,7 @@
 //   /ids     i32 [T]
 //   attrs on /: format = "vlm-lm-logits", model (the ModelConfig line), tp, device.
 // The ids form one sample (positions 0..T-1); each must lie in [0, vocab_size).
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "core/config.h"
 #include "core/device_options.h"
 #include "core/error.h"
+#include "core/io/atomic_file.h"
 #include "core/io/h5_io.h"
 #include "llm/backbone.h"
 #include "llm/hf_config.h"
@@ -33,14 +35,18 @@ namespace {
 
 void write_logits_h5(const std::string& path, const std::vector<float>& logits, const std::vector<int32_t>& ids,
                      int64_t V, const std::string& model, int tp, const std::string& device) {
-  H5Lock lock(h5_mutex());
-  H5Id file = h5_create_file(path);
-  h5_write_array(file.get(), "logits", H5Elem::F32, logits.data(), {int64_t(ids.size()), V});
-  h5_write_1d(file.get(), "ids", H5Elem::I32, ids.data(), int64_t(ids.size()), false);
-  h5_write_attr_string(file.get(), "format", "vlm-lm-logits");
-  h5_write_attr_string(file.get(), "model", model);
-  h5_write_attr_int(file.get(), "tp", tp);
-  h5_write_attr_string(file.get(), "device", device);
+  AtomicFile out(path);  // an existing file is replaced only by a complete one
+  {
+    H5Lock lock(h5_mutex());
+    H5Id file = h5_create_file(out.temp_path());
+    h5_write_array(file.get(), "logits", H5Elem::F32, logits.data(), {int64_t(ids.size()), V});
+    h5_write_1d(file.get(), "ids", H5Elem::I32, ids.data(), int64_t(ids.size()), false);
+    h5_write_attr_string(file.get(), "format", "vlm-lm-logits");
+    h5_write_attr_string(file.get(), "model", model);
+    h5_write_attr_int(file.get(), "tp", tp);
+    h5_write_attr_string(file.get(), "device", device);
+  }
+  out.commit();
 }
 
 int lm_logits(int argc, char** argv) {
@@ -49,7 +55,7 @@ int lm_logits(int argc, char** argv) {
              "Loads a Hugging Face Llama/Qwen2 checkpoint and writes the logits [T, vocab] (f32, "
              "dataset 'logits') and the ids (dataset 'ids') of one sequence to HDF5.");
   cfg.add_string("hf", "", "Hugging Face checkpoint directory (config.json + model.safetensors or an index)");
-  cfg.add_int_list("ids", "", "token ids of the sequence, comma-separated");
+  cfg.add_int_list("ids", "", "token ids of the sequence, comma-separated", 0, INT32_MAX);
   cfg.add_string("out", "", "output HDF5 file");
   register_parallel_options(cfg);
   register_device_options(cfg);
@@ -59,6 +65,7 @@ int lm_logits(int argc, char** argv) {
   const std::string dir = cfg.get_string("hf"), out = cfg.get_string("out");
   VLM_REQUIRE(!dir.empty(), "--hf: a checkpoint directory is required");
   VLM_REQUIRE(!out.empty(), "--out: an output .h5 file is required");
+  check_output_path(out);
   std::vector<int32_t> ids;
   for (int64_t x : cfg.get_int_list("ids")) ids.push_back(int32_t(x));
   VLM_REQUIRE(!ids.empty(), "--ids: at least one token id is required");
