@@ -45,6 +45,7 @@ void write_logits_h5(const std::string& path, const std::vector<float>& logits, 
     h5_write_attr_string(file.get(), "model", model);
     h5_write_attr_int(file.get(), "tp", tp);
     h5_write_attr_string(file.get(), "device", device);
+    h5_close_file(file);
   }
   out.commit();
 }

@@ -25,7 +25,15 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
   VLM_REQUIRE(fs::is_directory(dir, ec), path_, ": cannot write, the folder ", dir.string(), " does not exist");
   static std::atomic<int> counter{0};
-  temp_ = (dir / cat(".", p.filename().string(), ".tmp-", getpid(), "-", counter++)).string();
+  temp_ = (p.parent_path() / cat(".", p.filename().string(), kTempInfix, getpid(), "-", counter++)).string();
+}
+
+std::string AtomicFile::final_path_of(const std::string& path) {
+  const fs::path p(path);
+  const std::string name = p.filename().string();
+  const size_t at = name.rfind(kTempInfix);
+  if (name.empty() || name[0] != '.' || at == std::string::npos || at < 2) return path;
+  return (p.parent_path() / name.substr(1, at - 1)).string();
 }
 
 AtomicFile::AtomicFile(AtomicFile&& o) noexcept

@@ -29,6 +29,10 @@ class AtomicFile {
   // Flushes the temporary file to disk and renames it over path(); UserError on failure
   // (the temporary file is then removed).
   void commit();
+  // The final path of a temporary path made by an AtomicFile, else `path` itself (so
+  // that messages of the writers name the file the user asked for).
+  static std::string final_path_of(const std::string& path);
+  static constexpr const char* kTempInfix = ".tmp-";
 
  private:
   std::string path_, temp_;

@@ -29,7 +29,7 @@ void h5_write_array(H5Handle parent, const std::string& name, H5Elem e, const vo
   H5Id space(H5_CHECK(H5Screate_simple(int(hd.size()), hd.data(), nullptr)));
   H5Id ds(H5_CHECK(H5Dcreate2(parent, name.c_str(), h5_file_type(e), space, H5P_DEFAULT, H5P_DEFAULT,
                               H5P_DEFAULT)));
-  H5_CHECK(H5Dwrite(ds, h5_native(e), H5S_ALL, H5S_ALL, H5P_DEFAULT, data));
+  h5_require_written(H5Dwrite(ds, h5_native(e), H5S_ALL, H5S_ALL, H5P_DEFAULT, data), ds);
 }
 
 H5Appender::H5Appender(H5Handle parent, const std::string& name, H5Elem e, std::vector<int64_t> inner,
@@ -61,11 +61,11 @@ void H5Appender::append(const void* rows_data, int64_t rows) {
   start[0] = hsize_t(rows_);
   count[0] = hsize_t(rows);
   for (int i = 1; i < nd; ++i) size[i] = count[i] = hsize_t(inner_[i - 1]);
-  H5_CHECK(H5Dset_extent(ds_, size.data()));
+  h5_require_written(H5Dset_extent(ds_, size.data()), ds_);
   H5Id fspace(H5_CHECK(H5Dget_space(ds_)));
   H5_CHECK(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr));
   H5Id mspace(H5_CHECK(H5Screate_simple(nd, count.data(), nullptr)));
-  H5_CHECK(H5Dwrite(ds_, h5_native(elem_), mspace, fspace, H5P_DEFAULT, rows_data));
+  h5_require_written(H5Dwrite(ds_, h5_native(elem_), mspace, fspace, H5P_DEFAULT, rows_data), ds_);
   rows_ += rows;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/io/atomic_file.h"
 #include "core/io/h5_check.h"
 
 namespace vlm {
@@ -16,7 +17,13 @@ std::recursive_mutex& h5_mutex() {
 
 void h5_silence_errors() {
   static std::once_flag once;
-  std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
+  std::call_once(once, [] {
+    // No library shutdown at exit: HDF5 1.10 crashes there on a file whose close failed
+    // (a write error). Writers close their files themselves (h5_close_file), so nothing
+    // is lost. Effective only before the library initialises, hence first.
+    H5dont_atexit();
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  });
 }
 
 void H5Id::reset() {
@@ -94,9 +101,29 @@ H5Id h5_open_file_rw(const std::string& path) {
   return H5Id(f);
 }
 
+void h5_require_written(long long status, H5Handle obj) {
+  if (status >= 0) return;
+  char buf[512] = {0};
+  const ssize_t n = H5Fget_name(obj, buf, sizeof buf);
+  throw UserError(cat(n > 0 ? AtomicFile::final_path_of(buf) : std::string("HDF5 file"),
+                      ": write failed (disk full, quota or file size limit?)"));
+}
+
 void h5_flush(H5Handle file) {
   H5Lock lock(h5_mutex());
-  H5_CHECK(H5Fflush(file, H5F_SCOPE_GLOBAL));
+  h5_require_written(H5Fflush(file, H5F_SCOPE_GLOBAL), file);
+}
+
+void h5_close_file(H5Id& file) {
+  H5Lock lock(h5_mutex());
+  if (!file.valid()) return;
+  h5_flush(file);
+  char buf[512] = {0};
+  const ssize_t n = H5Fget_name(file, buf, sizeof buf);
+  const H5Handle id = file.release();
+  // The library flushes again on close; a failure there means the file is incomplete.
+  VLM_REQUIRE(H5Fclose(id) >= 0, n > 0 ? AtomicFile::final_path_of(buf) : std::string("HDF5 file"),
+              ": closing it failed (disk full, quota or file size limit?)");
 }
 
 H5Id h5_create_group(H5Handle parent, const std::string& name) {

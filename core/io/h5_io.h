@@ -55,6 +55,7 @@ class H5Id {
   ~H5Id() { reset(); }
 
   H5Handle get() const { return id_; }
+  H5Handle release() { return std::exchange(id_, kH5Invalid); }  // the caller closes it
   operator H5Handle() const { return id_; }
   bool valid() const { return id_ >= 0; }
   void reset();
@@ -72,7 +73,14 @@ size_t h5_elem_size(H5Elem e);
 H5Id h5_create_file(const std::string& path);   // truncates; UserError if it cannot
 H5Id h5_open_file(const std::string& path);     // read-only; UserError "<path>: cannot open as ..."
 H5Id h5_open_file_rw(const std::string& path);  // read-write; UserError "<path>: cannot open for writing"
+// Writes failing for lack of space (disk full, quota, file size limit) are UserErrors
+// "<file>: write failed (...)", not internal errors: the writers' callers then leave
+// the final file untouched (core/io/atomic_file.h).
+void h5_require_written(long long status, H5Handle obj);  // status of an H5D/H5F write call
 void h5_flush(H5Handle file);
+// Flushes and closes `file` (invalid afterwards), checking both; writers call it before
+// committing their AtomicFile, since a close that fails leaves an incomplete file.
+void h5_close_file(H5Id& file);
 H5Id h5_create_group(H5Handle parent, const std::string& name);
 H5Id h5_open_group(H5Handle parent, const std::string& name);  // must exist (checked by the caller)
 // True when every component of the absolute `path` ("/a/b") exists.

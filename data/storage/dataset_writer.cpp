@@ -159,9 +159,8 @@ void DatasetWriter::finish() {
   h5_write_attr_int(file_, schema::kAttrVersion, schema::kVersion);
   h5_write_attr_string(file_, schema::kAttrStorage, raw_ ? schema::kStorageRaw : schema::kStorageEncoded);
   h5_write_attr_string(file_, schema::kAttrSource, source_);
-  h5_flush(file_);
   img_.reset();
-  file_.reset();
+  h5_close_file(file_);
   out_->commit();
   finished_ = true;
 }
@@ -177,13 +176,15 @@ void rewrite_caption_tokens(const std::string& path, const std::vector<int32_t>&
   {
     H5Lock lock(h5_mutex());
     H5Id file = h5_open_file_rw(out.temp_path());
-    H5Id g = h5_open_group(file, "captions");
-    for (const char* ds : {"tokens", "token_offsets"}) h5_unlink(g, ds);
-    h5_delete_attr(g, schema::kAttrTokenizer);
-    h5_write_1d(g, "tokens", H5Elem::I32, tokens.data(), int64_t(tokens.size()), true);
-    h5_write_1d(g, "token_offsets", H5Elem::I64, offsets.data(), int64_t(offsets.size()), true);
-    h5_write_attr_string(g, schema::kAttrTokenizer, tokenizer);
-    h5_flush(file);
+    {
+      H5Id g = h5_open_group(file, "captions");
+      for (const char* ds : {"tokens", "token_offsets"}) h5_unlink(g, ds);
+      h5_delete_attr(g, schema::kAttrTokenizer);
+      h5_write_1d(g, "tokens", H5Elem::I32, tokens.data(), int64_t(tokens.size()), true);
+      h5_write_1d(g, "token_offsets", H5Elem::I64, offsets.data(), int64_t(offsets.size()), true);
+      h5_write_attr_string(g, schema::kAttrTokenizer, tokenizer);
+    }
+    h5_close_file(file);
   }
   out.commit();
 }
