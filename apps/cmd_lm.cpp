@@ -78,6 +78,12 @@ int lm_logits(int argc, char** argv) {
   VLM_REQUIRE(T <= m.max_pos, "--ids: ", T, " tokens exceed max_position_embeddings=", m.max_pos, " of ", dir);
 
   const ParallelOptions po = read_parallel_options(cfg);
+  // The TP rules of ModelConfig::validate, in the checkpoint's own key names.
+  const std::string cj = dir + "/config.json: ";
+  VLM_REQUIRE(m.n_heads % po.tp == 0, cj, "num_attention_heads=", m.n_heads, " is not divisible by --parallel.tp=", po.tp);
+  VLM_REQUIRE(m.d_ff % po.tp == 0, cj, "intermediate_size=", m.d_ff, " is not divisible by --parallel.tp=", po.tp);
+  VLM_REQUIRE(m.kv_heads() % po.tp == 0 || po.tp % m.kv_heads() == 0, cj, "num_key_value_heads=", m.kv_heads(),
+              " and --parallel.tp=", po.tp, ": one must divide the other");
   Topology topo = detect_topology(po);
   const bool root = topo.world_rank() == 0;
   if (cfg.get_string("device") != "cpu") bind_local_device();  // GPU = node-local rank % GPUs

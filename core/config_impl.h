@@ -114,8 +114,10 @@ struct Config::Impl {
     auto bad = [&](const std::string& problem) { return UserError(where + " " + problem); };
     boost::any v;
     try {
-      desc.find(o.name, false).semantic()->parse(v, {raw}, true);
-    } catch (const po::error&) {
+      // utf8 = false: values are bytes (paths need not be UTF-8, and Boost's conversion
+      // through the C locale would refuse "café.h5").
+      desc.find(o.name, false).semantic()->parse(v, {raw}, false);
+    } catch (const std::exception&) {  // po::error, or anything else Boost may throw
       throw bad(cat("'", raw, "' is not ", kNoun[int(o.kind)]));
     }
     if (o.kind == Kind::Int) {

@@ -248,6 +248,11 @@ TEST_F(Ckpt, KvHeadsDoNotDivideHeads) {
   logits({"ck/config.json", "num_key_value_heads=3 must divide num_attention_heads=4"});
 }
 
+TEST_F(Ckpt, HeadsNotDivisibleByTp) {
+  refused({"lm", "logits", "--hf", "ck", "--ids", "1,2", "--out", "out.h5", "--device", "cpu", "--tp", "3"},
+          {"ck/config.json", "num_attention_heads=4 is not divisible by --parallel.tp=3"});
+}
+
 TEST_F(Ckpt, ModelLargerThanMemory) {
   json::Value c = config();
   member(c, "vocab_size") = json::Value::integer(2147483647);

@@ -121,6 +121,11 @@ TEST_F(Cli, UnknownDataSubcommandIsOneLine) {
   refused({"data", "frobnicate"}, {"frobnicate", "usage: vlm data"});
 }
 
+TEST_F(Cli, NonAsciiFileNameIsNamed) {
+  write("caf\xC3\xA9.h5", "not hdf5");
+  refused({"data", "inspect", "caf\xC3\xA9.h5"}, {"caf\xC3\xA9.h5", "HDF5"});
+}
+
 TEST_F(Cli, BadDevice) { refused({"selfcheck", "--device", "gpu"}, {"--device", "'gpu'"}); }
 
 TEST_F(Cli, RequiredOptionMissing) {
