@@ -58,11 +58,11 @@ class CpuEvent final : public Event {
     return armed_;
   }
   // Completes generation g (the work before it is done) and stamps the time.
+  // Notifies under the lock: a waiter that sees the generation may destroy the event at
+  // once, so the worker must not touch it after unlocking.
   void complete(uint64_t g) {
-    {
-      std::lock_guard lock(mu_);
-      if (g > done_) done_ = g, at_ = Clock::now();
-    }
+    std::lock_guard lock(mu_);
+    if (g > done_) done_ = g, at_ = Clock::now();
     cv_.notify_all();
   }
   void wait_for(uint64_t g) {
@@ -181,8 +181,8 @@ class AsyncCpuStream final : public Stream {
         std::lock_guard lock(mu_);
         if (err && !error_) error_ = err;
         busy_ = false;
+        idle_cv_.notify_all();
       }
-      idle_cv_.notify_all();
     }
   }
 
