@@ -25,6 +25,7 @@
 #include "core/error.h"
 #include "core/ops.h"
 #include "llm/backbone.h"
+#include "llm/param_specs.h"
 #include "parallel/groups.h"
 #include "parallel/mpi/mpi_session.h"
 #include "bench/bench_util.h"
@@ -58,7 +59,7 @@ double matmul_params(const ParamTable& t, const ModelConfig& m) {
   for (const Param& p : t.params()) {
     if (p.spec.hf.ndim() != 2) continue;
     if (p.spec.name == "model.embed_positions.weight") continue;
-    if (p.spec.name == "model.embed_tokens.weight" && !m.tied_embeddings) continue;
+    if (p.spec.name == kEmbedTokens && !m.tied_embeddings) continue;
     n += double(p.spec.hf.numel());
   }
   return n;

@@ -27,6 +27,8 @@ class Arena {
   // One allocation of bytes() on `b`; zero-filled when `zero`.
   void allocate(Backend& b, bool zero = true);
   bool allocated() const { return storage_.defined(); }
+  // The whole allocation (u8 [bytes()]; padding between views is zero after zero()).
+  const Tensor& storage() const { return storage_; }
 
   Tensor get(const std::string& name) const;  // aborts if unknown or not allocated
   bool has(const std::string& name) const { return index_.count(name) != 0; }

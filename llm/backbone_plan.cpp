@@ -12,8 +12,8 @@ namespace vlm {
 void Backbone::bind_params() {
   const ParamTable& t = *params_;
   const int64_t Vl = local_vocab(), offset = int64_t(tp_.rank()) * Vl;
-  emb_.table = t.get("model.embed_tokens.weight").value;
-  emb_.dtable = t.get("model.embed_tokens.weight").grad;
+  emb_.table = t.get(kEmbedTokens).value;
+  emb_.dtable = t.get(kEmbedTokens).grad;
   emb_.vocab_offset = offset;
   if (!cfg_.is_llama()) {
     wpe_ = t.get("model.embed_positions.weight").value;
@@ -21,7 +21,7 @@ void Backbone::bind_params() {
   }
   stack_.bind(t);
   lnf_ = Norm::bind(t, stack_.config().norm, cfg_.norm_eps, kFinalNormWeight, kFinalNormBias);
-  out_.head = Linear::bind(t, cfg_.tied_embeddings ? "model.embed_tokens.weight" : "lm_head.weight");
+  out_.head = Linear::bind(t, cfg_.tied_embeddings ? kEmbedTokens : "lm_head.weight");
   out_.vocab_offset = offset;
   out_.valid_local = std::clamp<int64_t>(cfg_.vocab_size - offset, 0, Vl);
 }

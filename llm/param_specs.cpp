@@ -47,7 +47,7 @@ std::vector<ParamSpec> backbone_param_specs(const ModelConfig& cfg, int tp) {
     s.hf = Shape{V, C};
     v.push_back(std::move(s));
   };
-  vocab_table("model.embed_tokens.weight");
+  vocab_table(kEmbedTokens);
   if (gpt2) v.push_back(param_spec("model.embed_positions.weight", Shape{cfg.max_pos, C}, -1, InitKind::Normal,
                                    cfg.init_std, sp));
   for (ParamSpec& s : stack_param_specs(bc, cfg.n_layers, tp, cfg.init_std, backbone_block_param_name))

@@ -51,6 +51,8 @@ std::string layer_param_name(int layer, const std::string& suffix);
 // ... (the BlockParamNames of the backbone's stack).
 std::string backbone_block_param_name(int layer, BlockParam role);
 // The final norm's parameter names ("model.norm.weight", "model.norm.bias").
+// The token embedding table (also the output layer when tied).
+inline constexpr const char* kEmbedTokens = "model.embed_tokens.weight";
 inline constexpr const char* kFinalNormWeight = "model.norm.weight";
 inline constexpr const char* kFinalNormBias = "model.norm.bias";
 

@@ -131,4 +131,14 @@ CommWork Communicator::barrier_async(Stream& s) {
   return post_barrier(s);
 }
 
+std::vector<double> all_reduce_values(Communicator& c, Stream& s, const std::vector<double>& v, ReduceOp op) {
+  if (v.empty()) return v;
+  Backend& b = backend_for(c.device());
+  const Tensor t = Tensor::empty(b, Shape{int64_t(v.size())}, DType::F64);
+  b.copy(t.data(), b.device(), v.data(), DeviceKind::CPU, v.size() * sizeof(double));
+  c.all_reduce(s, t, op);
+  s.synchronize();
+  return to_vector_f64(t);
+}
+
 }  // namespace vlm

@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/backend.h"
 #include "core/tensor.h"
@@ -133,5 +134,10 @@ class Communicator {
   double timeout_s_ = 300.0;
   CommCounters counters_;
 };
+
+// Host values reduced over the group (f64, through a tensor on the group's device, on
+// stream s; blocking): loss sums, token counts, metric totals.
+std::vector<double> all_reduce_values(Communicator& c, Stream& s, const std::vector<double>& v,
+                                      ReduceOp op = ReduceOp::Sum);
 
 }  // namespace vlm

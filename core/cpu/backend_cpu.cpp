@@ -7,7 +7,8 @@
 //    stamp the time) and waits (block the worker until the event completes). Its
 //    record/wait/launch only enqueue. An exception from a launched closure is kept and
 //    rethrown by synchronize(); the items after it still run, so every event recorded
-//    on the stream completes and no other stream waits forever.
+//    on the stream completes and no other stream waits forever. synchronize() called by
+//    a closure running on the stream itself returns at once (the work before it is done).
 //  - An event counts records (generations): record() arms generation g+1 at enqueue
 //    time, its completion publishes g+1; wait() and query() refer to the generation
 //    armed when they are called, as cudaStreamWaitEvent does.
@@ -119,6 +120,9 @@ class AsyncCpuStream final : public Stream {
   DeviceKind device() const override { return DeviceKind::CPU; }
   const std::string& name() const override { return name_; }
   void synchronize() override {
+    // From a closure running on this stream: every earlier item has run (in order), and
+    // waiting for the queue would wait for the caller itself.
+    if (std::this_thread::get_id() == worker_.get_id()) return;
     std::unique_lock lock(mu_);
     idle_cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
     if (error_) {

@@ -15,7 +15,7 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   MPI_CHECK(MPI_Initialized(&initialized));
   if (!initialized) {
     int provided = 0;
-    MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
+    MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
     owner_ = true;
   }
   MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
@@ -26,6 +26,12 @@ MpiSession::~MpiSession() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (owner_ && !finalized) MPI_Finalize();
+}
+
+bool mpi_thread_multiple() {
+  int provided = 0;
+  MPI_Query_thread(&provided);
+  return provided >= MPI_THREAD_MULTIPLE;
 }
 
 void abort_all_ranks(const char* message, int code) {

@@ -1,0 +1,35 @@
+// `vlm train`: trains the VLM on an image-text HDF5 file (train/trainer.h; README
+// "Training"). As one process or under mpirun/srun with world = tp x dp:
+//   vlm train --config configs/demo_fashion.cfg [--option value ...]
+//   mpirun -np 16 vlm train --config configs/siglip_qwen2_tp8.cfg --tp 8
+#include <cstdio>
+
+#include "apps/command.h"
+#include "core/config.h"
+#include "parallel/runtime.h"
+#include "train/trainer.h"
+
+namespace vlm {
+
+namespace {
+
+int train(const Config& cfg) {
+  Runtime rt = start_runtime(cfg);
+  Trainer trainer(cfg, rt);
+  trainer.run();
+  return 0;
+}
+
+}  // namespace
+
+VLM_COMMAND(train, {.path = "train",
+                    .summary = "train the VLM (vision encoder, scorers, projector, backbone) on an image-text HDF5 file",
+                    .usage = "--config configs/X.cfg [--option value ...]\n"
+                             "Trains on --data.path with the options below (INI files via --config; the command line "
+                             "wins). Under mpirun the world is tp x dp. Outputs: <train.out_dir>/<train.run>/ "
+                             "(config.ini, metrics.jsonl, relevance pictures). See README, Training.",
+                    .options = register_all_train_options,
+                    .run = train,
+                    .multi_rank = true});
+
+}  // namespace vlm

@@ -1,0 +1,157 @@
+// `vlm train` as a user runs it, on a real Fashion-MNIST subset built by `vlm data build`
+// (the dataset-fashion-mnist package) with configs/tiny.cfg:
+//  - 20 steps at (tp, dp) = (1,1), (2,1), (1,2), (2,2), (4,2) under mpirun, (1,1) with 2
+//    micro-batches, and (1,2), (2,2) with ZeRO-1, all with the global batch of 8: the loss
+//    of every step equals the (1,1) run's to 1e-5 relative (metrics.jsonl);
+//  - serial and overlap scheduling give bitwise the same losses at (1,2) and (2,2);
+//  - bad runs exit 2 with one line naming the problem: a missing file, a dataset
+//    without captions, a tokenizer larger than the model's vocabulary, an inconsistent
+//    train.global_batch, a TP size that does not divide the heads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "core/json.h"
+#include "data/storage/dataset_writer.h"
+#include "tests/support/files.h"
+
+namespace vlm {
+namespace {
+
+struct Result {
+  int rc = -1;
+  std::string out, err;
+};
+
+Result sh(const std::string& cmd, const std::string& dir) {
+  const std::string o = dir + "/stdout.txt", e = dir + "/stderr.txt";
+  const int status = std::system((cmd + " >" + o + " 2>" + e).c_str());
+  Result r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = test::read_file(o), r.err = test::read_file(e);
+  return r;
+}
+
+std::string vlm() { return VLM_BINARY; }
+std::string mpirun(int n) { return std::string(VLM_MPIEXEC) + " -n " + std::to_string(n) + " --oversubscribe "; }
+
+class TrainCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = test::scratch_dir("train_cli");
+    data_ = dir_ + "/fm.h5", tok_ = dir_ + "/tok.json";
+    for (const std::string& c :
+         {vlm() + " data build --data.from fashion-mnist --data.limit 400 --data.out " + data_,
+          vlm() + " data tokenizer --data.train " + data_ + " --data.vocab 300 --data.out " + tok_,
+          vlm() + " data tokenize " + data_ + " --data.tokenizer " + tok_}) {
+      const Result r = sh(c, dir_);
+      ASSERT_EQ(r.rc, 0) << c << "\n" << r.err;
+    }
+  }
+  // `vlm train` with configs/tiny.cfg on the subset; run name `run`.
+  static std::string train(const std::string& run, const std::string& extra) {
+    return vlm() + " train --config " + std::string(VLM_SOURCE_DIR) + "/configs/tiny.cfg --data.path " + data_ +
+           " --data.tokenizer " + tok_ + " --train.out_dir " + dir_ + "/runs --train.run " + run + " " + extra;
+  }
+  // The "loss" of every step in runs/<run>/metrics.jsonl, as written (%.17g).
+  static std::vector<double> losses(const std::string& run) {
+    std::vector<double> v;
+    const std::string text = test::read_file(dir_ + "/runs/" + run + "/metrics.jsonl");
+    size_t at = 0;
+    while (at < text.size()) {
+      const size_t nl = text.find('\n', at);
+      const json::Value line = json::parse(text.substr(at, nl - at), "metrics.jsonl");
+      if (const json::Value* l = line.find("loss")) v.push_back(l->as_double());
+      at = nl == std::string::npos ? text.size() : nl + 1;
+    }
+    return v;
+  }
+  static inline std::string dir_, data_, tok_;
+};
+
+TEST_F(TrainCli, EveryLayoutGivesTheSameLosses) {
+  struct Case {
+    std::string run, cmd;
+  };
+  const std::vector<Case> cases = {
+      {"l11", train("l11", "--train.batch 8")},
+      {"l11m2", train("l11m2", "--train.batch 4 --train.micro_batches 2 --train.global_batch 8")},
+      {"l21", mpirun(2) + train("l21", "--tp 2 --train.batch 8")},
+      {"l12", mpirun(2) + train("l12", "--tp 1 --train.batch 4 --train.global_batch 8")},
+      {"l22", mpirun(4) + train("l22", "--tp 2 --train.batch 4")},
+      {"l42", mpirun(8) + train("l42", "--tp 4 --train.batch 4 --train.global_batch 8")},
+      {"l12z", mpirun(2) + train("l12z", "--tp 1 --train.batch 4 --train.zero 1")},
+      {"l22z", mpirun(4) + train("l22z", "--tp 2 --train.batch 4 --train.zero 1")},
+  };
+  std::vector<double> ref;
+  for (const Case& c : cases) {
+    const Result r = sh(c.cmd, dir_);
+    ASSERT_EQ(r.rc, 0) << c.cmd << "\n" << r.out << r.err;
+    const std::vector<double> l = losses(c.run);
+    ASSERT_EQ(l.size(), 20u) << c.run;
+    if (ref.empty()) ref = l;
+    for (size_t i = 0; i < l.size(); ++i)
+      EXPECT_LE(std::fabs(l[i] - ref[i]) / std::fabs(ref[i]), 1e-5) << c.run << " step " << i + 1 << ": " << l[i]
+                                                                    << " vs " << ref[i];
+  }
+  EXPECT_LT(ref.back(), ref.front()) << "the tiny model did not learn in 20 steps";
+}
+
+TEST_F(TrainCli, SerialAndOverlapGiveBitwiseEqualLosses) {
+  for (const auto& [n, tp] : {std::pair{2, 1}, std::pair{4, 2}}) {
+    const std::string layout = "tp" + std::to_string(tp) + "n" + std::to_string(n);
+    std::vector<double> l[2];
+    for (int k = 0; k < 2; ++k) {
+      const std::string run = layout + (k ? "_serial" : "_overlap");
+      const Result r = sh(mpirun(n) + train(run, "--tp " + std::to_string(tp) + " --train.batch 4 --train.steps 5 " +
+                                                    (k ? "--scheduler.mode serial" : "--scheduler.mode overlap")),
+                          dir_);
+      ASSERT_EQ(r.rc, 0) << r.out << r.err;
+      l[k] = losses(run);
+    }
+    ASSERT_EQ(l[0].size(), 5u);
+    EXPECT_EQ(l[0], l[1]) << layout;
+  }
+}
+
+// Exit status 2 and one line from vlm on stderr ("vlm train: error: ..." holding `what`;
+// under mpirun, mpirun's own notice of the status may follow).
+void expect_refused(const Result& r, const std::string& what) {
+  EXPECT_EQ(r.rc, 2) << r.out << r.err;
+  size_t lines = 0, at = 0;
+  std::string line;
+  while (at < r.err.size()) {
+    const size_t nl = r.err.find('\n', at);
+    const std::string l = r.err.substr(at, nl - at);
+    if (l.rfind("vlm", 0) == 0) ++lines, line = l;
+    at = nl == std::string::npos ? r.err.size() : nl + 1;
+  }
+  EXPECT_EQ(lines, 1u) << "stderr: " << r.err;
+  EXPECT_EQ(line.rfind("vlm train: error: ", 0), 0u) << line;
+  EXPECT_NE(line.find(what), std::string::npos) << "stderr: " << r.err;
+}
+
+TEST_F(TrainCli, BadRunsExitWithOneLine) {
+  expect_refused(sh(train("bad", "--data.path " + dir_ + "/missing.h5"), dir_), dir_ + "/missing.h5");
+  {  // a valid dataset with images but no caption
+    const std::string p = dir_ + "/nocaptions.h5";
+    DatasetWriter w = DatasetWriter::raw(p, 28, 28, 1);
+    std::vector<uint8_t> px(28 * 28, 7);
+    w.add_raw(px.data());
+    w.add_raw(px.data());
+    w.set_split("/splits/train", {0, 1});
+    w.finish();
+    expect_refused(sh(train("bad", "--data.path " + p), dir_), "no captions");
+  }
+  expect_refused(sh(train("bad", "--model.vocab_size 100"), dir_), "exceeds the model's (model.vocab_size=100)");
+  expect_refused(sh(train("bad", "--train.global_batch 7"), dir_), "--train.global_batch=7 must equal");
+  expect_refused(sh(mpirun(8) + train("bad", "--tp 8"), dir_), "n_heads");
+  expect_refused(sh(train("bad", "--train.freeze vision,eyes"), dir_), "--train.freeze: unknown module 'eyes'");
+}
+
+}  // namespace
+}  // namespace vlm

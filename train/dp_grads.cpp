@@ -1,0 +1,82 @@
+// DpGrads (train/dp_grads.h).
+#include "train/dp_grads.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/ops.h"
+
+namespace vlm {
+
+Tensor flat_f32(const Arena& a) {
+  VLM_ASSERT(a.bytes() % 4 == 0, "arena ", a.name(), " of f32 elements");
+  return a.storage().reinterpret(DType::F32, Shape{int64_t(a.bytes() / 4)});
+}
+
+DpGrads::DpGrads(const std::vector<ModuleParams>& modules, const std::vector<bool>& trainable, Communicator& dp,
+                 int zero, double bucket_mb, Backend& backend)
+    : modules_(modules), dp_(dp), zero_(dp.size() > 1 ? zero : 0), bucket_mb_(bucket_mb) {  // ZeRO over one rank = none
+  const int64_t p = dp.size(), r = dp.rank();
+  VLM_ASSERT(trainable.size() == modules.size(), "one trainable flag per module");
+  for (size_t i = 0; i < modules_.size(); ++i) {
+    const ModuleParams& m = modules_[i];
+    if (!trainable[i]) {
+      owned_.push_back({}), gather_tmp_.push_back({});
+      continue;
+    }
+    VLM_ASSERT(m.table->dtype() == DType::F32, "DP reduction of f32 tables");
+    const int64_t n = int64_t(m.table->grad_arena().bytes() / 4);
+    Owned o;
+    if (zero_ == 0) {
+      o.begin = 0, o.end = n, o.grad = flat_f32(m.table->grad_arena());
+    } else {
+      const int64_t s = n / p;
+      o.begin = r * s, o.end = (r + 1) * s, o.tail_begin = p * s, o.tail_end = n;
+      o.grad = Tensor::zeros(backend, Shape{s + (n - p * s)});
+    }
+    owned_.push_back(o);
+    gather_tmp_.push_back(zero_ ? Tensor::zeros(backend, Shape{std::max<int64_t>(1, o.end - o.begin)}) : Tensor{});
+  }
+}
+
+size_t DpGrads::bytes(size_t i) const {
+  const int64_t n = int64_t(modules_[i].table->grad_arena().bytes() / 4);
+  if (dp_.size() == 1) return 0;
+  if (zero_ == 0) return size_t(n) * 4;
+  const Owned& o = owned_[i];
+  return size_t(o.tail_begin + (o.tail_end - o.tail_begin)) * 4;  // reduce-scatter input + tail
+}
+
+void DpGrads::reduce(Stream& s, size_t i) {
+  const Tensor all = flat_f32(modules_[i].table->grad_arena());
+  const int64_t n = all.numel();
+  const Owned& o = owned_[i];
+  if (zero_ == 0) {
+    if (dp_.size() == 1) return;
+    const int64_t chunk = std::max<int64_t>(1, int64_t(bucket_mb_ * 1024 * 1024 / 4));
+    std::vector<CommWork> work;
+    for (int64_t at = 0; at < n; at += chunk)
+      work.push_back(dp_.all_reduce_async(s, all.sub(at, Shape{std::min(chunk, n - at)})));
+    for (CommWork& w : work) w->wait();
+    return;
+  }
+  const int64_t blk = o.end - o.begin, tail = o.tail_end - o.tail_begin;
+  if (blk > 0) dp_.reduce_scatter(s, o.grad.sub(0, Shape{blk}), all.sub(0, Shape{o.tail_begin}));
+  if (tail > 0) {
+    const Tensor t = all.sub(o.tail_begin, Shape{tail});
+    dp_.all_reduce(s, t);
+    copy(s, o.grad.sub(blk, Shape{tail}), t);
+  }
+}
+
+void DpGrads::gather_values(Stream& s, size_t i) {
+  if (zero_ == 0) return;
+  const Owned& o = owned_[i];
+  const int64_t blk = o.end - o.begin;
+  if (blk == 0) return;
+  const Tensor all = flat_f32(modules_[i].table->value_arena());
+  copy(s, gather_tmp_[i].sub(0, Shape{blk}), all.sub(o.begin, Shape{blk}));
+  dp_.all_gather(s, all.sub(0, Shape{o.tail_begin}), gather_tmp_[i].sub(0, Shape{blk}));
+}
+
+}  // namespace vlm

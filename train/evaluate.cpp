@@ -1,0 +1,113 @@
+// Validation loss, caption accuracy and relevance pictures (train/evaluate.h).
+#include "train/evaluate.h"
+
+#include <algorithm>
+#include <set>
+
+#include "core/error.h"
+#include "data/image/relevance_picture.h"
+
+namespace vlm {
+
+std::map<std::string, int32_t> class_captions(const DatasetReader& d, const std::string& split) {
+  std::map<std::string, int32_t> out;
+  std::set<std::string> ambiguous;
+  const auto& labels = d.labels();
+  if (labels.empty()) return out;
+  for (int64_t j : d.split_captions(split)) {
+    const int32_t label = labels[size_t(d.caption_image(j))];
+    if (label < 0) continue;
+    std::string text = d.caption(j);
+    auto [it, fresh] = out.emplace(text, label);
+    if (!fresh && it->second != label) ambiguous.insert(text);
+  }
+  for (const std::string& t : ambiguous) out.erase(t);
+  return out;
+}
+
+double validation_loss(VlmModel& model, Stream& s, Communicator& dp, Loader& loader, const TextRule& rule,
+                       int batches) {
+  double sum = 0, count = 0;
+  for (int i = 0; i < batches; ++i) {
+    Batch b = loader.next();
+    if (b.size() == 0) continue;
+    MicroBatch mb = make_micro_batch(b, rule, uint64_t(i));
+    mb.loss_norm = 1.0;  // the backbone returns the sum of the token losses
+    model.load(s, mb);
+    model.vision_forward(s);
+    model.query_forward(s);
+    model.scorers_forward(s);
+    sum += model.llm_forward_backward(s, false);
+    count += double(mb.counted());
+  }
+  const std::vector<double> t = all_reduce_values(dp, s, {sum, count});
+  return t[1] > 0 ? t[0] / t[1] : 0.0;
+}
+
+AccuracyReport caption_accuracy(VlmModel& model, Stream& s, Communicator& dp, Loader& loader, const TextRule& rule,
+                                const Tokenizer& tok, const std::map<std::string, int32_t>& classes,
+                                int64_t images, int max_new, int pictures, const std::string& dir, bool root) {
+  AccuracyReport rep;
+  const auto& labels = loader.dataset().labels();
+  const auto& names = loader.dataset().class_names();
+  VLM_REQUIRE(!labels.empty(), loader.dataset().path(), ": caption accuracy needs /labels (a labelled dataset)");
+  TextRule decode_rule = rule;
+  decode_rule.captions = false;
+  const int64_t steps = loader.steps_per_epoch();
+  int64_t seen = 0, drawn = 0;
+  const int G = model.config().vision.grid(), S = model.config().vision.image_size;
+  for (int64_t step = 0; step < steps && (images == 0 || seen < images); ++step) {
+    Batch b = loader.next();
+    const int n = b.size();
+    if (n == 0) continue;
+    MicroBatch mb = make_micro_batch(b, decode_rule, uint64_t(step));
+    model.load(s, mb);
+    model.vision_forward(s);
+    model.query_forward(s);
+    model.scorers_forward(s);
+    std::vector<std::vector<int32_t>> gen(static_cast<size_t>(n));
+    std::vector<bool> done(size_t(n), false);
+    for (int t = 0; t < max_new; ++t) {
+      const std::vector<int32_t> next = model.greedy_next(s, gen);
+      bool all = true;
+      for (int i = 0; i < n; ++i) {
+        if (done[size_t(i)]) continue;
+        if (next[size_t(i)] == tok.eos() || int64_t(gen[size_t(i)].size() + mb.prompt[size_t(i)].size()) + 1 >= rule.max_text)
+          done[size_t(i)] = true;
+        else
+          gen[size_t(i)].push_back(next[size_t(i)]);
+        all = all && done[size_t(i)];
+      }
+      if (all) break;  // identical on every TP rank: the same logits
+    }
+    if (root && drawn < pictures) {
+      s.synchronize();
+      const std::vector<float> r = to_vector_f32(model.stage().relevance());
+      const auto& lods = model.stage().allocations();
+      for (int i = 0; i < n && drawn < pictures; ++i, ++drawn) {
+        RelevanceGrid grid{r.data() + int64_t(i) * G * G, G, lods[size_t(i)].level.data(),
+                           model.config().scorers.lod.region};
+        write_relevance_png(dir + "/relevance_" + std::to_string(drawn) + ".png",
+                            ImageView::packed(b.images_u8.data() + size_t(i) * S * S * 3, S, S), grid);
+      }
+    }
+    for (int i = 0; i < n; ++i) {
+      if (!b.is_pad.empty() && b.is_pad[size_t(i)]) continue;
+      if (images > 0 && seen >= images) break;
+      ++seen;
+      const int32_t label = labels[size_t(b.image_index[size_t(i)])];
+      const std::string text = tok.decode(gen[size_t(i)]);
+      const auto it = classes.find(text);
+      const bool ok = it != classes.end() && it->second == label;
+      rep.correct += ok;
+      if (root && rep.examples.size() < 8)
+        rep.examples.push_back((label >= 0 && size_t(label) < names.size() ? names[size_t(label)] : std::to_string(label)) +
+                               " | " + text + (ok ? "" : "   (wrong)"));
+    }
+  }
+  const std::vector<double> t = all_reduce_values(dp, s, {double(seen), double(rep.correct)});
+  rep.images = int64_t(t[0]), rep.correct = int64_t(t[1]);
+  return rep;
+}
+
+}  // namespace vlm

@@ -1,0 +1,43 @@
+// Evaluation of a VLM during and after training (forward only, on the calling stream):
+//  - validation_loss: the mean caption-token cross-entropy over `batches` batches of a
+//    split, over every DP rank (sums of losses and of counted tokens are all-reduced).
+//  - caption_accuracy: greedy-decodes a caption for every image of a split (a full
+//    recompute per token, stopping at EOS or max_new tokens) and counts an image correct
+//    when the decoded caption is one of the captions the dataset gives its label's
+//    images (class_captions), i.e. it names the right class in a known phrasing. Each DP
+//    rank decodes its shard; the counts are all-reduced. Padding repeats are not counted.
+//  - relevance pictures of the first images (data/image/relevance_picture.h) on rank 0.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "data/load/loader.h"
+#include "data/text/tokenizer.h"
+#include "parallel/communicator.h"
+#include "train/batch.h"
+#include "train/vlm_model.h"
+
+namespace vlm {
+
+// caption text -> label, over the captions of `split` whose image has a label (a text
+// given to images of two labels is left out: it names no single class).
+std::map<std::string, int32_t> class_captions(const DatasetReader& d, const std::string& split);
+
+double validation_loss(VlmModel& model, Stream& s, Communicator& dp, Loader& loader, const TextRule& rule,
+                       int batches);
+
+struct AccuracyReport {
+  int64_t images = 0, correct = 0;
+  std::vector<std::string> examples;  // "label | decoded" of the first few (rank 0)
+  double accuracy() const { return images ? double(correct) / double(images) : 0.0; }
+};
+
+// images: at most this many per DP rank (0 = the whole split). pictures: relevance
+// pictures of the first images written to <dir>/relevance_<i>.png (rank `root` only).
+AccuracyReport caption_accuracy(VlmModel& model, Stream& s, Communicator& dp, Loader& loader, const TextRule& rule,
+                                const Tokenizer& tok, const std::map<std::string, int32_t>& classes,
+                                int64_t images, int max_new, int pictures, const std::string& dir, bool root);
+
+}  // namespace vlm

@@ -1,0 +1,128 @@
+// The options of `vlm train` (train/train_options.h).
+#include "train/train_options.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "core/config.h"
+#include "core/error.h"
+
+namespace vlm {
+
+void register_train_options(Config& cfg) {
+  cfg.add_string("data.path", "", "image-text HDF5 file to train on (vlm data build)");
+  cfg.add_string("data.tokenizer", "", "tokenizer.json (default: the token ids stored in the file)");
+  cfg.add_string("data.prompt", "Describe the image.", "instruction given to every sample that has no prompt");
+  cfg.add_string("data.train_split", "train", "split to train on (train|val|test|all)");
+  cfg.add_string("data.val_split", "val", "split of the validation loss (train.eval_every)");
+  cfg.add_int("data.threads", 2, "loader threads (decode, resize, texture)", 1, 256);
+  cfg.add_int("data.prefetch", 4, "batches prepared ahead", 1, 1024);
+
+  cfg.add_int("train.steps", 0, "optimizer steps (0 = train.epochs)", 0, int64_t(1) << 40);
+  cfg.add_float("train.epochs", 0, "epochs over the train split when train.steps = 0", 0, 1e6);
+  cfg.add_int("train.batch", 8, "images per micro-batch per DP rank", 1, 1 << 20);
+  cfg.add_int("train.micro_batches", 1, "micro-batches per optimizer step (gradient accumulation)", 1, 1 << 20);
+  cfg.add_int("train.global_batch", 0, "images per optimizer step; must equal dp x micro_batches x batch (0 = that)",
+              0, int64_t(1) << 40);
+  cfg.add_int("train.max_text", 48, "prompt + caption tokens per sample (longer captions are cut)", 2, 1 << 20);
+  cfg.add_float("train.lr", 1e-3, "peak learning rate", 0, 10);
+  cfg.add_float("train.min_lr_ratio", 0.1, "final learning rate / peak (cosine, linear)", 0, 1);
+  cfg.add_int("train.warmup", 0, "linear warmup steps", 0, int64_t(1) << 40);
+  cfg.add_choice("train.schedule", "cosine", {"cosine", "linear", "constant"}, "learning-rate decay after warmup");
+  cfg.add_float("train.weight_decay", 0.01, "AdamW weight decay (matrices only, train/optimizer.h)", 0, 10);
+  cfg.add_float("train.beta1", 0.9, "AdamW beta1", 0, 1);
+  cfg.add_float("train.beta2", 0.95, "AdamW beta2", 0, 1);
+  cfg.add_float("train.eps", 1e-8, "AdamW epsilon", 0, 1);
+  cfg.add_float("train.clip", 1.0, "max global gradient norm (0 = no clipping)", 0, 1e30);
+  cfg.add_string("train.freeze", "", "modules not trained: comma list of vision,projector,scorers,llm");
+  cfg.add_int("train.zero", 0, "ZeRO stage (0; 1 = optimizer state sharded over DP)", 0, 1);
+  cfg.add_int("train.log_every", 10, "progress line every N steps", 1, int64_t(1) << 40);
+  cfg.add_int("train.eval_every", 0, "validation loss every N steps (0 = at the end only)", 0, int64_t(1) << 40);
+  cfg.add_int("train.eval_batches", 8, "batches of the validation loss", 1, 1 << 20);
+  cfg.add_string("train.run", "run", "run name: outputs go to <train.out_dir>/<train.run>/");
+  cfg.add_string("train.out_dir", "runs", "folder of the runs");
+  cfg.add_float("train.bucket_mb", 25, "DP gradient bucket size in MiB", 0.001, 1 << 20);
+  cfg.add_string("llm.hf", "", "Hugging Face Llama/Qwen2/GPT-2 checkpoint directory for the backbone");
+
+  cfg.add_string("eval.split", "test", "split of the caption accuracy after training (empty = none)");
+  cfg.add_int("eval.images", 0, "images of the caption accuracy (0 = the whole split)", 0, int64_t(1) << 40);
+  cfg.add_int("eval.pictures", 8, "relevance pictures written after training", 0, 4096);
+  cfg.add_int("eval.max_new", 24, "greedy decoding: tokens generated at most", 1, 4096);
+}
+
+DataOptions read_data_options(const Config& cfg) {
+  DataOptions d;
+  d.path = cfg.get_string("data.path");
+  d.tokenizer = cfg.get_string("data.tokenizer");
+  d.prompt = cfg.get_string("data.prompt");
+  d.train_split = cfg.get_string("data.train_split");
+  d.val_split = cfg.get_string("data.val_split");
+  d.threads = int(cfg.get_int("data.threads"));
+  d.prefetch = int(cfg.get_int("data.prefetch"));
+  return d;
+}
+
+EvalOptions read_eval_options(const Config& cfg) {
+  EvalOptions e;
+  e.split = cfg.get_string("eval.split");
+  e.images = cfg.get_int("eval.images");
+  e.pictures = int(cfg.get_int("eval.pictures"));
+  e.max_new = int(cfg.get_int("eval.max_new"));
+  return e;
+}
+
+TrainOptions read_train_options(const Config& cfg) {
+  TrainOptions t;
+  t.steps = cfg.get_int("train.steps");
+  t.epochs = cfg.get_float("train.epochs");
+  t.batch = int(cfg.get_int("train.batch"));
+  t.micro_batches = int(cfg.get_int("train.micro_batches"));
+  t.global_batch = cfg.get_int("train.global_batch");
+  t.max_text = int(cfg.get_int("train.max_text"));
+  t.optim.lr = cfg.get_float("train.lr");
+  t.optim.min_lr_ratio = cfg.get_float("train.min_lr_ratio");
+  t.optim.warmup = cfg.get_int("train.warmup");
+  t.optim.schedule = parse_schedule(cfg.get_string("train.schedule"));
+  t.optim.weight_decay = float(cfg.get_float("train.weight_decay"));
+  t.optim.beta1 = float(cfg.get_float("train.beta1"));
+  t.optim.beta2 = float(cfg.get_float("train.beta2"));
+  t.optim.eps = float(cfg.get_float("train.eps"));
+  t.optim.clip = float(cfg.get_float("train.clip"));
+  std::stringstream ss(cfg.get_string("train.freeze"));
+  for (std::string w; std::getline(ss, w, ',');) {
+    if (w.empty()) continue;
+    bool found = false;
+    for (int m = 0; m < kNumModules; ++m)
+      if (w == module_name(ModuleId(m))) t.frozen[size_t(m)] = found = true;
+    VLM_REQUIRE(found, "--train.freeze: unknown module '", w, "' (expected a comma list of vision, projector, scorers, llm)");
+  }
+  t.zero = int(cfg.get_int("train.zero"));
+  t.log_every = int(cfg.get_int("train.log_every"));
+  t.eval_every = int(cfg.get_int("train.eval_every"));
+  t.eval_batches = int(cfg.get_int("train.eval_batches"));
+  t.run = cfg.get_string("train.run");
+  t.out_dir = cfg.get_string("train.out_dir");
+  t.bucket_mb = cfg.get_float("train.bucket_mb");
+  t.llm_hf = cfg.get_string("llm.hf");
+  return t;
+}
+
+void TrainOptions::check(int dp) const {
+  const int64_t derived = int64_t(dp) * micro_batches * batch;
+  VLM_REQUIRE(global_batch == 0 || global_batch == derived, "--train.global_batch=", global_batch,
+              " must equal dp x train.micro_batches x train.batch = ", dp, " x ", micro_batches, " x ", batch, " = ",
+              derived);
+  VLM_REQUIRE(steps > 0 || epochs > 0, "--train.steps or --train.epochs: one must be positive");
+  bool all = true;
+  for (bool f : frozen) all = all && f;
+  VLM_REQUIRE(!all, "--train.freeze: every module is frozen, nothing would train");
+  VLM_REQUIRE(!run.empty() && run.find('/') == std::string::npos, "--train.run: a name without '/' is expected, got '",
+              run, "'");
+}
+
+int64_t TrainOptions::total_steps(int64_t steps_per_epoch) const {
+  if (steps > 0) return steps;
+  return std::max<int64_t>(1, int64_t(std::ceil(epochs * double(steps_per_epoch) / micro_batches)));
+}
+
+}  // namespace vlm

@@ -1,0 +1,60 @@
+// The options of `vlm train`, registered once under `data.*`, `train.*` and `eval.*`
+// (the model's own are vision.*, lod.*, scorers.*, model.*, scheduler.*, parallel.*),
+// and read into plain structs. Every rule between options is checked in check() with a
+// UserError naming the options and their values:
+//   train.global_batch (when set) = dp x train.micro_batches x train.batch;
+//   train.steps > 0 or train.epochs > 0;
+//   train.freeze: a comma list of vision, projector, scorers, llm; not all four.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "scheduler/streams.h"
+#include "train/optimizer.h"
+#include "train/vlm_model.h"
+
+namespace vlm {
+
+class Config;
+
+struct DataOptions {
+  std::string path;       // the image-text HDF5 file (data/storage/schema.h)
+  std::string tokenizer;  // tokenizer.json; empty = the file's /captions/tokens
+  std::string prompt = "Describe the image.";  // the instruction when a sample has none
+  std::string train_split = "train", val_split = "val";
+  int threads = 2, prefetch = 4;
+};
+
+struct EvalOptions {
+  std::string split = "test";  // caption accuracy after training ("" = none)
+  int64_t images = 0;          // 0 = the whole split
+  int pictures = 8;            // relevance pictures of the first images
+  int max_new = 24;            // greedy decoding length limit
+};
+
+struct TrainOptions {
+  int64_t steps = 0;
+  double epochs = 0;            // used when steps = 0
+  int batch = 8;                // images per micro-batch per DP rank
+  int micro_batches = 1;
+  int64_t global_batch = 0;     // 0 = dp x micro_batches x batch
+  int max_text = 48;            // prompt + caption tokens per sample
+  OptimOptions optim;
+  std::array<bool, kNumModules> frozen{};  // by ModuleId
+  int zero = 0;
+  int log_every = 10, eval_every = 0, eval_batches = 8;
+  std::string run = "run", out_dir = "runs";
+  double bucket_mb = 25;
+  std::string llm_hf;           // Hugging Face backbone checkpoint (llm.hf)
+
+  void check(int dp) const;     // the rules above
+  int64_t total_steps(int64_t steps_per_epoch) const;
+};
+
+void register_train_options(Config& cfg);
+DataOptions read_data_options(const Config& cfg);
+EvalOptions read_eval_options(const Config& cfg);
+TrainOptions read_train_options(const Config& cfg);
+
+}  // namespace vlm

@@ -1,0 +1,290 @@
+// Trainer (train/trainer.h).
+#include "train/trainer.h"
+
+#include <mpi.h>
+
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "core/config.h"
+#include "core/error.h"
+#include "data/storage/dataset.h"
+#include "llm/hf_config.h"
+#include "llm/hf_import.h"
+#include "parallel/groups.h"
+#include "parallel/runtime.h"
+#include "scheduler/options.h"
+#include "scheduler/trace.h"
+#include "train/batch.h"
+#include "train/evaluate.h"
+#include "train/run_log.h"
+#include "train/step.h"
+#include "train/train_options.h"
+#include "vision/siglip_config.h"
+#include "vision/siglip_import.h"
+
+namespace vlm {
+
+void register_all_train_options(Config& cfg) {
+  register_runtime_options(cfg);
+  register_vision_options(cfg);
+  register_scorer_options(cfg);
+  register_llm_options(cfg);
+  sched::register_scheduler_options(cfg);
+  register_train_options(cfg);
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// The tokenizer of a run: data.tokenizer, else the file the dataset names as its tokenizer.
+std::shared_ptr<const Tokenizer> find_tokenizer(const DataOptions& d, const DatasetReader& ds) {
+  std::string path = d.tokenizer;
+  if (path.empty() && std::filesystem::is_regular_file(ds.tokenizer_name())) path = ds.tokenizer_name();
+  VLM_REQUIRE(!path.empty(), "--data.tokenizer: a tokenizer.json is required (", d.path,
+              " names none that exists; make one with `vlm data tokenizer`)");
+  return std::make_shared<const Tokenizer>(Tokenizer::load(path));
+}
+
+// Every rank's string, on every rank (two all-gathers over `c`).
+std::vector<std::string> gather_strings(Communicator& c, Stream& s, const std::string& mine) {
+  Backend& b = backend_for(c.device());
+  const std::vector<double> lens = all_reduce_values(c, s, std::vector<double>(1, double(mine.size())), ReduceOp::Max);
+  const int64_t n = int64_t(lens[0]) + 1, p = c.size();
+  std::vector<uint8_t> buf(size_t(n), 0);
+  std::copy(mine.begin(), mine.end(), buf.begin());
+  const Tensor in = Tensor::empty(b, Shape{n}, DType::U8), out = Tensor::empty(b, Shape{p * n}, DType::U8);
+  b.copy(in.data(), b.device(), buf.data(), DeviceKind::CPU, size_t(n));
+  c.all_gather(s, out, in);
+  s.synchronize();
+  std::vector<uint8_t> all(size_t(p * n));
+  b.copy(all.data(), DeviceKind::CPU, out.data(), b.device(), all.size());
+  std::vector<std::string> r;
+  for (int64_t i = 0; i < p; ++i) r.emplace_back(reinterpret_cast<const char*>(all.data() + i * n));
+  return r;
+}
+
+}  // namespace
+
+struct Trainer::State {
+  const Config& cfg;
+  Runtime& rt;
+  DataOptions data;
+  TrainOptions train;
+  EvalOptions eval;
+  sched::SchedulerOptions sched;
+  VlmConfig vcfg;
+  std::shared_ptr<const Tokenizer> tok;
+  TextRule rule;
+  std::unique_ptr<Communicator> self;
+  std::unique_ptr<VlmModel> model;
+  std::unique_ptr<sched::StreamSet> streams;
+  std::unique_ptr<DpGrads> dpg;
+  std::unique_ptr<VlmStep> step;
+  std::unique_ptr<AdamW> opt;
+  std::unique_ptr<Loader> loader;
+  std::unique_ptr<RunLog> log;
+  std::vector<bool> trainable;
+  int64_t total = 0;
+  uint64_t seed = 0;
+
+  State(const Config& c, Runtime& r) : cfg(c), rt(r) {}
+  LoaderOptions loader_options(const std::string& split) const;
+};
+
+LoaderOptions Trainer::State::loader_options(const std::string& split) const {
+  LoaderOptions o;
+  o.path = data.path, o.split = split, o.batch_size = train.batch;
+  o.image_size = vcfg.vision.image_size, o.grid = vcfg.vision.grid();
+  o.threads = data.threads, o.prefetch = data.prefetch;
+  o.dp_size = rt.topology().dp(), o.dp_rank = rt.topology().self().dp_rank;
+  o.seed = seed, o.texture = true, o.tokenizer = tok, o.max_tokens = train.max_text;
+  return o;
+}
+
+Trainer::Trainer(const Config& cfg, Runtime& rt) : st_(std::make_unique<State>(cfg, rt)) {
+  State& S = *st_;
+  const int tp = rt.topology().tp(), dp = rt.topology().dp();
+  rt.on_every_rank("inputs", [&] {
+    S.data = read_data_options(cfg);
+    S.train = read_train_options(cfg);
+    S.eval = read_eval_options(cfg);
+    S.sched = sched::scheduler_options(cfg);
+    S.seed = uint64_t(cfg.get_int("seed"));
+    VLM_REQUIRE(!S.data.path.empty(), "--data.path: an image-text HDF5 file is required (vlm data build)");
+    S.train.check(dp);
+    DatasetReader ds(S.data.path);
+    VLM_REQUIRE(ds.num_captions() > 0, S.data.path, ": the dataset has no captions to train on");
+    VLM_REQUIRE(!ds.split_captions(S.data.train_split).empty(), S.data.path, ": split '", S.data.train_split,
+                "' has no captions (--data.train_split)");
+    S.tok = find_tokenizer(S.data, ds);
+    S.vcfg.vision = resolve_vision_config(cfg);
+    S.vcfg.llm = S.train.llm_hf.empty() ? read_model_config(cfg) : read_hf_config(S.train.llm_hf);
+    if (S.train.llm_hf.empty() && !cfg.is_set("model.vocab_size")) S.vcfg.llm.vocab_size = S.tok->vocab_size();
+    S.vcfg.llm.validate(tp);
+    VLM_REQUIRE(S.tok->vocab_size() <= S.vcfg.llm.vocab_size, "the tokenizer's vocabulary (", S.tok->vocab_size(),
+                " tokens) exceeds the model's (model.vocab_size=", S.vcfg.llm.vocab_size, ")");
+    S.vcfg.scorers = read_scorer_options(cfg);
+    S.vcfg.scorers.validate(S.vcfg.vision.grid(), tp);
+    VLM_REQUIRE(S.vcfg.scorers.scorers.placement != Placement::Tp2,
+                "--scorers.placement=tp2 is not supported by vlm train (use replicated, batch-split or dedicated)");
+    S.vcfg.max_images = S.train.batch, S.vcfg.max_text = S.train.max_text;
+    const int64_t longest = S.vcfg.scorers.lod.max_tokens + S.train.max_text;
+    VLM_REQUIRE(S.vcfg.llm.is_llama() || longest <= S.vcfg.llm.max_pos, "lod.max_tokens + train.max_text = ", longest,
+                " exceeds model.max_pos=", S.vcfg.llm.max_pos, " (the learned position table)");
+    S.rule.bos = S.tok->bos(), S.rule.max_text = S.train.max_text;
+    S.rule.instruction = S.tok->encode(S.data.prompt);
+  });
+
+  Backend& b = rt.backend();
+  S.self = make_communicator(b.device(), MPI_COMM_SELF, "self", rt.options().parallel.timeout_s);
+  S.model = std::make_unique<VlmModel>(S.vcfg, b, rt.groups().tp(), *S.self);
+  S.model->init(S.seed);
+  if (!S.train.llm_hf.empty()) load_hf_checkpoint(S.model->llm(), S.train.llm_hf);
+  if (!S.vcfg.vision.hf_dir.empty()) load_siglip(S.model->vision(), read_siglip_config(S.vcfg.vision.hf_dir));
+  for (int m = 0; m < kNumModules; ++m) S.trainable.push_back(!S.train.frozen[size_t(m)]);
+  S.streams = std::make_unique<sched::StreamSet>(b);
+  StepOptions so;
+  so.mode = S.sched.mode;
+  S.dpg = std::make_unique<DpGrads>(S.model->modules(), S.trainable, rt.groups().dp(), S.train.zero, S.train.bucket_mb, b);
+  S.step = std::make_unique<VlmStep>(*S.model, *S.streams, *S.dpg, S.trainable, S.train.micro_batches, so);
+  S.opt = std::make_unique<AdamW>(S.model->modules(), S.trainable, *S.dpg, b, S.train.optim);
+  S.loader = std::make_unique<Loader>(S.loader_options(S.data.train_split));
+  S.total = S.train.total_steps(S.loader->steps_per_epoch());
+  S.log = std::make_unique<RunLog>(S.train.out_dir + "/" + S.train.run, rt.root(), cfg.dump_ini());
+}
+
+Trainer::~Trainer() = default;
+
+TrainReport Trainer::run() {
+  State& S = *st_;
+  Runtime& rt = S.rt;
+  Stream& s = rt.backend().default_stream();
+  Communicator& dp = rt.groups().dp();
+  const int M = S.train.micro_batches;
+  TrainReport rep;
+  rep.optimizer_bytes = S.opt->state_bytes();
+  for (const ModuleParams& m : S.model->modules()) rep.grad_bytes += m.table->grad_arena().bytes();
+  if (rt.root()) {
+    std::printf("vlm train: %s | tp=%d dp=%d | %lld steps of %d x %d x %d images | %s\n", rt.backend().description().c_str(),
+                rt.topology().tp(), rt.topology().dp(), (long long)S.total, rt.topology().dp(), M, S.train.batch,
+                sched::mode_name(S.sched.mode));
+    std::printf("  vision %s\n  llm    %s\n  optimizer state %.1f MiB, gradients %.1f MiB, activations %.1f MiB\n",
+                S.vcfg.vision.str().c_str(), S.vcfg.llm.str().c_str(), double(rep.optimizer_bytes) / (1 << 20),
+                double(rep.grad_bytes) / (1 << 20), double(S.model->activation_bytes()) / (1 << 20));
+    std::fflush(stdout);
+  }
+  sched::Trace trace(rt.topology().world_rank());
+  std::vector<sched::TaskTiming> timings;
+  std::array<double, sched::kNumStreams> busy{};
+  double graph_ms = 0, overlap = 0, data_wait = 0;
+  const auto t_start = Clock::now();
+  double loss = 0;
+  for (int64_t step = 1; step <= S.total; ++step) {
+    const auto t0 = Clock::now();
+    std::vector<Batch> batches(static_cast<size_t>(M));
+    std::vector<MicroBatch> mbs;
+    double counted = 0;
+    for (int m = 0; m < M; ++m) {
+      const auto tw = Clock::now();
+      batches[size_t(m)] = S.loader->next();
+      data_wait += seconds_since(tw);
+      mbs.push_back(make_micro_batch(batches[size_t(m)], S.rule, S.seed ^ uint64_t(step * M + m)));
+      counted += double(mbs.back().counted());
+    }
+    const double global = all_reduce_values(dp, s, {counted})[0];
+    for (MicroBatch& mb : mbs) mb.loss_norm = global > 0 ? global : 1.0;
+    S.model->zero_grads();
+    const double local = S.step->run(mbs, &timings);
+    double visual = 0, tokens = 0, images = 0;
+    for (const MicroBatch& mb : mbs) images += double(mb.images);
+    visual = double(S.model->visual_offsets().back()) * M;  // the last micro-batch's, as an estimate per micro-batch
+    tokens = visual + counted;
+    const std::vector<double> tot = all_reduce_values(dp, s, {local, tokens, visual, images});
+    loss = tot[0];
+    const double gnorm = S.opt->grad_norm(s, rt.groups().tp());
+    if (!std::isfinite(loss) || !std::isfinite(gnorm))
+      rt.on_every_rank("step " + std::to_string(step), [&] {
+        throw UserError("step " + std::to_string(step) + ": the " + (std::isfinite(loss) ? "gradient norm" : "loss") +
+                        " is not finite (" + std::to_string(std::isfinite(loss) ? gnorm : loss) +
+                        "); stopped before the optimizer step (lower train.lr or raise train.warmup)");
+      });
+    const double lr = lr_at(S.train.optim, step, S.total);
+    const float scale = S.train.optim.clip > 0 && gnorm > S.train.optim.clip ? float(S.train.optim.clip / gnorm) : 1.f;
+    S.opt->step(s, step, lr, scale);
+    s.synchronize();
+    if (step == 1) rep.first_loss = loss;
+    const double dt = seconds_since(t0), elapsed = seconds_since(t_start);
+    StepLine line{step, S.total, loss, lr, gnorm, dt, elapsed, tot[1] / dt, tot[3] / dt, tot[2] / std::max(1.0, tot[3]),
+                  peak_rss_bytes()};
+    const bool print = step % S.train.log_every == 0 || step == 1 || step == S.total;
+    S.log->step(line, print);
+    const sched::StepSummary sum = trace.add_step(S.step->graph(), timings);
+    if (print && rt.root() && !S.sched.trace.empty()) std::printf("  %s\n", sum.line().c_str());
+    for (int k = 0; k < sched::kNumStreams; ++k) busy[size_t(k)] += sum.busy_ms[size_t(k)];
+    graph_ms += sum.step_ms, overlap += sum.overlap_fraction * sum.step_ms;
+    rep.images_per_s += tot[3], rep.tokens_per_s += tot[1];
+    if (S.train.eval_every > 0 && step % S.train.eval_every == 0 && step < S.total) {
+      Loader val(S.loader_options(S.data.val_split));
+      const double v = validation_loss(*S.model, s, dp, val, S.rule, S.train.eval_batches);
+      S.log->scalars(step, {{"val_loss", v}});
+      if (rt.root()) std::printf("step %lld: val loss %.4f (%s)\n", (long long)step, v, S.data.val_split.c_str());
+    }
+  }
+  rep.steps = S.total, rep.last_loss = loss;
+  rep.train_seconds = seconds_since(t_start);
+  rep.images_per_s /= rep.train_seconds, rep.tokens_per_s /= rep.train_seconds;
+  rep.loader_stall = data_wait / rep.train_seconds;
+  if (rt.root()) {
+    std::string split = "";
+    for (int k = 0; k < sched::kNumStreams; ++k)
+      split += " " + sched::stream_names()[size_t(k)] + " " + std::to_string(int(busy[size_t(k)] / double(S.total) + 0.5));
+    std::printf("time per step (mean): %.1f ms, of which the step graph %.1f ms (busy ms per stream:%s; overlap %.2f), "
+                "waiting for data %.1f ms (loader stall %.1f%%)\n",
+                1e3 * rep.train_seconds / double(S.total), graph_ms / double(S.total), split.c_str(),
+                graph_ms > 0 ? overlap / graph_ms : 0.0, 1e3 * data_wait / double(S.total), 100.0 * rep.loader_stall);
+  }
+  if (!S.sched.trace.empty()) {
+    const std::vector<std::string> ev = gather_strings(rt.groups().world(), s, trace.events_json());
+    if (rt.root()) {
+      sched::write_trace_file(S.sched.trace, ev);
+      std::printf("trace: %s (open in https://ui.perfetto.dev)\n", S.sched.trace.c_str());
+    }
+  }
+  const DatasetReader& ds = S.loader->dataset();
+  if (!ds.split_captions(S.data.val_split).empty()) {
+    Loader val(S.loader_options(S.data.val_split));
+    rep.val_loss = validation_loss(*S.model, s, dp, val, S.rule, S.train.eval_batches);
+    S.log->scalars(S.total, {{"val_loss", rep.val_loss}});
+  }
+  if (!S.eval.split.empty() && !ds.labels().empty() && !ds.split_captions(S.eval.split).empty()) {
+    const auto classes = class_captions(ds, S.data.train_split);
+    Loader ev(S.loader_options(S.eval.split));
+    const auto t_eval = Clock::now();
+    const AccuracyReport a = caption_accuracy(*S.model, s, dp, ev, S.rule, *S.tok, classes, S.eval.images,
+                                              S.eval.max_new, S.eval.pictures, S.log->dir(), rt.root());
+    rep.accuracy = a.accuracy(), rep.eval_images = a.images;
+    S.log->scalars(S.total, {{"caption_accuracy", rep.accuracy}});
+    if (rt.root()) {
+      for (const std::string& e : a.examples) std::printf("  %s\n", e.c_str());
+      std::printf("caption accuracy on %s: %.2f%% (%lld of %lld images, %s)\n", S.eval.split.c_str(),
+                  100.0 * rep.accuracy, (long long)a.correct, (long long)a.images,
+                  format_duration(seconds_since(t_eval)).c_str());
+      if (S.eval.pictures > 0) std::printf("relevance pictures: %s/relevance_*.png\n", S.log->dir().c_str());
+    }
+  }
+  if (rt.root()) {
+    std::printf("vlm train: %lld steps in %s | loss %.4f -> %.4f | val loss %.4f | %.1f img/s | %.0f tok/s | run %s\n",
+                (long long)rep.steps, format_duration(rep.train_seconds).c_str(), rep.first_loss, rep.last_loss,
+                rep.val_loss, rep.images_per_s, rep.tokens_per_s, S.log->dir().c_str());
+    std::fflush(stdout);
+  }
+  return rep;
+}
+
+}  // namespace vlm

@@ -1,0 +1,49 @@
+// Trainer: `vlm train` on one rank of a TP x DP layout (train/README.md, README
+// "Training"). It assembles the VLM (train/vlm_model.h) from the options, reads the
+// dataset through data/'s DP-sharded loader, runs optimizer steps through the scheduler's
+// step (train/step.h) with AdamW (train/optimizer.h), and reports through the run log
+// (train/run_log.h). After training it evaluates (train/evaluate.h).
+// Invariants:
+//  - Inputs are checked on every rank in one agreed step before any work (the error
+//    policy of parallel/runtime.h): a bad option or file ends every rank with exit 2.
+//  - Every DP rank sees different samples, every TP rank the same; the step's loss is
+//    the mean over the caption tokens of the global batch (MicroBatch::loss_norm), so
+//    any (tp, dp) with the same global batch trains the same model.
+//  - A non-finite loss or gradient norm stops the run with a UserError naming the step,
+//    before the optimizer touches the weights.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace vlm {
+
+class Config;
+class Runtime;
+
+struct TrainReport {
+  int64_t steps = 0;
+  double first_loss = 0, last_loss = 0, val_loss = -1;
+  double accuracy = -1;      // caption accuracy of eval.split (-1: not evaluated)
+  int64_t eval_images = 0;
+  double train_seconds = 0, images_per_s = 0, tokens_per_s = 0;
+  double loader_stall = 0;   // fraction of the training time spent waiting for batches
+  size_t optimizer_bytes = 0, grad_bytes = 0;
+};
+
+// Registers every option `vlm train` reads (model, vision, scorers, scheduler, runtime,
+// data, train, eval).
+void register_all_train_options(Config& cfg);
+
+class Trainer {
+ public:
+  Trainer(const Config& cfg, Runtime& rt);
+  ~Trainer();
+  TrainReport run();
+
+ private:
+  struct State;
+  std::unique_ptr<State> st_;
+};
+
+}  // namespace vlm

@@ -1,0 +1,150 @@
+// VlmModel: the whole vision-language model of one rank, assembled from its parts:
+//   vision encoder (vision/encoder.h, replicated)  -> cell features F [B, G*G, d_v]
+//   prompt query: mean input embedding of each prompt (the backbone's vocab-parallel
+//                 table, no copy of it) -> q [B, C]
+//   relevance stage (scorers/stage.h: three scorers, balancer, LOD allocator, tokens)
+//   projector (vision/projector.h, replicated): visual tokens [Tv, d_v] -> [Tv, C]
+//   backbone (llm/backbone.h, tensor-parallel) over [visual | prompt | caption] per sample
+// and the pieces of one micro-batch's forward and backward, which train/step.h runs as
+// the tasks of a graph. Pieces must be called in the order of the step:
+//   load, vision_forward, query_forward, scorers_forward, llm_forward_backward (projector
+//   forward, backbone forward + backward, projector backward), scorers_backward,
+//   query_backward, vision_backward
+// and finish_grads() once per optimizer step, after the last micro-batch's backward.
+// Which of them communicate on the TP group: query_forward/backward (no, without SP the
+// embedding's backward is local; with it, yes), llm_forward_backward (yes), the relevance
+// stage unless scorers.placement=replicated, and finish_grads (yes). The step issues them
+// from one stream so that every rank posts its TP collectives in the same order.
+//
+// Loss: the backbone's cross-entropy over caption tokens only, divided by
+// MicroBatch::loss_norm (the caption tokens of the whole optimizer step over every DP
+// rank), so the per-micro-batch losses of all ranks add up to the step's mean loss and
+// the gradients add up (no averaging) over micro-batches and DP ranks.
+// Memory: every part plans its parameters and activations at construction for
+// max_images images of at most max_text text tokens each (train/step.h does not allocate).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "llm/backbone.h"
+#include "llm/embedding_parallel.h"
+#include "scorers/stage.h"
+#include "vision/encoder.h"
+#include "vision/projector.h"
+
+namespace vlm {
+
+// The four trainable modules, in the order of their parameters' last gradient in backward.
+enum class ModuleId { Llm, Projector, Scorers, Vision };
+inline constexpr int kNumModules = 4;
+const char* module_name(ModuleId m);  // "llm", "projector", "scorers", "vision"
+
+struct VlmConfig {
+  VisionConfig vision;
+  ScorerOptions scorers;
+  ModelConfig llm;
+  int64_t max_images = 8;  // images per micro-batch (per rank)
+  int64_t max_text = 64;   // prompt + caption tokens per sample
+  float projector_std = 0.02f;
+  // Tokens of the backbone's packed micro-batch at most: every image at lod.max_tokens
+  // plus its text, plus tp - 1 rows of sequence-parallel padding.
+  int64_t max_backbone_tokens(int tp) const;
+};
+
+// One micro-batch on the host. Sample i: image i, its prompt (BOS + instruction) and its
+// caption (the tokens after BOS, EOS included: what the loss counts; empty for a padding
+// repeat of the sampler, which then counts nothing).
+struct MicroBatch {
+  int64_t images = 0;
+  const uint8_t* pixels = nullptr;  // [B,S,S,3] RGB u8
+  const float* texture = nullptr;   // [B,13,G,G] (when vision.texture)
+  std::vector<std::vector<int32_t>> prompt, caption;  // [B] each
+  double loss_norm = 1.0;           // divisor of the summed loss (see above)
+  uint64_t seed = 0;                // lod.policy=random
+  int64_t counted() const;          // caption tokens (= counted targets)
+};
+
+// Where a module's parameters live, for the optimizer and the DP reduction.
+struct ModuleParams {
+  ModuleId id;
+  ParamTable* table;
+  bool tp_split;  // the table is split over the TP group (else replicated on every TP rank)
+};
+
+class VlmModel {
+ public:
+  // cfg validated for tp (VlmConfig parts' validate). `self`: a size-1 communicator on
+  // the backend's device (the replicated encoder's).
+  VlmModel(const VlmConfig& cfg, Backend& backend, Communicator& tp, Communicator& self);
+  ~VlmModel();
+  VlmModel(const VlmModel&) = delete;
+  VlmModel& operator=(const VlmModel&) = delete;
+
+  const VlmConfig& config() const { return cfg_; }
+  void init(uint64_t seed);  // every part from (seed, parameter name): independent of tp
+  std::vector<ModuleParams> modules();
+  void zero_grads();
+
+  VisionEncoder& vision() { return *vision_; }
+  RelevanceStage& stage() { return *stage_; }
+  Projector& projector() { return *projector_; }
+  Backbone& llm() { return *llm_; }
+
+  // The pieces of one micro-batch (order above). llm_forward_backward returns this
+  // rank's share of the step's loss (identical on every TP rank).
+  void load(Stream& s, const MicroBatch& mb);
+  void vision_forward(Stream& s);
+  void query_forward(Stream& s);
+  void scorers_forward(Stream& s);
+  float llm_forward_backward(Stream& s, bool backward = true);
+  void scorers_backward(Stream& s);
+  void query_backward(Stream& s);
+  void vision_backward(Stream& s);
+  // Greedy decoding (a full recompute per token): after load, vision_forward,
+  // query_forward and scorers_forward, the most likely next token of every sample
+  // given its prompt and `generated` [B] so far (the logits are gathered over the TP
+  // group: a collective). Padding vocabulary columns are never chosen.
+  std::vector<int32_t> greedy_next(Stream& s, const std::vector<std::vector<int32_t>>& generated);
+  // Once per optimizer step: the TP-partial gradients of the backbone and the
+  // placement's gradient traffic of the stage.
+  void finish_grads(Stream& s);
+
+  // The last micro-batch: the visual tokens per image, the LM input (for decoding).
+  const std::vector<int64_t>& visual_offsets() const { return stage_->offsets(); }
+  const LmInput& lm_input() const { return input_; }
+  int64_t activation_bytes() const;
+
+ private:
+  class FeatureSource;  // the ImageEncoder the stage reads F through
+  void build_input(Stream& s);
+
+  VlmConfig cfg_;
+  Backend& backend_;
+  Communicator& tp_;
+  std::unique_ptr<VisionEncoder> vision_;
+  std::unique_ptr<RelevanceStage> stage_;
+  std::unique_ptr<ParamTable> stage_params_;
+  std::unique_ptr<Projector> projector_;
+  std::unique_ptr<Backbone> llm_;
+  std::unique_ptr<FeatureSource> features_;
+  VocabParallelEmbedding prompt_emb_;  // views of the backbone's table and its gradient
+
+  // Device buffers, planned for max_images (views cut per micro-batch).
+  Tensor pixels_, texture_;         // [Bmax,S,S,3] u8, [Bmax,13,G,G]
+  Tensor dF_;                       // [Bmax*G*G, d_v] encoder feature gradient (+= by the stage)
+  Tensor prompt_ids_, avg_;         // [Pmax] i32, [Bmax, Pmax] prompt averaging matrix
+  Tensor prompt_rows_, dprompt_rows_;  // [Pmax, C]
+  Tensor query_, dquery_;           // [Bmax, C]
+  Tensor visual_, dvisual_, dtokens_;  // [Tv, C], [Tv, C], [Tv, d_v] (Tv <= Bmax*max_tokens)
+  // The current micro-batch.
+  int64_t B_ = 0, P_ = 0;
+  uint64_t seed_ = 0;
+  std::vector<bool> has_prompt_;
+  std::vector<VlmSample> samples_;
+  double loss_norm_ = 1.0;
+  LmInput input_;
+};
+
+}  // namespace vlm
