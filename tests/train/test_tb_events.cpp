@@ -58,6 +58,37 @@ TEST(TbGolden, RecordsMatchTheRealProtobuf) {
 
 class TbFile : public test::TempDirTest {};
 
+// The reader on the same golden records (the real protobuf's bytes, not our encoder's).
+TEST_F(TbFile, ReaderDecodesTheRealProtobuf) {
+  const std::string path = (dir_ / "events.out.tfevents.golden").string();
+  test::write_file(path, unhex("1800000000000000a37f4b220900001040fc54d9411a0d627261696e2e4576656e743a32338d2fe9"
+                               "220000000000000078113dfd090000c040fc54d94110fdffffffffffffffff012a0c0a0a0a036e65671500"
+                               "00c0bf0f147329"
+                               "3800000000000000a3797d570900008040fc54d9411080a094a58d1d2a260a240a0973616d706c65732f30"
+                               "221708021003180322"
+                               "0f89504e472d6e6f742d7265616c6c7959c485b9"));
+  const auto ev = read_tb_events(path);
+  ASSERT_EQ(ev.size(), 3u);
+  EXPECT_EQ(ev[0].wall_time, 1700000000.25);
+  EXPECT_EQ(ev[0].step, 0);
+  EXPECT_EQ(ev[0].file_version, "brain.Event:2");
+  EXPECT_EQ(ev[1].wall_time, 1700000003.0);
+  EXPECT_EQ(ev[1].step, -3);
+  ASSERT_EQ(ev[1].values.size(), 1u);
+  EXPECT_EQ(ev[1].values[0].kind, TbValue::Kind::kScalar);
+  EXPECT_EQ(ev[1].values[0].tag, "neg");
+  EXPECT_EQ(ev[1].values[0].simple_value, -1.5f);
+  EXPECT_EQ(ev[2].step, 1000000000000);
+  ASSERT_EQ(ev[2].values.size(), 1u);
+  const TbValue& im = ev[2].values[0];
+  EXPECT_EQ(im.kind, TbValue::Kind::kImage);
+  EXPECT_EQ(im.tag, "samples/0");
+  EXPECT_EQ(im.image_height, 2);
+  EXPECT_EQ(im.image_width, 3);
+  EXPECT_EQ(im.image_colorspace, 3);
+  EXPECT_EQ(im.image_png, "\x89PNG-not-really");
+}
+
 uint32_t bits(float f) { return std::bit_cast<uint32_t>(f); }
 
 // A small RGB gradient as the trainer would log it.

@@ -113,7 +113,7 @@ TEST_F(TfRecordFile, EveryTruncationInsideARecordIsRefused) {
     test::write_file(p, good.substr(0, n));
     size_t whole = 0;
     while (whole < ends_.size() && ends_[whole] <= n) ++whole;
-    const bool boundary = n == 0 || ends_[whole - 1] == n;
+    const bool boundary = (whole == 0 ? 0 : ends_[whole - 1]) == n;
     if (boundary) {  // a file cut between records is a shorter valid file
       EXPECT_EQ(read_all(p), std::vector<std::string>(kRecords.begin(), kRecords.begin() + long(whole))) << n;
     } else {
