@@ -32,7 +32,7 @@ std::string encode_scalar_event(double wall_time, int64_t step, const std::strin
 std::string encode_image_event(double wall_time, int64_t step, const std::string& tag, int height, int width,
                                int channels, const std::string& png);
 
-// Writes one event file into a run folder.
+// Writes one event file into a run folder. Not thread-safe: one thread logs through it.
 class EventWriter {
  public:
   // Creates `dir` (and its parents) and the file
