@@ -2,9 +2,12 @@
 #include "train/evaluate.h"
 
 #include <algorithm>
+#include <fstream>
 #include <set>
 
 #include "core/error.h"
+#include "core/io/atomic_file.h"
+#include "data/image/png.h"
 #include "data/image/relevance_picture.h"
 
 namespace vlm {
@@ -25,8 +28,17 @@ std::map<std::string, int32_t> class_captions(const DatasetReader& d, const std:
   return out;
 }
 
+std::vector<uint8_t> relevance_picture(VlmModel& model, Stream& s, const Batch& b, int i) {
+  const int G = model.config().vision.grid(), S = model.config().vision.image_size;
+  s.synchronize();
+  const std::vector<float> r = to_vector_f32(model.stage().relevance().slice(i, i + 1));
+  RelevanceGrid grid{r.data(), G, model.stage().allocations()[size_t(i)].level.data(),
+                     model.config().scorers.lod.region};
+  return render_relevance(ImageView::packed(b.images_u8.data() + size_t(i) * S * S * 3, S, S), grid);
+}
+
 double validation_loss(VlmModel& model, Stream& s, Communicator& dp, Loader& loader, const TextRule& rule,
-                       int batches) {
+                       int batches, std::vector<std::vector<uint8_t>>* pictures) {
   double sum = 0, count = 0;
   for (int i = 0; i < batches; ++i) {
     Batch b = loader.next();
@@ -39,6 +51,11 @@ double validation_loss(VlmModel& model, Stream& s, Communicator& dp, Loader& loa
     model.scorers_forward(s);
     sum += model.llm_forward_backward(s, false);
     count += double(mb.counted());
+    if (pictures && i == 0) {
+      const size_t n = std::min(pictures->size(), size_t(b.size()));
+      pictures->resize(n);
+      for (size_t k = 0; k < n; ++k) (*pictures)[k] = relevance_picture(model, s, b, int(k));
+    }
   }
   const std::vector<double> t = all_reduce_values(dp, s, {sum, count});
   return t[1] > 0 ? t[0] / t[1] : 0.0;
@@ -55,7 +72,7 @@ AccuracyReport caption_accuracy(VlmModel& model, Stream& s, Communicator& dp, Lo
   decode_rule.captions = false;
   const int64_t steps = loader.steps_per_epoch();
   int64_t seen = 0, drawn = 0;
-  const int G = model.config().vision.grid(), S = model.config().vision.image_size;
+  const int S = model.config().vision.image_size;
   for (int64_t step = 0; step < steps && (images == 0 || seen < images); ++step) {
     Batch b = loader.next();
     const int n = b.size();
@@ -80,16 +97,16 @@ AccuracyReport caption_accuracy(VlmModel& model, Stream& s, Communicator& dp, Lo
       }
       if (all) break;  // identical on every TP rank: the same logits
     }
-    if (root && drawn < pictures) {
-      s.synchronize();
-      const std::vector<float> r = to_vector_f32(model.stage().relevance());
-      const auto& lods = model.stage().allocations();
-      for (int i = 0; i < n && drawn < pictures; ++i, ++drawn) {
-        RelevanceGrid grid{r.data() + int64_t(i) * G * G, G, lods[size_t(i)].level.data(),
-                           model.config().scorers.lod.region};
-        write_relevance_png(dir + "/relevance_" + std::to_string(drawn) + ".png",
-                            ImageView::packed(b.images_u8.data() + size_t(i) * S * S * 3, S, S), grid);
-      }
+    for (int i = 0; root && i < n && drawn < pictures; ++i, ++drawn) {
+      const std::vector<uint8_t> rgb = relevance_picture(model, s, b, i);
+      const std::string path = dir + "/relevance_" + std::to_string(drawn) + ".png";
+      AtomicFile f(path);
+      const std::string png = encode_png(rgb.data(), S, S, 3);
+      std::ofstream o(f.temp_path(), std::ios::binary);
+      o.write(png.data(), std::streamsize(png.size()));
+      o.close();
+      VLM_REQUIRE(o, f.temp_path(), ": cannot write the relevance picture");
+      f.commit();
     }
     for (int i = 0; i < n; ++i) {
       if (!b.is_pad.empty() && b.is_pad[size_t(i)]) continue;

@@ -25,8 +25,12 @@ namespace vlm {
 // given to images of two labels is left out: it names no single class).
 std::map<std::string, int32_t> class_captions(const DatasetReader& d, const std::string& split);
 
+// pictures: when given, the relevance pictures (packed RGB [S,S,3]) of the first images of
+// the first batch, up to its size on entry.
 double validation_loss(VlmModel& model, Stream& s, Communicator& dp, Loader& loader, const TextRule& rule,
-                       int batches);
+                       int batches, std::vector<std::vector<uint8_t>>* pictures = nullptr);
+// The relevance picture of image i of the last forward (packed RGB [S,S,3]).
+std::vector<uint8_t> relevance_picture(VlmModel& model, Stream& s, const Batch& b, int i);
 
 struct AccuracyReport {
   int64_t images = 0, correct = 0;

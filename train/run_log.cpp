@@ -9,6 +9,8 @@
 
 #include "core/error.h"
 #include "core/io/atomic_file.h"
+#include "data/image/png.h"
+#include "train/tb_events.h"
 
 namespace vlm {
 
@@ -46,13 +48,26 @@ RunLog::RunLog(const std::string& dir, bool root, const std::string& config) : d
   }
   jsonl_.open(dir_ + "/metrics.jsonl", std::ios::app);
   VLM_REQUIRE(jsonl_.is_open(), dir_, "/metrics.jsonl: cannot open for writing");
+  tb_ = std::make_unique<EventWriter>(dir_);
 }
 
-void RunLog::scalars(int64_t step, const std::vector<std::pair<std::string, double>>& values) {
+RunLog::~RunLog() = default;
+
+void RunLog::image(const std::string& tag, int64_t step, const std::vector<uint8_t>& rgb, int h, int w) {
   if (!root_) return;
+  tb_->image(tag, step, h, w, 3, encode_png(rgb.data(), h, w, 3));
+  tb_->flush();
+}
+
+void RunLog::scalars(int64_t step, const std::vector<std::pair<std::string, double>>& values,
+                     const std::string& group) {
+  if (!root_) return;
+  for (const auto& [k, v] : values) tb_->scalar(group + "/" + k, step, v);
+  tb_->flush();
   std::string line = "{\"step\":" + std::to_string(step);
   char buf[64];
-  for (const auto& [k, v] : values) {
+  for (const auto& [key, v] : values) {
+    const std::string k = group == "train" ? key : group + "_" + key;
     if (std::isfinite(v))
       std::snprintf(buf, sizeof buf, "%.17g", v);
     else

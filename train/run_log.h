@@ -5,17 +5,23 @@
 //                   renamed)
 //   metrics.jsonl   one JSON object per line: {"step":N,"tag":value,...}; each line is
 //                   written whole and flushed, so a crash loses at most the line in flight
+//   events.out.tfevents.*  the same scalars for TensorBoard (train/tb_events.h), under
+//                   "<group>/<tag>" (group train, val or eval), and the relevance
+//                   pictures as images; flushed with every JSONL line
 // Progress line: "step 120/1000 | loss 1.2345 | lr 9.5e-04 | gnorm 0.812 | 1234 tok/s |
 // 45.6 img/s | 37.2 vis tok/img | 181 ms/step | ETA 2m39s | mem 1.23 GiB"
 // (memory: the peak resident set on CPU, the peak device memory on GPU).
 #pragma once
 #include <cstdint>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace vlm {
+
+class EventWriter;
 
 struct StepLine {
   int64_t step = 0, total = 0;
@@ -34,18 +40,24 @@ class RunLog {
  public:
   // root: whether this rank writes (world rank 0). config: the dump of config.ini.
   RunLog(const std::string& dir, bool root, const std::string& config);
+  ~RunLog();
   bool root() const { return root_; }
   const std::string& dir() const { return dir_; }
 
   // Prints the progress line (rank 0) when print, and always appends the scalars.
   void step(const StepLine& s, bool print);
-  // One metrics.jsonl line {"step":step, tag:value...}.
-  void scalars(int64_t step, const std::vector<std::pair<std::string, double>>& values);
+  // One metrics.jsonl line {"step":step, tag:value...} (tag prefixed "<group>_" outside
+  // the train group), and the TensorBoard scalars "<group>/<tag>".
+  void scalars(int64_t step, const std::vector<std::pair<std::string, double>>& values,
+               const std::string& group = "train");
+  // A TensorBoard image (packed RGB rows [h, w, 3]).
+  void image(const std::string& tag, int64_t step, const std::vector<uint8_t>& rgb, int h, int w);
 
  private:
   std::string dir_;
   bool root_;
   std::ofstream jsonl_;
+  std::unique_ptr<EventWriter> tb_;
 };
 
 }  // namespace vlm

@@ -224,6 +224,14 @@ TrainReport Trainer::run() {
                   peak_rss_bytes()};
     const bool print = step % S.train.log_every == 0 || step == 1 || step == S.total;
     S.log->step(line, print);
+    {  // the mean balancer weights of the last micro-batch (how much each scorer counts)
+      s.synchronize();
+      const std::vector<float> w = to_vector_f32(S.model->stage().balancer().weights());
+      double m[3] = {0, 0, 0};
+      for (size_t k = 0; k < w.size(); ++k) m[k % 3] += w[k] / double(w.size() / 3);
+      S.log->scalars(step, {{"balancer_propositional", m[0]}, {"balancer_perspectival", m[1]},
+                            {"balancer_participatory", m[2]}});
+    }
     const sched::StepSummary sum = trace.add_step(S.step->graph(), timings);
     if (print && rt.root() && !S.sched.trace.empty()) std::printf("  %s\n", sum.line().c_str());
     for (int k = 0; k < sched::kNumStreams; ++k) busy[size_t(k)] += sum.busy_ms[size_t(k)];
@@ -231,8 +239,11 @@ TrainReport Trainer::run() {
     rep.images_per_s += tot[3], rep.tokens_per_s += tot[1];
     if (S.train.eval_every > 0 && step % S.train.eval_every == 0 && step < S.total) {
       Loader val(S.loader_options(S.data.val_split));
-      const double v = validation_loss(*S.model, s, dp, val, S.rule, S.train.eval_batches);
-      S.log->scalars(step, {{"val_loss", v}});
+      std::vector<std::vector<uint8_t>> pics(size_t(rt.root() ? S.eval.pictures : 0));
+      const double v = validation_loss(*S.model, s, dp, val, S.rule, S.train.eval_batches, &pics);
+      S.log->scalars(step, {{"loss", v}}, "val");
+      const int px = S.vcfg.vision.image_size;
+      for (size_t k = 0; k < pics.size(); ++k) S.log->image("relevance/" + std::to_string(k), step, pics[k], px, px);
       if (rt.root()) std::printf("step %lld: val loss %.4f (%s)\n", (long long)step, v, S.data.val_split.c_str());
     }
   }
@@ -259,8 +270,11 @@ TrainReport Trainer::run() {
   const DatasetReader& ds = S.loader->dataset();
   if (!ds.split_captions(S.data.val_split).empty()) {
     Loader val(S.loader_options(S.data.val_split));
-    rep.val_loss = validation_loss(*S.model, s, dp, val, S.rule, S.train.eval_batches);
-    S.log->scalars(S.total, {{"val_loss", rep.val_loss}});
+    std::vector<std::vector<uint8_t>> pics(size_t(rt.root() ? S.eval.pictures : 0));
+    rep.val_loss = validation_loss(*S.model, s, dp, val, S.rule, S.train.eval_batches, &pics);
+    S.log->scalars(S.total, {{"loss", rep.val_loss}}, "val");
+    const int px = S.vcfg.vision.image_size;
+    for (size_t k = 0; k < pics.size(); ++k) S.log->image("relevance/" + std::to_string(k), S.total, pics[k], px, px);
   }
   if (!S.eval.split.empty() && !ds.labels().empty() && !ds.split_captions(S.eval.split).empty()) {
     const auto classes = class_captions(ds, S.data.train_split);
@@ -269,7 +283,7 @@ TrainReport Trainer::run() {
     const AccuracyReport a = caption_accuracy(*S.model, s, dp, ev, S.rule, *S.tok, classes, S.eval.images,
                                               S.eval.max_new, S.eval.pictures, S.log->dir(), rt.root());
     rep.accuracy = a.accuracy(), rep.eval_images = a.images;
-    S.log->scalars(S.total, {{"caption_accuracy", rep.accuracy}});
+    S.log->scalars(S.total, {{"caption_accuracy", rep.accuracy}}, "eval");
     if (rt.root()) {
       for (const std::string& e : a.examples) std::printf("  %s\n", e.c_str());
       std::printf("caption accuracy on %s: %.2f%% (%lld of %lld images, %s)\n", S.eval.split.c_str(),

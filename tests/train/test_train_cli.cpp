@@ -4,6 +4,8 @@
 //    micro-batches, and (1,2), (2,2) with ZeRO-1, all with the global batch of 8: the loss
 //    of every step equals the (1,1) run's to 1e-5 relative (metrics.jsonl);
 //  - serial and overlap scheduling give bitwise the same losses at (1,2) and (2,2);
+//  - the TensorBoard event file reads back (our CRC-checked reader) with the losses of
+//    metrics.jsonl, the validation loss and the relevance images;
 //  - bad runs exit 2 with one line naming the problem: a missing file, a dataset
 //    without captions, a tokenizer larger than the model's vocabulary, an inconsistent
 //    train.global_batch, a TP size that does not divide the heads.
@@ -12,11 +14,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "core/json.h"
 #include "data/storage/dataset_writer.h"
+#include "train/tb_events.h"
 #include "tests/support/files.h"
 
 namespace vlm {
@@ -116,6 +121,40 @@ TEST_F(TrainCli, SerialAndOverlapGiveBitwiseEqualLosses) {
     ASSERT_EQ(l[0].size(), 5u);
     EXPECT_EQ(l[0], l[1]) << layout;
   }
+}
+
+// The TensorBoard file of a run, read back with our reader (CRC-checked): the scalars
+// equal metrics.jsonl's (as floats), the validation loss and the relevance images are there.
+TEST_F(TrainCli, TensorBoardFilesReadBack) {
+  const Result r = sh(train("tb", "--train.steps 4 --train.eval_every 2 --eval.pictures 2"), dir_);
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  std::string file;
+  for (const auto& e : std::filesystem::directory_iterator(dir_ + "/runs/tb"))
+    if (e.path().filename().string().rfind("events.out.tfevents.", 0) == 0) file = e.path().string();
+  ASSERT_FALSE(file.empty());
+  std::map<std::string, std::vector<std::pair<int64_t, float>>> scalars;
+  std::map<std::string, int> images;
+  for (const TbEvent& e : read_tb_events(file))
+    for (const TbValue& v : e.values) {
+      if (v.kind == TbValue::Kind::kScalar) scalars[v.tag].push_back({e.step, v.simple_value});
+      if (v.kind == TbValue::Kind::kImage) {
+        ++images[v.tag];
+        EXPECT_EQ(v.image_height, 16);
+        EXPECT_EQ(v.image_png.substr(1, 3), "PNG");
+      }
+    }
+  const std::vector<double> jl = losses("tb");
+  ASSERT_EQ(scalars["train/loss"].size(), jl.size());
+  for (size_t i = 0; i < jl.size(); ++i) {
+    EXPECT_EQ(scalars["train/loss"][i].first, int64_t(i + 1));
+    EXPECT_EQ(scalars["train/loss"][i].second, float(jl[i]));
+  }
+  for (const char* tag : {"train/lr", "train/grad_norm", "train/images_per_s", "train/tokens_per_s",
+                          "train/visual_tokens_per_image", "train/balancer_participatory"})
+    EXPECT_EQ(scalars[tag].size(), 4u) << tag;
+  EXPECT_EQ(scalars["val/loss"].size(), 2u);  // at step 2 and at the end
+  EXPECT_EQ(images["relevance/0"], 2);
+  EXPECT_EQ(images["relevance/1"], 2);
 }
 
 // Exit status 2 and one line from vlm on stderr ("vlm train: error: ..." holding `what`;
