@@ -74,13 +74,31 @@ void RelevanceStage::score_forward(Stream& st, ImageEncoder& enc, int64_t B) {
     return;
   }
   // replicated, dedicated, tp2 (and batch-split at tp = 1): every rank encodes every image
-  for (int64_t b = 0; b < B; ++b) enc.encode(st, b, row(F_, b).view(Shape{N, d}));
-  scratch(m_, dev, Shape{K, B, N}, dt);
+  encode_all(st, enc, B);
   const bool dedicated = opts_.scorers.placement == Placement::Dedicated && tp > 1;
   for (int k = 0; k < K; ++k) {
     if (!dedicated || owns(k)) scorers_[size_t(k)]->forward(st, map_of(m_, k), F_, tex_, q_);
     if (dedicated) tp_.broadcast(st, map_of(m_, k), k % tp);
   }
+  gather_maps(st, B);
+}
+
+bool RelevanceStage::scorers_apart() const {
+  return pair_ == nullptr && (opts_.scorers.placement == Placement::Replicated || tp_.size() == 1);
+}
+
+void RelevanceStage::encode_all(Stream& st, ImageEncoder& enc, int64_t B) {
+  const int64_t N = dims_.cells(), d = dims_.d;
+  for (int64_t b = 0; b < B; ++b) enc.encode(st, b, row(F_, b).view(Shape{N, d}));
+  scratch(m_, F_.device(), Shape{kNumScorers, B, N}, F_.dtype());
+}
+
+void RelevanceStage::forward_scorer(Stream& st, int k) {
+  if (scorers_apart()) scorers_[size_t(k)]->forward(st, map_of(m_, k), F_, tex_, q_);
+}
+
+void RelevanceStage::gather_maps(Stream& st, int64_t B) {
+  const int64_t N = dims_.cells(), K = kNumScorers;
   for (int64_t b = 0; b < B; ++b)
     for (int k = 0; k < K; ++k) copy(st, row(S_, b).view(Shape{K, N}).slice(k, k + 1), row(map_of(m_, k), b));
 }

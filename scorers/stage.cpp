@@ -54,26 +54,41 @@ int64_t RelevanceStage::scorer_param_count() const {
 
 void RelevanceStage::forward(Stream& st, ImageEncoder& enc, const Tensor& tex, const Tensor& query,
                              const std::vector<bool>& has_prompt, uint64_t seed) {
+  forward_prepare(st, enc, tex, query, has_prompt, seed);
+  for (int k = 0; k < kNumScorers; ++k) forward_scorer(st, k);
+  forward_finish(st);
+}
+
+void RelevanceStage::forward_prepare(Stream& st, ImageEncoder& enc, const Tensor& tex, const Tensor& query,
+                                     const std::vector<bool>& has_prompt, uint64_t seed) {
   const int64_t B = tex.size(0), N = dims_.cells(), d = dims_.d;
   const DType dt = q0_.dtype();
   const DeviceKind dev = q0_.device();
   require_shape(tex, Shape{B, kScorerTextureChannels, N}, "texture");
   require_shape(query, Shape{B, dims_.dq}, "query");
   VLM_ASSERT(int64_t(has_prompt.size()) == B, "has_prompt: one flag per image");
-  tex_ = tex, has_prompt_ = has_prompt;
+  tex_ = tex, has_prompt_ = has_prompt, seed_ = seed;
   scratch(q_, dev, Shape{B, dims_.dq}, dt);
   for (int64_t b = 0; b < B; ++b) copy(st, q_.slice(b, b + 1), has_prompt[size_t(b)] ? query.slice(b, b + 1) : q0_);
   scratch(F_, dev, Shape{B, N, d}, dt);
   scratch(S_, dev, Shape{B, kNumScorers, N}, dt);
   scratch(r_, dev, Shape{B, N}, dt);
-  score_forward(st, enc, B);
+  if (scorers_apart())
+    encode_all(st, enc, B);
+  else
+    score_forward(st, enc, B);
+}
+
+void RelevanceStage::forward_finish(Stream& st) {
+  const int64_t B = S_.size(0), N = dims_.cells(), d = dims_.d;
+  if (scorers_apart()) gather_maps(st, B);
   balancer_.forward(st, r_, S_, q_);
   st.synchronize();  // the allocation reads r on the host
   const std::vector<double> r = to_vector_f64(r_);
   lods_.clear();
   for (int64_t b = 0; b < B; ++b)
-    lods_.push_back(alloc_.allocate(r.data() + b * N, seed * 0x9E3779B97F4A7C15ull + uint64_t(b)));
-  scratch(tokens_, dev, Shape{LodTokens::total_tokens(lods_), d}, dt);
+    lods_.push_back(alloc_.allocate(r.data() + b * N, seed_ * 0x9E3779B97F4A7C15ull + uint64_t(b)));
+  scratch(tokens_, r_.device(), Shape{LodTokens::total_tokens(lods_), d}, r_.dtype());
   lod_.forward(st, tokens_, cu_, lods_, F_);
 }
 

@@ -45,6 +45,17 @@ class RelevanceStage {
   // tex [B,13,G*G], query [B,dq]; `seed` drives lod.policy=random (per step).
   void forward(Stream& st, ImageEncoder& enc, const Tensor& tex, const Tensor& query,
                const std::vector<bool>& has_prompt, uint64_t seed);
+  // The forward in three parts, so that the three scorers can run at once (on the
+  // streams scorer.0..2, train/step.h): forward_prepare, then forward_scorer(k) for
+  // k = 0, 1, 2 in any order or at the same time (each writes only its own map), then
+  // forward_finish; forward() is the three in order, with the same results bitwise.
+  // When the placement communicates (tp > 1 and not replicated: scorers_apart() is
+  // false), forward_prepare does all the scoring and forward_scorer nothing.
+  void forward_prepare(Stream& st, ImageEncoder& enc, const Tensor& tex, const Tensor& query,
+                       const std::vector<bool>& has_prompt, uint64_t seed);
+  void forward_scorer(Stream& st, int k);
+  void forward_finish(Stream& st);
+  bool scorers_apart() const;
   const Tensor& tokens() const { return tokens_; }             // [sum T_i, d]
   const std::vector<int64_t>& offsets() const { return cu_; }  // [B+1]
   const Tensor& relevance() const { return r_; }               // [B, G*G]
@@ -64,6 +75,10 @@ class RelevanceStage {
   // after score_forward; score_backward takes dS_ and dF_ (the LOD part) and adds the
   // scorers' part of the query gradient into dq_.
   void score_forward(Stream& st, ImageEncoder& enc, int64_t B);
+  // The parts of score_forward's replicated path: encode every image into F_; copy the
+  // three maps into S_.
+  void encode_all(Stream& st, ImageEncoder& enc, int64_t B);
+  void gather_maps(Stream& st, int64_t B);
   void score_backward(Stream& st, ImageEncoder& enc, int64_t B);
   bool owns(int k) const { return k % tp_.size() == tp_.rank(); }
 
@@ -77,6 +92,7 @@ class RelevanceStage {
   LodTokens lod_;
   Tensor q0_, dq0_;
   std::vector<bool> has_prompt_;
+  uint64_t seed_ = 0;
   std::vector<ImageLod> lods_;
   std::vector<int64_t> cu_;
   Tensor tex_, q_, F_, S_, r_, tokens_, dF_, dS_, dq_, dr_;

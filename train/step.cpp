@@ -46,9 +46,16 @@ sched::Graph VlmStep::build() {
     g.add({name("load", m), "vision", load_after, m}, [this, m](Stream& s) { model_.load(s, (*mbs_)[size_t(m)]); });
     g.add({name("vision.fwd", m), "vision", {name("load", m)}, m}, [this](Stream& s) { model_.vision_forward(s); });
     g.add({name("query", m), "llm", {name("load", m)}, m}, [this](Stream& s) { model_.query_forward(s); });
-    g.add({name("scorers.fwd", m), sc, {name("vision.fwd", m), name("query", m)}, m},
-          [this](Stream& s) { model_.scorers_forward(s); });
-    g.add({name("llm", m), "llm", {name("scorers.fwd", m)}, m},
+    g.add({name("scorers.pre", m), sc, {name("vision.fwd", m), name("query", m)}, m},
+          [this](Stream& s) { model_.scorers_prepare(s); });
+    std::vector<std::string> maps;
+    for (int k = 0; k < kNumScorers; ++k) {
+      maps.push_back(name(("scorer" + std::to_string(k)).c_str(), m));
+      g.add({maps.back(), tp_stage ? "llm" : "scorer." + std::to_string(k), {name("scorers.pre", m)}, m},
+            [this, k](Stream& s) { model_.scorer_forward(s, k); });
+    }
+    g.add({name("scorers.post", m), sc, maps, m}, [this](Stream& s) { model_.scorers_finish(s); });
+    g.add({name("llm", m), "llm", {name("scorers.post", m)}, m},
           [this, m](Stream& s) { losses_[size_t(m)] = model_.llm_forward_backward(s); });
     if (scorers_bwd)
       g.add({name("scorers.bwd", m), sc, {name("llm", m)}, m}, [this](Stream& s) { model_.scorers_backward(s); });

@@ -7,8 +7,11 @@
 //                           (after vision.bwd, scorers.bwd and query.bwd of m-1)
 //   vision.fwd.m  vision    encoder forward                          (after load.m)
 //   query.m       llm       prompt embedding mean (TP all-reduce)    (after load.m)
-//   scorers.fwd.m scorer.0  three scorers, balancer, LOD, tokens     (after vision.fwd.m, query.m)
-//   llm.m         llm       projector + backbone forward and backward (after scorers.fwd.m)
+//   scorers.pre.m scorer.0  the stage's inputs, encoder features     (after vision.fwd.m, query.m)
+//   scorerK.m     scorer.K  scorer K's relevance map, K = 0, 1, 2: the three at once
+//                                                                    (after scorers.pre.m)
+//   scorers.post.m scorer.0 balancer, LOD allocation, visual tokens  (after scorer0..2.m)
+//   llm.m         llm       projector + backbone forward and backward (after scorers.post.m)
 //   scorers.bwd.m scorer.0  stage backward -> dF, dquery             (after llm.m)
 //   query.bwd.m   llm       prompt embedding gradient                (after scorers.bwd.m)
 //   vision.bwd.m  vision    encoder backward                         (after scorers.bwd.m)

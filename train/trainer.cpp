@@ -182,7 +182,7 @@ TrainReport Trainer::run() {
   sched::Trace trace(rt.topology().world_rank());
   std::vector<sched::TaskTiming> timings;
   std::array<double, sched::kNumStreams> busy{};
-  double graph_ms = 0, overlap = 0, data_wait = 0;
+  double graph_ms = 0, overlap = 0, exposed = 0, data_wait = 0;
   const auto t_start = Clock::now();
   double loss = 0;
   for (int64_t step = 1; step <= S.total; ++step) {
@@ -235,7 +235,7 @@ TrainReport Trainer::run() {
     const sched::StepSummary sum = trace.add_step(S.step->graph(), timings);
     if (print && rt.root() && !S.sched.trace.empty()) std::printf("  %s\n", sum.line().c_str());
     for (int k = 0; k < sched::kNumStreams; ++k) busy[size_t(k)] += sum.busy_ms[size_t(k)];
-    graph_ms += sum.step_ms, overlap += sum.overlap_fraction * sum.step_ms;
+    graph_ms += sum.step_ms, overlap += sum.overlap_fraction * sum.step_ms, exposed += sum.exposed_comm_ms;
     rep.images_per_s += tot[3], rep.tokens_per_s += tot[1];
     if (S.train.eval_every > 0 && step % S.train.eval_every == 0 && step < S.total) {
       Loader val(S.loader_options(S.data.val_split));
@@ -255,10 +255,11 @@ TrainReport Trainer::run() {
     std::string split = "";
     for (int k = 0; k < sched::kNumStreams; ++k)
       split += " " + sched::stream_names()[size_t(k)] + " " + std::to_string(int(busy[size_t(k)] / double(S.total) + 0.5));
-    std::printf("time per step (mean): %.1f ms, of which the step graph %.1f ms (busy ms per stream:%s; overlap %.2f), "
-                "waiting for data %.1f ms (loader stall %.1f%%)\n",
-                1e3 * rep.train_seconds / double(S.total), graph_ms / double(S.total), split.c_str(),
-                graph_ms > 0 ? overlap / graph_ms : 0.0, 1e3 * data_wait / double(S.total), 100.0 * rep.loader_stall);
+    const double n = double(S.total);
+    std::printf("time per step (mean): %.1f ms, of which the step graph %.1f ms (busy ms per stream:%s; overlap %.2f; "
+                "exposed comm %.1f ms), waiting for data %.1f ms (loader stall %.1f%%)\n",
+                1e3 * rep.train_seconds / n, graph_ms / n, split.c_str(), graph_ms > 0 ? overlap / graph_ms : 0.0,
+                exposed / n, 1e3 * data_wait / n, 100.0 * rep.loader_stall);
   }
   if (!S.sched.trace.empty()) {
     const std::vector<std::string> ev = gather_strings(rt.groups().world(), s, trace.events_json());

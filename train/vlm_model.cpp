@@ -163,10 +163,16 @@ void VlmModel::query_forward(Stream& s) {
   matmul(s, q, avg_.sub(0, Shape{B_, P_}), rows, GemmOpts{});
 }
 
-void VlmModel::scorers_forward(Stream& s) {
+void VlmModel::scorers_prepare(Stream& s) {
   const int64_t G = cfg_.vision.grid();
   const Tensor tex = texture_.slice(0, B_).view(Shape{B_, kVisionTextureChannels, G * G});
-  stage_->forward(s, *features_, tex, query_.slice(0, B_), has_prompt_, seed_);
+  stage_->forward_prepare(s, *features_, tex, query_.slice(0, B_), has_prompt_, seed_);
+}
+
+void VlmModel::scorers_forward(Stream& s) {
+  scorers_prepare(s);
+  for (int k = 0; k < kNumScorers; ++k) scorer_forward(s, k);
+  scorers_finish(s);
 }
 
 void VlmModel::build_input(Stream& s) {

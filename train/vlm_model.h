@@ -7,7 +7,8 @@
 //   backbone (llm/backbone.h, tensor-parallel) over [visual | prompt | caption] per sample
 // and the pieces of one micro-batch's forward and backward, which train/step.h runs as
 // the tasks of a graph. Pieces must be called in the order of the step:
-//   load, vision_forward, query_forward, scorers_forward, llm_forward_backward (projector
+//   load, vision_forward, query_forward, scorers_forward (or its three parts: prepare,
+//   the three scorers in any order or at once, finish), llm_forward_backward (projector
 //   forward, backbone forward + backward, projector backward), scorers_backward,
 //   query_backward, vision_backward
 // and finish_grads() once per optimizer step, after the last micro-batch's backward.
@@ -97,7 +98,10 @@ class VlmModel {
   void load(Stream& s, const MicroBatch& mb);
   void vision_forward(Stream& s);
   void query_forward(Stream& s);
-  void scorers_forward(Stream& s);
+  void scorers_forward(Stream& s);  // = the three parts below, in order
+  void scorers_prepare(Stream& s);                // the stage's forward_prepare
+  void scorer_forward(Stream& s, int k) { stage_->forward_scorer(s, k); }  // k = 0, 1, 2, at once
+  void scorers_finish(Stream& s) { stage_->forward_finish(s); }
   float llm_forward_backward(Stream& s, bool backward = true);
   void scorers_backward(Stream& s);
   void query_backward(Stream& s);

@@ -200,6 +200,35 @@ TEST(VlmStep, EveryLayoutMatchesOneRank) {
   }
 }
 
+// Every module receives a gradient through the whole chain (backbone -> projector ->
+// LOD tokens -> scorers and encoder features -> encoder), in every parameter tensor that
+// the micro-batch reaches.
+TEST(VlmStep, EveryModuleGetsAGradient) {
+  if (test::world_size() != 1) GTEST_SKIP() << "one rank";
+  Backend& b = cpu_backend();
+  auto tp = test::self_comm("tp"), dp = test::self_comm("dp"), self = test::self_comm("self");
+  const VlmConfig c = tiny_config(kImages / kM);
+  const GlobalBatch g = make_batch(17, c);
+  VlmModel model(c, b, *tp, *self);
+  model.init(4);
+  const std::vector<bool> all(kNumModules, true);
+  sched::StreamSet streams(b);
+  DpGrads dpg(model.modules(), all, *dp, 0, 25, b);
+  VlmStep step(model, streams, dpg, all, kM, StepOptions{});
+  model.zero_grads();
+  step.run(shard(g, c, 1, 0, kM));
+  for (const ModuleParams& m : model.modules()) {
+    double sq = 0;
+    for (float x : to_vector_f32(flat_f32(m.table->grad_arena()))) sq += double(x) * x;
+    EXPECT_GT(sq, 0.0) << module_name(m.id) << " got no gradient";
+  }
+  for (const char* name : {"embeddings.patch_embedding.weight", "encoder.layers.0.self_attn.q_proj.weight"}) {
+    double sq = 0;
+    for (float x : to_vector_f32(model.vision().params().get(name).grad)) sq += double(x) * x;
+    EXPECT_GT(sq, 0.0) << name;
+  }
+}
+
 TEST(VlmStep, FrozenModuleIsUnchangedAndTheRestLearns) {
   if (test::world_size() != 1) GTEST_SKIP() << "one rank";
   Backend& b = cpu_backend();
