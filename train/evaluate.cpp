@@ -28,13 +28,22 @@ std::map<std::string, int32_t> class_captions(const DatasetReader& d, const std:
   return out;
 }
 
-std::vector<uint8_t> relevance_picture(VlmModel& model, Stream& s, const Batch& b, int i) {
+std::vector<uint8_t> relevance_picture(VlmModel& model, Stream& s, const Batch& b, int i, int* side) {
   const int G = model.config().vision.grid(), S = model.config().vision.image_size;
   s.synchronize();
   const std::vector<float> r = to_vector_f32(model.stage().relevance().slice(i, i + 1));
   RelevanceGrid grid{r.data(), G, model.stage().allocations()[size_t(i)].level.data(),
                      model.config().scorers.lod.region};
-  return render_relevance(ImageView::packed(b.images_u8.data() + size_t(i) * S * S * 3, S, S), grid);
+  // Small images are drawn enlarged (nearest neighbour) so that the grid leaves the
+  // pixels visible.
+  const int f = std::max(1, kPictureSide / S), P = S * f;
+  std::vector<uint8_t> big(size_t(P) * P * 3);
+  const uint8_t* src = b.images_u8.data() + size_t(i) * S * S * 3;
+  for (int y = 0; y < P; ++y)
+    for (int x = 0; x < P; ++x)
+      for (int c = 0; c < 3; ++c) big[(size_t(y) * P + x) * 3 + c] = src[(size_t(y / f) * S + x / f) * 3 + c];
+  *side = P;
+  return render_relevance(ImageView::packed(big.data(), P, P), grid);
 }
 
 double validation_loss(VlmModel& model, Stream& s, Communicator& dp, Loader& loader, const TextRule& rule,
@@ -54,7 +63,8 @@ double validation_loss(VlmModel& model, Stream& s, Communicator& dp, Loader& loa
     if (pictures && i == 0) {
       const size_t n = std::min(pictures->size(), size_t(b.size()));
       pictures->resize(n);
-      for (size_t k = 0; k < n; ++k) (*pictures)[k] = relevance_picture(model, s, b, int(k));
+      int side = 0;
+      for (size_t k = 0; k < n; ++k) (*pictures)[k] = relevance_picture(model, s, b, int(k), &side);
     }
   }
   const std::vector<double> t = all_reduce_values(dp, s, {sum, count});
@@ -72,7 +82,6 @@ AccuracyReport caption_accuracy(VlmModel& model, Stream& s, Communicator& dp, Lo
   decode_rule.captions = false;
   const int64_t steps = loader.steps_per_epoch();
   int64_t seen = 0, drawn = 0;
-  const int S = model.config().vision.image_size;
   for (int64_t step = 0; step < steps && (images == 0 || seen < images); ++step) {
     Batch b = loader.next();
     const int n = b.size();
@@ -98,10 +107,11 @@ AccuracyReport caption_accuracy(VlmModel& model, Stream& s, Communicator& dp, Lo
       if (all) break;  // identical on every TP rank: the same logits
     }
     for (int i = 0; root && i < n && drawn < pictures; ++i, ++drawn) {
-      const std::vector<uint8_t> rgb = relevance_picture(model, s, b, i);
+      int side = 0;
+      const std::vector<uint8_t> rgb = relevance_picture(model, s, b, i, &side);
       const std::string path = dir + "/relevance_" + std::to_string(drawn) + ".png";
       AtomicFile f(path);
-      const std::string png = encode_png(rgb.data(), S, S, 3);
+      const std::string png = encode_png(rgb.data(), side, side, 3);
       std::ofstream o(f.temp_path(), std::ios::binary);
       o.write(png.data(), std::streamsize(png.size()));
       o.close();

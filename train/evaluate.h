@@ -25,12 +25,14 @@ namespace vlm {
 // given to images of two labels is left out: it names no single class).
 std::map<std::string, int32_t> class_captions(const DatasetReader& d, const std::string& split);
 
-// pictures: when given, the relevance pictures (packed RGB [S,S,3]) of the first images of
+// pictures: when given, the relevance pictures (relevance_picture) of the first images of
 // the first batch, up to its size on entry.
 double validation_loss(VlmModel& model, Stream& s, Communicator& dp, Loader& loader, const TextRule& rule,
                        int batches, std::vector<std::vector<uint8_t>>* pictures = nullptr);
-// The relevance picture of image i of the last forward (packed RGB [S,S,3]).
-std::vector<uint8_t> relevance_picture(VlmModel& model, Stream& s, const Batch& b, int i);
+// The relevance picture of image i of the last forward: packed RGB [side, side, 3], the
+// image enlarged by an integer factor to about kPictureSide pixels (side = S x factor).
+inline constexpr int kPictureSide = 256;
+std::vector<uint8_t> relevance_picture(VlmModel& model, Stream& s, const Batch& b, int i, int* side);
 
 struct AccuracyReport {
   int64_t images = 0, correct = 0;

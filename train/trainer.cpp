@@ -242,7 +242,7 @@ TrainReport Trainer::run() {
       std::vector<std::vector<uint8_t>> pics(size_t(rt.root() ? S.eval.pictures : 0));
       const double v = validation_loss(*S.model, s, dp, val, S.rule, S.train.eval_batches, &pics);
       S.log->scalars(step, {{"loss", v}}, "val");
-      const int px = S.vcfg.vision.image_size;
+      const int px = S.vcfg.vision.image_size * std::max(1, kPictureSide / S.vcfg.vision.image_size);
       for (size_t k = 0; k < pics.size(); ++k) S.log->image("relevance/" + std::to_string(k), step, pics[k], px, px);
       if (rt.root()) std::printf("step %lld: val loss %.4f (%s)\n", (long long)step, v, S.data.val_split.c_str());
     }
@@ -274,7 +274,7 @@ TrainReport Trainer::run() {
     std::vector<std::vector<uint8_t>> pics(size_t(rt.root() ? S.eval.pictures : 0));
     rep.val_loss = validation_loss(*S.model, s, dp, val, S.rule, S.train.eval_batches, &pics);
     S.log->scalars(S.total, {{"loss", rep.val_loss}}, "val");
-    const int px = S.vcfg.vision.image_size;
+    const int px = S.vcfg.vision.image_size * std::max(1, kPictureSide / S.vcfg.vision.image_size);
     for (size_t k = 0; k < pics.size(); ++k) S.log->image("relevance/" + std::to_string(k), S.total, pics[k], px, px);
   }
   if (!S.eval.split.empty() && !ds.labels().empty() && !ds.split_captions(S.eval.split).empty()) {
