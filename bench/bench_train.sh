@@ -23,7 +23,7 @@ OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
 [ -f "$DATA" ] || { echo "bench_train: $DATA missing (run ./run demo first, or set DATA/TOKENIZER)" >&2; exit 2; }
-echo "bench_train: $CONFIG, $STEPS steps per run, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "bench_train: $CONFIG, $STEPS steps per run, $(nproc --all) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-14s %-8s %9s %9s %9s %8s %10s %8s  %s\n' layout mode ms/step img/s tok/s overlap "exp.comm" stall "busy ms per stream"
 for layout in $LAYOUTS; do
   np=${layout%%:*} tp=${layout##*:}
