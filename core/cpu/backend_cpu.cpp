@@ -1,18 +1,21 @@
 // The CPU backend: host memory (256-byte aligned), synchronous streams, and events that
 // are complete once recorded and hold the host time (steady clock) of their recording.
-#include <cblas.h>
-#include <omp.h>
-
+// Large copies and zero fills (a gradient arena is cleared every step) are split over
+// the caller's thread pool (core/cpu/thread_pool.h), in chunks of whole cache lines.
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 
 #include "core/backend.h"
+#include "core/cpu/thread_pool.h"
 #include "core/error.h"
 
 namespace vlm {
 namespace {
+
+using cpu::parallel_for;
 
 class CpuEvent final : public Event {
  public:
@@ -38,6 +41,16 @@ CpuEvent& cpu_event(Event& e) {
   return *c;
 }
 
+// f(begin, end) over [0, bytes) in chunks of whole 64-byte lines, in parallel when large.
+template <typename F>
+void for_byte_chunks(size_t bytes, F&& f) {
+  const int64_t lines = int64_t((bytes + 63) / 64);
+  parallel_for(lines, cpu::kGrainStream * 4 / 64, [&](int64_t l0, int64_t l1) {
+    const size_t b = size_t(l0) * 64, e = std::min(bytes, size_t(l1) * 64);
+    f(b, e);
+  });
+}
+
 class CpuStream final : public Stream {
  public:
   explicit CpuStream(std::string name) : name_(std::move(name)) {}
@@ -56,8 +69,7 @@ class CpuBackend final : public Backend {
   CpuBackend() : default_("default") {}
   DeviceKind device() const override { return DeviceKind::CPU; }
   std::string description() const override {
-    return cat("cpu (OpenBLAS ", openblas_get_num_threads(), " threads, OpenMP ", omp_get_max_threads(),
-               " threads)");
+    return cat("cpu (", cpu_thread_summary(), ")");
   }
   void* allocate(size_t bytes) override {
     size_t rounded = (bytes + 255) / 256 * 256;
@@ -68,10 +80,17 @@ class CpuBackend final : public Backend {
   void deallocate(void* p) override { std::free(p); }
   void copy(void* dst, DeviceKind dst_dev, const void* src, DeviceKind src_dev, size_t bytes) override {
     VLM_ASSERT(dst_dev == DeviceKind::CPU && src_dev == DeviceKind::CPU, "cpu backend copies host memory only");
-    if (bytes) std::memmove(dst, src, bytes);
+    if (!bytes) return;
+    const char *s = static_cast<const char*>(src), *e = s + bytes;
+    char* d = static_cast<char*>(dst);
+    if (d + bytes <= s || e <= d)  // disjoint: chunks in parallel
+      for_byte_chunks(bytes, [&](size_t b, size_t f) { std::memcpy(d + b, s + b, f - b); });
+    else
+      std::memmove(dst, src, bytes);
   }
   void memset_zero(void* p, size_t bytes) override {
-    if (bytes) std::memset(p, 0, bytes);
+    char* c = static_cast<char*>(p);
+    for_byte_chunks(bytes, [&](size_t b, size_t e) { std::memset(c + b, 0, e - b); });
   }
   Stream& default_stream() override { return default_; }
   std::unique_ptr<Stream> create_stream(const std::string& name) override {

@@ -42,6 +42,14 @@ void ce_grad_row(T* dr, const T* xr, int64_t V, double mx, double inv, int64_t t
   for (int64_t c = 0; c < V; ++c) dr[c] = T((std::exp(double(xr[c]) - mx) * inv - (c == tc ? 1.0 : 0.0)) * g);
 }
 
+// f(n) for every row n in [0, N) of V logits, in parallel when large.
+template <typename F>
+void for_rows(int64_t N, int64_t V, F&& f) {
+  parallel_for(N, row_grain(V, kGrainMath), [&](int64_t b, int64_t e) {
+    for (int64_t n = b; n < e; ++n) f(n);
+  });
+}
+
 }  // namespace
 
 void cross_entropy_forward(Stream& s, const Tensor& losses, const Tensor& logits,
@@ -53,17 +61,16 @@ void cross_entropy_forward(Stream& s, const Tensor& losses, const Tensor& logits
   dispatch_float(logits.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     const T* x = logits.ptr<T>();
-#pragma omp parallel for schedule(static) if (N * V > kOmpMin)
-    for (int64_t n = 0; n < N; ++n) {
+    for_rows(N, V, [&](int64_t n) {
       if (tg[n] == ignore_index) {
         ls.set(n, 0.0);
-        continue;
+        return;
       }
       VLM_ASSERT(tg[n] >= 0 && tg[n] < V, op, ": target ", tg[n], " outside [0,", V, ") in row ", n);
       const T* xr = x + n * V;
       const double mx = row_max(xr, V);
       ls.set(n, std::log(row_sumexp(xr, V, mx)) + mx - double(xr[tg[n]]));
-    }
+    });
   });
 }
 
@@ -78,18 +85,17 @@ void cross_entropy_backward(Stream& s, const Tensor& dlogits, const Tensor& logi
     using T = decltype(tag);
     const T* x = logits.ptr<T>();
     T* dx = dlogits.ptr<T>();
-#pragma omp parallel for schedule(static) if (N * V > kOmpMin)
-    for (int64_t n = 0; n < N; ++n) {
+    for_rows(N, V, [&](int64_t n) {
       T* dr = dx + n * V;
       if (tg[n] == ignore_index) {
         std::fill(dr, dr + V, T(0));
-        continue;
+        return;
       }
       VLM_ASSERT(tg[n] >= 0 && tg[n] < V, op, ": target ", tg[n], " outside [0,", V, ") in row ", n);
       const T* xr = x + n * V;
       const double mx = row_max(xr, V);
       ce_grad_row(dr, xr, V, mx, 1.0 / row_sumexp(xr, V, mx), int64_t(tg[n]), dl.get(n));
-    }
+    });
   });
 }
 
@@ -101,8 +107,7 @@ void vocab_ce_rowmax(Stream& s, const Tensor& rowmax, const Tensor& logits) {
   dispatch_float(logits.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     const T* x = logits.ptr<T>();
-#pragma omp parallel for schedule(static) if (N * V > kOmpMin)
-    for (int64_t n = 0; n < N; ++n) rm.set(n, row_max(x + n * V, V));
+    for_rows(N, V, [&](int64_t n) { rm.set(n, row_max(x + n * V, V)); });
   });
 }
 
@@ -116,13 +121,12 @@ void vocab_ce_sumexp(Stream& s, const Tensor& sumexp, const Tensor& target_logit
   dispatch_float(logits.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     const T* x = logits.ptr<T>();
-#pragma omp parallel for schedule(static) if (N * V > kOmpMin)
-    for (int64_t n = 0; n < N; ++n) {
+    for_rows(N, V, [&](int64_t n) {
       const T* xr = x + n * V;
       se.set(n, row_sumexp(xr, V, rm.get(n)));
       const int64_t c = int64_t(tg[n]) - vocab_offset;
       tl.set(n, c >= 0 && c < V ? double(xr[c]) : 0.0);
-    }
+    });
   });
 }
 
@@ -151,15 +155,14 @@ void vocab_ce_backward(Stream& s, const Tensor& dlogits, const Tensor& logits,
     using T = decltype(tag);
     const T* x = logits.ptr<T>();
     T* dx = dlogits.ptr<T>();
-#pragma omp parallel for schedule(static) if (N * V > kOmpMin)
-    for (int64_t n = 0; n < N; ++n) {
+    for_rows(N, V, [&](int64_t n) {
       T* dr = dx + n * V;
       if (tg[n] == ignore_index) {
         std::fill(dr, dr + V, T(0));
-        continue;
+        return;
       }
       ce_grad_row(dr, x + n * V, V, rm.get(n), 1.0 / se.get(n), int64_t(tg[n]) - vocab_offset, dl.get(n));
-    }
+    });
   });
 }
 
