@@ -1,6 +1,7 @@
 // CPU copy (core/ops/elementwise.inc): dst = src as bytes, any dtype. Large tensors are
-// copied in fixed 1 MiB chunks spread over the thread pool (core/cpu/thread_pool.h); the result does not
-// depend on the thread count (every byte is written once, from the same source byte).
+// copied in fixed 1 MiB chunks spread over the thread pool (core/cpu/thread_pool.h);
+// the result does not depend on the thread count (every byte is written once, from the
+// same source byte).
 #include <algorithm>
 #include <cstring>
 
