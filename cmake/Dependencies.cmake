@@ -6,25 +6,26 @@ find_package(OpenCV REQUIRED COMPONENTS core imgproc imgcodecs)
 find_package(Boost REQUIRED COMPONENTS program_options)
 find_package(GTest REQUIRED)
 
-# BLAS: OpenBLAS's sequential build (Debian/Ubuntu: libopenblas-serial-dev). The CPU
-# backend runs BLAS calls on its own thread pool (core/cpu/blas.cpp), so BLAS must not
-# start threads of its own: the pthreads build keeps a second pool that spins against
-# ours, and the OpenMP build would bring OpenMP's (README "CPU performance"). Debian
-# installs the builds side by side under <libdir>/openblas-{serial,pthread,openmp}; the
-# serial one is linked by its full path and CMake puts its folder in the binaries'
-# RUNPATH, so they load it whichever build the system's libopenblas.so.0 alternative
-# names. Elsewhere: -DVLM_BLAS_LIBRARY=<sequential OpenBLAS> -DVLM_BLAS_INCLUDE_DIR=<its
-# cblas.h folder>.
-set(_vlm_blas_lib /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-serial)
-set(_vlm_blas_inc /usr/include/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-serial)
+# BLAS: OpenBLAS, its pthreads build (Debian/Ubuntu: libopenblas-pthread-dev, the
+# default build of libopenblas-dev), held to one thread per call: the CPU backend runs
+# BLAS calls on its own thread pool, cut into blocks (core/cpu/blas.cpp), and stops
+# OpenBLAS's own threads at start-up, so the two never fight (README "CPU
+# performance"). Not the sequential build: Debian's is not safe to call from several
+# threads at once. Debian installs the builds side by side under
+# <libdir>/openblas-{pthread,openmp,serial}; this one is linked by its full path and its
+# folder goes into the binaries' RPATH (core/CMakeLists.txt), so they load it whichever
+# build the system's libopenblas.so.0 alternative names. Elsewhere:
+# -DVLM_BLAS_LIBRARY=<libopenblas> -DVLM_BLAS_INCLUDE_DIR=<folder of its cblas.h>.
+set(_vlm_blas_lib /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-pthread)
+set(_vlm_blas_inc /usr/include/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-pthread)
 find_library(VLM_BLAS_LIBRARY NAMES openblas PATHS ${_vlm_blas_lib} NO_DEFAULT_PATH)
 find_path(VLM_BLAS_INCLUDE_DIR cblas.h PATHS ${_vlm_blas_inc} NO_DEFAULT_PATH)
 if(NOT VLM_BLAS_LIBRARY OR NOT VLM_BLAS_INCLUDE_DIR)
-  message(FATAL_ERROR "VLM: OpenBLAS's sequential build not found in ${_vlm_blas_lib} "
-    "(Debian/Ubuntu: apt-get install libopenblas-serial-dev, as ./run setup does; elsewhere "
+  message(FATAL_ERROR "VLM: OpenBLAS (pthreads build) not found in ${_vlm_blas_lib} "
+    "(Debian/Ubuntu: apt-get install libopenblas-pthread-dev, as ./run setup does; elsewhere "
     "pass -DVLM_BLAS_LIBRARY=<libopenblas> -DVLM_BLAS_INCLUDE_DIR=<folder of its cblas.h>)")
 endif()
-message(STATUS "VLM: BLAS ${VLM_BLAS_LIBRARY} (sequential; threads from the CPU backend's pool)")
+message(STATUS "VLM: BLAS ${VLM_BLAS_LIBRARY} (one thread per call; threads from the CPU backend's pool)")
 
 # CUDA: AUTO = build when nvcc is found.
 set(VLM_HAS_CUDA OFF)

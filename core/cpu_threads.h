@@ -1,9 +1,10 @@
 // Threads of the CPU backend: one pool, and how many of its threads a caller uses.
 // The policy (what and why, with figures: README "CPU performance"; implemented in
 // core/cpu/thread_pool.cpp):
-//  - One pool. The CPU ops' parallel loops and their BLAS calls (OpenBLAS's sequential
-//    build, split into blocks by core/cpu/blas.cpp) run on the same threads; no OpenMP
-//    runtime and no BLAS thread pool exist beside it.
+//  - One pool. The CPU ops' parallel loops and their BLAS calls (OpenBLAS held to one
+//    thread per call, products cut into blocks by core/cpu/blas.cpp) run on the same
+//    threads; OpenBLAS's own threads are stopped at start-up and no OpenMP runtime is
+//    linked.
 //  - Waiting: idle threads spin for at most a few tens of microseconds (the gap between
 //    two ops of a step), then sleep; no spinning at all when the pools hold more threads
 //    than the process has cores. Set in code: nothing to put in the environment.
@@ -43,7 +44,7 @@ struct CpuThreadPolicy {
   int cores = 1;               // cpu_cores()
   int default_threads = 1;     // cpu_threads() of a thread that never set it
   std::string threads_source;  // "OMP_NUM_THREADS", "all cores", "2 cores / 2 ranks per node"
-  bool blas_sequential = false;  // BLAS is single-threaded (true in a correct build: one pool)
+  int blas_threads = 0;        // threads of one BLAS call: 1 (BLAS runs on the pool's threads)
   int spin_us = 0;             // longest spin of an idle thread before it sleeps
 };
 CpuThreadPolicy cpu_thread_policy();

@@ -9,6 +9,7 @@
 #include <new>
 
 #include "core/backend.h"
+#include "core/cpu/blas.h"
 #include "core/cpu/thread_pool.h"
 #include "core/error.h"
 
@@ -66,7 +67,7 @@ class CpuStream final : public Stream {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend() : default_("default") {}
+  CpuBackend() : default_("default") { cpu::blas_init(); }
   DeviceKind device() const override { return DeviceKind::CPU; }
   std::string description() const override {
     return cat("cpu (", cpu_thread_summary(), ")");

@@ -1,11 +1,17 @@
-// GEMM on OpenBLAS's sequential build, cut into blocks that the caller's thread pool
-// runs (contract: blas.h).
+// GEMM on OpenBLAS held to one thread per call, cut into blocks that the caller's
+// thread pool runs (contract: blas.h).
+// OpenBLAS (its pthreads build) starts its own threads when it is loaded; blas_init()
+// sets it to one thread per call and stops them (blas_thread_shutdown_, the call
+// OpenBLAS itself makes before a fork), so every product runs on the calling thread and
+// none of OpenBLAS's threads is left to spin. Its calls are safe from several threads
+// at once (its buffer allocator locks); Debian's sequential build is not, which is why
+// it is not used.
 // The block layout depends only on the product's shape and on the machine's core
 // count, never on the thread count: a product of F flops gets
 //   nb = the largest power of two <= min(F / kBlockFlops, max_blocks()),
 // blocks, made by halving the longer side of the current block (columns on a tie)
 // while both sides stay >= kMinSide; block bounds are rounded to multiples of 16.
-// Each block is one sequential BLAS call, so an element of C always comes out of the
+// Each block is one BLAS call, so an element of C always comes out of the
 // same call with the same operands: C is bitwise the same at any thread count, and
 // whether the blocks run in parallel, in order, or inside another op's task. (Splitting
 // a product at thread-count-dependent bounds would not be: BLAS kernels round an
@@ -15,6 +21,10 @@
 #include <cblas.h>
 
 #include <algorithm>
+
+// OpenBLAS: stops its thread server (exported by its threaded builds; weak, so another
+// BLAS links too and simply has no threads to stop).
+extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
 
 #include "core/cpu/blas.h"
 #include "core/cpu/thread_pool.h"
@@ -101,6 +111,20 @@ void block_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha,
 
 }  // namespace
 
+void blas_init() {
+  static const bool done = [] {
+    openblas_set_num_threads(1);
+    if (blas_thread_shutdown_) blas_thread_shutdown_();
+    return true;
+  }();
+  (void)done;
+}
+
+int blas_threads() {
+  blas_init();
+  return openblas_get_num_threads();
+}
+
 int64_t gemm_blocks(int64_t M, int64_t N, int64_t K) {
   const Blocks b = blocks_of(M, N, K);
   return b.rows * b.cols;
@@ -108,11 +132,13 @@ int64_t gemm_blocks(int64_t M, int64_t N, int64_t K) {
 
 void gemm_ld(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const float* A, int64_t lda,
              const float* B, int64_t ldb, double beta, float* C, int64_t ldc) {
+  blas_init();
   block_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 void gemm_ld(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double* A, int64_t lda,
              const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
+  blas_init();
   block_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 

@@ -1,16 +1,22 @@
-// Row-major GEMM for the CPU ops (gemm.cpp, conv.cpp, attention.cpp) on OpenBLAS's
-// sequential build (core/cpu/blas.cpp):
+// Row-major GEMM for the CPU ops (gemm.cpp, conv.cpp, attention.cpp) on OpenBLAS held
+// to one thread per call (core/cpu/blas.cpp):
 //  - blas_gemm: C[M,N] = alpha op(A) op(B) + beta C, contiguous operands;
 //  - blas_gemm_ld: the same with explicit leading dimensions (strided row views, e.g.
 //    one head of a packed [T,NH,HS] tensor has ld = NH*HS); K == 0 applies beta by hand.
 // Threads: a product big enough is cut into blocks of C whose layout depends only on
-// its shape (and the machine's core count), one sequential BLAS call per block, run by
+// its shape (and the machine's core count), one single-threaded BLAS call per block, run by
 // the caller's pool (core/cpu/thread_pool.h) or in order inside a pool task. Never
 // split over K, so C is bitwise the same for any thread count.
 #pragma once
 #include <cstdint>
 
 namespace vlm::cpu {
+
+// Threads of one BLAS call (1 once blas_init() ran; other values mean a second pool).
+int blas_threads();
+// Holds OpenBLAS to one thread per call and stops its own threads; once per process,
+// before the first product (gemm_ld calls it; the CPU backend calls it at start-up).
+void blas_init();
 
 // Blocks an M x N x K product is cut into (1: one BLAS call).
 int64_t gemm_blocks(int64_t M, int64_t N, int64_t K);

@@ -23,8 +23,10 @@
 // Function multi-versioning: the compiler emits an AVX2+FMA (x86-64-v3) and a baseline
 // body, and the dynamic loader binds the best one for the CPU at start-up, so the binary
 // runs on any x86-64 CPU. The kernels are compiled with -ffp-contract=off
-// (core/CMakeLists.txt), so both bodies round every element the same way.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+// (core/CMakeLists.txt), so both bodies round every element the same way. Off under
+// the sanitizers, whose run time is not ready when the loader runs the ifunc resolvers.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && \
+    !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
 #define VLM_CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define VLM_CPU_CLONES

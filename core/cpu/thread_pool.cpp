@@ -2,8 +2,8 @@
 // core/cpu_threads.h. Policy, with the figures behind it: README "CPU performance".
 //  - One pool per calling thread (the main thread, later each stream worker), holding
 //    cpu_threads() - 1 worker threads created on the thread's first parallel call and
-//    kept; the caller runs tasks too. BLAS is OpenBLAS's sequential build, called from
-//    these threads (core/cpu/blas.cpp), so there is no second pool.
+//    kept; the caller runs tasks too. BLAS calls run on these threads, one thread each
+//    (core/cpu/blas.cpp stops OpenBLAS's own threads), so there is no second pool.
 //  - Waiting: an idle worker spins for at most kSpinUs, then sleeps on a futex (C++20
 //    atomic wait); the caller waiting for the last tasks does the same. Spinning pays
 //    for the back-to-back ops of a step (gaps of a few microseconds) and costs at most
@@ -17,9 +17,9 @@
 // nothing allocates per parallel call.
 #include "core/cpu/thread_pool.h"
 
+#include "core/cpu/blas.h"
 #include "core/cpu/cpu_util.h"
 
-#include <cblas.h>
 #include <sched.h>
 
 #include <atomic>
@@ -235,7 +235,7 @@ CpuThreadPolicy cpu_thread_policy() {
   p.cores = defaults().cores;
   p.default_threads = defaults().threads;
   p.threads_source = defaults().source;
-  p.blas_sequential = openblas_get_parallel() == 0;
+  p.blas_threads = cpu::blas_threads();
   p.spin_us = kSpinUs;
   return p;
 }
@@ -243,7 +243,7 @@ CpuThreadPolicy cpu_thread_policy() {
 std::string cpu_thread_summary() {
   const CpuThreadPolicy p = cpu_thread_policy();
   return cat(cpu_threads(), " threads (", p.threads_source, ", ", p.cores, " cores), one pool",
-             p.blas_sequential ? "" : " [WARNING: BLAS is not OpenBLAS's sequential build: a second pool]",
+             p.blas_threads == 1 ? "" : cat(" [WARNING: BLAS runs ", p.blas_threads, " threads per call]"),
              ", spin ", p.spin_us, " us then sleep");
 }
 

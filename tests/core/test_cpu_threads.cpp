@@ -1,6 +1,6 @@
 // The CPU backend's thread pool and thread policy (core/cpu_threads.h,
 // core/cpu/thread_pool.h):
-//  - one pool: the BLAS linked is OpenBLAS's sequential build;
+//  - one pool: BLAS runs one thread per call (on the pool's threads);
 //  - thread counts are per calling thread (what stream workers will rely on), and two
 //    threads running ops at once each get correct results;
 //  - the pool runs every task exactly once, on several threads at once, runs nested
@@ -12,8 +12,11 @@
 //    allocation on its second run (operator new is counted in this binary).
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <new>
 #include <set>
@@ -75,12 +78,38 @@ class ForceParallel {
   ~ForceParallel() { set_cpu_force_parallel(false); }
 };
 
-TEST(CpuThreads, OnePoolSequentialBlas) {
+TEST(CpuThreads, OneBlasThreadPerCall) {
   const CpuThreadPolicy p = cpu_thread_policy();
-  EXPECT_TRUE(p.blas_sequential) << "the linked OpenBLAS starts threads of its own (a second pool)";
+  EXPECT_EQ(p.blas_threads, 1) << "BLAS calls run threads of their own (a second pool)";
   EXPECT_GE(p.cores, 1);
   EXPECT_GE(p.default_threads, 1);
   EXPECT_NE(cpu_backend().description().find("one pool"), std::string::npos) << cpu_backend().description();
+}
+
+int process_threads() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+    closedir(d);
+  }
+  return n;
+}
+
+// In a fresh process where OpenBLAS starts a thread of its own when loaded, starting the
+// CPU backend stops it: afterwards the process runs the main thread only.
+TEST(CpuThreadsDeathTest, BackendStopsBlasThreads) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  setenv("OPENBLAS_NUM_THREADS", "2", 1);
+  EXPECT_EXIT(
+      {
+        const int before = process_threads();  // main + OpenBLAS's (one when 2+ cores)
+        cpu_backend();
+        const int after = process_threads();
+        std::fprintf(stderr, "threads before %d after %d\n", before, after);
+        std::exit(before >= std::min(2, cpu_cores()) && after == 1 ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "threads before [0-9]+ after 1");
+  unsetenv("OPENBLAS_NUM_THREADS");
 }
 
 TEST(CpuThreads, CountIsPerCallingThread) {
