@@ -4,8 +4,10 @@
 //  - parallel_tasks(n, threads, f): f(i) for every task i in [0, n), on up to `threads`
 //    threads of the calling thread's pool, the caller included. Tasks are claimed in
 //    order from a shared counter, so a slow thread never holds the others up.
-//  - parallel_for(n, grain, f): f(begin, end) over contiguous chunks of [0, n), one per
-//    thread, each at least `grain` items; one thread when n < 2 * grain.
+//  - parallel_for(n, grain, f): f(begin, end) over contiguous chunks of [0, n) on
+//    threads_for(n, grain) threads: up to kChunksPerThread chunks per thread (each at
+//    least grain / kChunksPerThread items), claimed in order, so that a thread the OS
+//    holds back (a loaded machine) delays one small chunk, not a whole share.
 //  - threads_for(n, grain): the thread count parallel_for would use.
 // A call made from inside a task (nested) runs its tasks in order on that thread, so a
 // kernel never waits on a pool it is part of.
@@ -49,6 +51,8 @@ void parallel_tasks(int64_t n, int threads, F&& f) {
       const_cast<void*>(static_cast<const void*>(&f)));
 }
 
+inline constexpr int kChunksPerThread = 4;
+
 template <typename F>
 void parallel_for(int64_t n, int64_t grain, F&& f) {
   if (n <= 0) return;
@@ -57,7 +61,9 @@ void parallel_for(int64_t n, int64_t grain, F&& f) {
     f(int64_t(0), n);
     return;
   }
-  parallel_tasks(nt, nt, [&](int64_t t) { f(n * t / nt, n * (t + 1) / nt); });
+  const int64_t chunks = std::max<int64_t>(
+      nt, std::min<int64_t>(int64_t(nt) * kChunksPerThread, n / std::max<int64_t>(1, grain / kChunksPerThread)));
+  parallel_tasks(chunks, nt, [&](int64_t c) { f(n * c / chunks, n * (c + 1) / chunks); });
 }
 
 // Grains (items per thread) of the ops: below 2 grains a loop runs on one thread.
