@@ -1,5 +1,7 @@
-// The CPU backend: host memory (256-byte aligned), synchronous streams, and events that
-// are complete once recorded and hold the host time (steady clock) of their recording.
+// The CPU backend: host memory (256-byte aligned; blocks of 8 MiB and more 2 MiB-aligned
+// and marked for transparent huge pages, which the arenas, weights and optimizer state
+// are), synchronous streams, and events that are complete once recorded and hold the
+// host time (steady clock) of their recording.
 // Large copies and zero fills (a gradient arena is cleared every step) are split over
 // the caller's thread pool (core/cpu/thread_pool.h), in chunks of whole cache lines.
 #include <algorithm>
@@ -7,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+
+#include <sys/mman.h>
 
 #include "core/backend.h"
 #include "core/cpu/blas.h"
@@ -73,11 +77,19 @@ class CpuBackend final : public Backend {
     return cat("cpu (", cpu_thread_summary(), ")");
   }
   void* allocate(size_t bytes) override {
+    if (bytes >= kHugeMin) {  // 2 MiB pages: fewer TLB misses in the big arenas' sweeps
+      const size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
+      void* p = std::aligned_alloc(kHuge, rounded);
+      if (!p) throw std::bad_alloc();
+      madvise(p, rounded, MADV_HUGEPAGE);
+      return p;
+    }
     size_t rounded = (bytes + 255) / 256 * 256;
     void* p = std::aligned_alloc(256, rounded ? rounded : 256);
     if (!p) throw std::bad_alloc();
     return p;
   }
+  static constexpr size_t kHuge = size_t(2) << 20, kHugeMin = size_t(8) << 20;
   void deallocate(void* p) override { std::free(p); }
   void copy(void* dst, DeviceKind dst_dev, const void* src, DeviceKind src_dev, size_t bytes) override {
     VLM_ASSERT(dst_dev == DeviceKind::CPU && src_dev == DeviceKind::CPU, "cpu backend copies host memory only");
