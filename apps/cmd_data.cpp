@@ -11,11 +11,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "apps/command.h"
 #include "core/config.h"
 #include "core/error.h"
+#include "core/io/atomic_file.h"
 #include "data/convert/converters.h"
 #include "data/storage/dataset.h"
 #include "data/text/tokenizer.h"
@@ -40,6 +42,10 @@ void register_options(Config& c) {
   c.add_string("data.train", "", "tokenizer: HDF5 file whose train captions train the tokenizer");
   c.add_int("data.vocab", 4096, "tokenizer: vocabulary size (bytes, merges and specials)", 262, 1 << 20);
   c.add_int("data.samples", 5, "inspect: number of sample captions to print", 0, 1000);
+  c.add_float("data.max_bad_images", 0.1,
+              "build: fraction of the images tried that may be skipped as missing or undecodable", 0, 1);
+  c.add_flag("data.allow_outside_images", false,
+             "build: let jsonl/llava image paths leave the --data.images folder (.., absolute paths)");
 }
 
 std::string need(const Config& c, const char* name) {
@@ -56,10 +62,20 @@ std::string positional_or(const Config& c, const char* name) {
 int do_build(const Config& c) {
   BuildOptions o;
   o.out = need(c, "data.out");
+  check_output_path(o.out);
   o.limit = c.get_int("data.limit");
   o.val_fraction = c.get_float("data.val_fraction");
   o.test_fraction = c.get_float("data.test_fraction");
   o.seed = uint64_t(c.get_int("data.seed"));
+  o.max_bad_images = c.get_float("data.max_bad_images");
+  o.allow_outside_images = c.get_flag("data.allow_outside_images");
+  // Loaded first: a bad tokenizer fails before anything is converted.
+  std::optional<Tokenizer> tok;
+  if (!c.get_string("data.tokenizer").empty()) {
+    tok = Tokenizer::load(c.get_string("data.tokenizer"));
+    o.tokenizer = &*tok;
+    o.tokenizer_name = c.get_string("data.tokenizer");
+  }
   const std::string from = need(c, "data.from");
   std::string input = c.get_string("data.input");
   if (input.empty() && from == "fashion-mnist") input = "/usr/share/datasets/fashion-mnist";
@@ -73,10 +89,6 @@ int do_build(const Config& c) {
   else if (from == "tuxpaint") r = build_tuxpaint(input, o);
   else if (from == "jsonl") r = build_from_jsonl(input, images, o);
   else r = build_from_llava(input, images, o);
-  if (!c.get_string("data.tokenizer").empty()) {
-    const Tokenizer tok = Tokenizer::load(c.get_string("data.tokenizer"));
-    tokenize_captions(o.out, tok, c.get_string("data.tokenizer"));
-  }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("wrote %s: %lld images, %lld captions, %lld skipped, %.1f MB in %.1f s\n", o.out.c_str(),
               (long long)r.images, (long long)r.captions, (long long)r.skipped,
@@ -130,6 +142,7 @@ int do_inspect(const Config& c) {
 int do_tokenizer(const Config& c) {
   const std::string path = c.positional().empty() ? need(c, "data.train") : c.positional()[0];
   const std::string out = need(c, "data.out");
+  check_output_path(out);
   const DatasetReader r(path);
   std::vector<std::string> texts;
   for (int64_t j : r.split_captions("train")) texts.push_back(r.caption(j));

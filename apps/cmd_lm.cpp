@@ -11,6 +11,7 @@
 // The ids form one sample (positions 0..T-1); each must lie in [0, vocab_size). The
 // inputs are checked on every rank in one agreed step before any work (the error
 // policy of parallel/runtime.h).
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "core/backend.h"
 #include "core/config.h"
 #include "core/error.h"
+#include "core/io/atomic_file.h"
 #include "core/io/h5_io.h"
 #include "llm/backbone.h"
 #include "llm/hf_config.h"
@@ -31,19 +33,24 @@ namespace {
 
 void write_logits_h5(const std::string& path, const std::vector<float>& logits, const std::vector<int32_t>& ids,
                      int64_t V, const std::string& model, int tp, const std::string& device) {
-  H5Lock lock(h5_mutex());
-  H5Id file = h5_create_file(path);
-  h5_write_array(file.get(), "logits", H5Elem::F32, logits.data(), {int64_t(ids.size()), V});
-  h5_write_1d(file.get(), "ids", H5Elem::I32, ids.data(), int64_t(ids.size()), false);
-  h5_write_attr_string(file.get(), "format", "vlm-lm-logits");
-  h5_write_attr_string(file.get(), "model", model);
-  h5_write_attr_int(file.get(), "tp", tp);
-  h5_write_attr_string(file.get(), "device", device);
+  AtomicFile out(path);  // an existing file is replaced only by a complete one
+  {
+    H5Lock lock(h5_mutex());
+    H5Id file = h5_create_file(out.temp_path());
+    h5_write_array(file.get(), "logits", H5Elem::F32, logits.data(), {int64_t(ids.size()), V});
+    h5_write_1d(file.get(), "ids", H5Elem::I32, ids.data(), int64_t(ids.size()), false);
+    h5_write_attr_string(file.get(), "format", "vlm-lm-logits");
+    h5_write_attr_string(file.get(), "model", model);
+    h5_write_attr_int(file.get(), "tp", tp);
+    h5_write_attr_string(file.get(), "device", device);
+    h5_close_file(file);
+  }
+  out.commit();
 }
 
 void lm_logits_options(Config& cfg) {
   cfg.add_string("hf", "", "Hugging Face checkpoint directory (config.json + model.safetensors or an index)");
-  cfg.add_int_list("ids", "", "token ids of the sequence, comma-separated");
+  cfg.add_int_list("ids", "", "token ids of the sequence, comma-separated", 0, INT32_MAX);
   cfg.add_string("out", "", "output HDF5 file");
   register_runtime_options(cfg);
 }
@@ -56,6 +63,7 @@ int lm_logits(const Config& cfg) {
   rt.on_every_rank("inputs", [&] {
     VLM_REQUIRE(!dir.empty(), "--hf: a checkpoint directory is required");
     VLM_REQUIRE(!out.empty(), "--out: an output .h5 file is required");
+    check_output_path(out);
     for (int64_t x : cfg.get_int_list("ids")) ids.push_back(int32_t(x));
     VLM_REQUIRE(!ids.empty(), "--ids: at least one token id is required");
     m = read_hf_config(dir);
@@ -64,6 +72,13 @@ int lm_logits(const Config& cfg) {
                   ")");
     VLM_REQUIRE(int64_t(ids.size()) <= m.max_pos, "--ids: ", ids.size(), " tokens exceed max_position_embeddings=",
                 m.max_pos, " of ", dir);
+    // The TP rules of ModelConfig::validate, in the checkpoint's own key names.
+    const int tp = rt.topology().tp();
+    const std::string cj = dir + "/config.json: ";
+    VLM_REQUIRE(m.n_heads % tp == 0, cj, "num_attention_heads=", m.n_heads, " is not divisible by --parallel.tp=", tp);
+    VLM_REQUIRE(m.d_ff % tp == 0, cj, "intermediate_size=", m.d_ff, " is not divisible by --parallel.tp=", tp);
+    VLM_REQUIRE(m.kv_heads() % tp == 0 || tp % m.kv_heads() == 0, cj, "num_key_value_heads=", m.kv_heads(),
+                " and --parallel.tp=", tp, ": one must divide the other");
   });
   const int64_t T = int64_t(ids.size());
   const int tp = rt.topology().tp();

@@ -77,12 +77,8 @@ int run_command(const Command& c, int argc, char** argv) {
     std::fputs(cfg.help().c_str(), stdout);
     return 0;
   }
-  const auto parse = [&] {
-    cfg.parse(argc, argv);
-    const auto& pos = cfg.positional();
-    VLM_REQUIRE(int(pos.size()) <= c.positional, "unexpected argument '", pos[size_t(c.positional)], "' (",
-                c.positional ? "one FILE at most" : "no positional arguments", "; see --help)");
-  };
+  cfg.allow_positionals(c.positional, "FILE");
+  const auto parse = [&] { cfg.parse(argc, argv); };
   std::optional<MpiSession> mpi;  // outlives the error report (which may MPI_Abort)
   try {
     if (c.multi_rank) {
@@ -127,9 +123,9 @@ int run_vlm(int argc, char** argv) {
       return 0;
     }
     if (next.empty())
-      std::fprintf(stderr, "vlm: missing command (%s; run `vlm --help`)\n", child_list("").c_str());
+      std::fprintf(stderr, "vlm: error: missing command (%s; run `vlm --help`)\n", child_list("").c_str());
     else
-      std::fprintf(stderr, "vlm: unknown command '%s' (run `vlm --help` for the list)\n", next.c_str());
+      std::fprintf(stderr, "vlm: error: unknown command '%s' (run `vlm --help` for the list)\n", next.c_str());
     return 2;
   }
   const Command& c = *find(path);
@@ -139,10 +135,10 @@ int run_vlm(int argc, char** argv) {
     return 0;
   }
   if (next.empty())
-    std::fprintf(stderr, "vlm %s: missing subcommand (%s; run `vlm %s --help`)\n", path.c_str(),
+    std::fprintf(stderr, "vlm %s: error: missing subcommand (%s; run `vlm %s --help`)\n", path.c_str(),
                  child_list(path).c_str(), path.c_str());
   else
-    std::fprintf(stderr, "vlm %s: unknown subcommand '%s' (expected %s; run `vlm %s --help`)\n", path.c_str(),
+    std::fprintf(stderr, "vlm %s: error: unknown subcommand '%s' (expected %s; run `vlm %s --help`)\n", path.c_str(),
                  next.c_str(), child_list(path).c_str(), path.c_str());
   return 2;
 }

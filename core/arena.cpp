@@ -1,6 +1,8 @@
 // Arena (see arena.h): plan named tensors, allocate once, hand out views.
 #include "core/arena.h"
 
+#include "core/memory_check.h"
+
 namespace vlm {
 
 static constexpr size_t kAlign = 256;
@@ -16,6 +18,10 @@ void Arena::add(const std::string& name, Shape shape, DType dtype) {
 
 void Arena::allocate(Backend& b, bool zero) {
   VLM_ASSERT(!allocated(), "arena '", name_, "' allocated twice");
+  // Host memory: sizes come from configs and files, so too much is the user's problem.
+  if (b.device() == DeviceKind::CPU)
+    require_allocatable(bytes_, cat("arena '", name_, "' (", entries_.size(), " tensors, first '",
+                                    entries_.empty() ? "" : entries_[0].name, "')"));
   backend_ = &b;
   storage_ = Tensor::empty(b, Shape{int64_t(bytes_)}, DType::U8);
   if (zero) this->zero();

@@ -7,6 +7,7 @@
 // was compiled in and a GPU is present, else CPU; the choice is logged in one line.
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -14,9 +15,11 @@
 
 namespace vlm {
 
-// A marker in a stream's work (Stream::record). CPU: work runs when enqueued, so an
-// event is complete once recorded and records the host time of its recording. CUDA: a
-// cudaEvent_t (core/cuda/cuda_backend.h), with timing only when created with it.
+// A marker in a stream's work (Stream::record). CPU: a completion flag with the host
+// time (steady clock) at which the work before it completed; on a synchronous stream
+// that is the time of the record itself. CUDA: a cudaEvent_t (core/cuda/cuda_backend.h),
+// with timing only when created with it. As on CUDA, a wait or query refers to the
+// latest record made before it; recording again re-arms the event.
 class Event {
  public:
   virtual ~Event() = default;
@@ -30,9 +33,12 @@ class Event {
   virtual float elapsed_ms(const Event& start) = 0;
 };
 
-// An in-order queue of work on one device. On CPU, work runs synchronously when
-// enqueued, so wait is a no-op, record stamps the host time and synchronize returns at
-// once.
+// An in-order queue of work on one device. Two CPU kinds: the synchronous stream
+// (default_stream, create_stream) runs work when enqueued, so record stamps the host time,
+// wait blocks the caller only on an event of an asynchronous stream, and synchronize
+// returns at once; the asynchronous stream (create_async_stream) owns one worker thread
+// that runs its queue in order, so record, wait and launch return at once and the work
+// runs on the worker. On CUDA every stream is asynchronous.
 class Stream {
  public:
   virtual ~Stream() = default;
@@ -41,6 +47,18 @@ class Stream {
   virtual void synchronize() = 0;
   virtual void record(Event& e) = 0;  // e completes when the work enqueued so far does
   virtual void wait(Event& e) = 0;    // later work on this stream waits for e
+  // Runs host code as the stream's next piece of work: the ops it calls with this
+  // stream are enqueued (CUDA) or run (CPU) in the stream's order. Synchronous CPU and
+  // CUDA streams call fn at once on the calling thread; the asynchronous CPU stream
+  // queues it for its worker. An exception fn throws on a worker is kept and rethrown
+  // by the next synchronize(); the work after it still runs (events still complete).
+  virtual void launch(std::function<void()> fn) { fn(); }
+};
+
+// Options of Backend::create_async_stream.
+struct AsyncStreamOptions {
+  bool high_priority = false;  // CUDA: the greatest stream priority (communication)
+  int threads = 0;             // CPU: the worker's thread budget (set_thread_budget); 0 = keep
 };
 
 class Backend {
@@ -57,12 +75,23 @@ class Backend {
   // The backend's default stream (the one set-up code and tests use).
   virtual Stream& default_stream() = 0;
   virtual std::unique_ptr<Stream> create_stream(const std::string& name) = 0;
+  // A stream whose work runs concurrently with the caller and with other such streams
+  // (CPU: its own worker thread; CUDA: a cudaStream, at high priority when asked).
+  virtual std::unique_ptr<Stream> create_async_stream(const std::string& name, const AsyncStreamOptions& opt) = 0;
   // timing: the event can measure elapsed_ms (CUDA events without it are cheaper).
   virtual std::unique_ptr<Event> create_event(bool timing = false) = 0;
   virtual void synchronize() = 0;  // waits for all streams of the device
 };
 
 Backend& cpu_backend();
+// The calling thread's budget of threads for the CPU ops it runs (its own pool, the
+// caller included; BLAS calls run on those threads: core/cpu_threads.h). A worker of an
+// asynchronous CPU stream calls it once at start with AsyncStreamOptions::threads;
+// n <= 0 keeps the current value. The policy that picks n lives with the scheduler
+// (scheduler/streams.h).
+void set_thread_budget(int n);
+// The number of threads a parallel loop of the calling thread may use.
+int thread_budget();
 // True when the CUDA backend was compiled in and at least one GPU is visible.
 bool cuda_available();
 // Why CUDA is not available ("not compiled in", "no CUDA device: <driver message>").

@@ -63,7 +63,8 @@ Backend& select_backend(const std::string& which, bool log) {
   } else {
     throw UserError(cat("--device: expected auto, cpu or cuda, got '", which, "'"));
   }
-  if (log) std::fprintf(stderr, "vlm: backend %s [%s]\n", b->description().c_str(), why.c_str());
+  // Logs go to stdout: stderr carries only errors (one line; README.md "Errors").
+  if (log) std::printf("vlm: backend %s [%s]\n", b->description().c_str(), why.c_str());
   return *b;
 }
 

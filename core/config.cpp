@@ -1,17 +1,20 @@
 // Config (core/config.h) on Boost.Program_options: each registered option gets a Boost
 // typed value semantic (int64_t, double, bool, string) that parses every raw value;
 // ranges, choices and int lists are checked here. INI files are read by a small line
-// reader of our own so that every error names file:line and the key.
+// reader of our own so that every error names file:line and the key (bounded read,
+// quoting rule: config.h).
 // Precedence: each value carries the rank of its source (0 default, 1.. files in the
 // order read, kCliRank the command line); a value replaces another only when its rank
 // is not lower, so later files win and the command line wins over every file.
+#include <unistd.h>
+
 #include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "core/config_impl.h"
+#include "core/file_read.h"
 
 namespace vlm {
 namespace config_detail {
@@ -39,24 +42,48 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 }  // namespace config_detail
 
+// One INI line after comment removal: "", "[section]" or "key = value" (value unquoted).
+// Quotes count only at the start of a value: it then ends at the last '"' of the line,
+// after which only a comment may follow. Elsewhere '#' or ';' after a space starts a
+// comment (comment_at).
 void Config::Impl::read_ini(const std::string& path) {
   std::error_code ec;
   VLM_REQUIRE(!std::filesystem::is_directory(path, ec), "cannot open config file '", path, "': is a directory");
-  std::ifstream in(path);
-  VLM_REQUIRE(in, "cannot open config file '", path, "': ", std::strerror(errno));
+  VLM_REQUIRE(::access(path.c_str(), R_OK) == 0, "cannot open config file '", path, "': ", std::strerror(errno));
+  const std::string text = read_file_bounded(path, kMaxIniBytes, "config file");
+  const size_t nul = text.find('\0');
   const int rank = ++files_read;
   std::map<std::string, int> seen;  // key -> line, to reject a key set twice in one file
-  std::string line, section;
-  for (int lineno = 1; std::getline(in, line); ++lineno) {
+  std::string section;
+  size_t pos = 0;
+  for (int lineno = 1; pos < text.size(); ++lineno) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) nl = text.size();
+    std::string line = text.substr(pos, nl - pos);
     const std::string at = cat(path, ":", lineno, ":");
-    // Comments: a line starting with # or ;, or " #"/" ;" after a value (not inside "...").
-    bool quoted = false;
-    for (size_t p = 0; p < line.size(); ++p) {
-      if (line[p] == '"') quoted = !quoted;
-      if (!quoted && comment_at(line, p)) {
-        line.resize(p);
-        break;
-      }
+    VLM_REQUIRE(nul == std::string::npos || nul >= nl || nul < pos, at, " NUL byte (not a text file?)");
+    pos = nl + 1;
+    const size_t eq = line.find('='), first = line.find_first_not_of(" \t\r");
+    const size_t open = eq == std::string::npos ? eq : line.find_first_not_of(" \t", eq + 1);
+    const bool quoted = open != std::string::npos && line[open] == '"' && line[first] != '#' &&
+                        line[first] != ';' && line[first] != '[';
+    std::string quoted_value;
+    if (quoted) {
+      const std::string key = trim(line.substr(0, eq));
+      const size_t close = line.rfind('"');
+      VLM_REQUIRE(close > open, at, " unterminated quote in the value of '", key,
+                  "' (a value that starts with \" must end with \" on the same line)");
+      const std::string after = trim(line.substr(close + 1));
+      VLM_REQUIRE(after.empty() || ((after[0] == '#' || after[0] == ';') && comment_at(line, line.find(after[0], close))),
+                  at, " unexpected '", after, "' after the closing quote of the value of '", key, "'");
+      quoted_value = line.substr(open + 1, close - open - 1);
+      line.resize(eq + 1);
+    } else {
+      for (size_t p = 0; p < line.size(); ++p)
+        if (comment_at(line, p)) {
+          line.resize(p);
+          break;
+        }
     }
     std::string s = trim(line);
     if (s.empty()) continue;
@@ -65,11 +92,10 @@ void Config::Impl::read_ini(const std::string& path) {
       section = trim(s.substr(1, s.size() - 2));
       continue;
     }
-    size_t eq = s.find('=');
-    VLM_REQUIRE(eq != std::string::npos && eq > 0, at, " expected 'key = value' or '[section]', got '", s, "'");
-    std::string key = trim(s.substr(0, eq)), raw = trim(s.substr(eq + 1));
+    const size_t e = s.find('=');
+    VLM_REQUIRE(e != std::string::npos && e > 0, at, " expected 'key = value' or '[section]', got '", s, "'");
+    std::string key = trim(s.substr(0, e)), raw = quoted ? quoted_value : trim(s.substr(e + 1));
     if (!section.empty()) key = section + "." + key;
-    if (raw.size() >= 2 && raw.front() == '"' && raw.back() == '"') raw = raw.substr(1, raw.size() - 2);
     Opt* o = find(key);
     VLM_REQUIRE(o, at, " unknown option '", key, "' (did you mean '", closest(key), "'?)");
     VLM_REQUIRE(!seen.count(key), at, " '", key, "' is already set on line ", seen[key]);
@@ -106,9 +132,18 @@ void Config::add_choice(const std::string& name, const std::string& def, const s
 void Config::add_flag(const std::string& name, bool def, const std::string& help) {
   impl_->add(name, Kind::Flag, help, po::value<bool>()).value = def;
 }
-void Config::add_int_list(const std::string& name, const std::string& def, const std::string& help) {
+void Config::add_int_list(const std::string& name, const std::string& def, const std::string& help, int64_t lo,
+                          int64_t hi) {
+  VLM_ASSERT(lo <= hi, "range of '", name, "' is empty");
   Opt& o = impl_->add(name, Kind::IntList, help, po::value<std::string>());
+  o.ilo = lo, o.ihi = hi;
   o.value = impl_->convert(o, def, "default of --" + name + ":");
+}
+
+void Config::allow_positionals(int max_count, const std::string& meta) {
+  VLM_ASSERT(max_count >= 0, "allow_positionals(", max_count, ")");
+  impl_->max_positional = max_count;
+  impl_->positional_meta = meta;
 }
 
 void Config::add_alias(const std::string& alias, const std::string& name) {
@@ -150,6 +185,16 @@ bool Config::parse(int argc, const char* const* argv) {
     }
     if (o) impl_->apply(*o, value, "--" + name + ":", kCliRank);
     else files.push_back(value);
+  }
+  const auto& pos = impl_->positional;
+  if (int(pos.size()) > impl_->max_positional) {
+    const std::string& extra = pos[size_t(impl_->max_positional)];
+    if (impl_->max_positional == 0)
+      throw UserError(cat("unexpected argument '", extra, "' (", impl_->program,
+                          " takes no positional arguments; options are --name value, see --help)"));
+    throw UserError(cat("unexpected argument '", extra, "' (", impl_->program, " takes at most ",
+                        impl_->max_positional, " ", impl_->positional_meta, " argument",
+                        impl_->max_positional > 1 ? "s" : "", ")"));
   }
   for (const auto& f : files) impl_->read_ini(f);
   return true;

@@ -5,6 +5,9 @@
 // `--help` lists every option with its default and help text.
 // Unknown keys and bad or out-of-range values raise UserError naming the key and,
 // for INI files, file:line.  Built on Boost.Program_options.
+// INI files: at most kMaxIniBytes (an endless input such as /dev/zero is refused), no
+// NUL bytes; a value that starts with a double quote ends at the last double quote of
+// its line, and a missing closing quote is an error (configs/README.md).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -12,6 +15,8 @@
 #include <vector>
 
 namespace vlm {
+
+inline constexpr uint64_t kMaxIniBytes = uint64_t(4) << 20;
 
 class Config {
  public:
@@ -30,14 +35,22 @@ class Config {
   void add_choice(const std::string& name, const std::string& def,
                   const std::vector<std::string>& choices, const std::string& help);
   void add_flag(const std::string& name, bool def, const std::string& help);
-  // Comma-separated list of ints, e.g. "1,2,3" (empty string = empty list).
-  void add_int_list(const std::string& name, const std::string& def, const std::string& help);
+  // Comma-separated list of ints, e.g. "1,2,3" (empty string = empty list); every
+  // element must lie in [lo, hi].
+  void add_int_list(const std::string& name, const std::string& def, const std::string& help,
+                    int64_t lo = INT64_MIN, int64_t hi = INT64_MAX);
   // A short command-line spelling of a registered option: add_alias("tp", "parallel.tp")
   // makes `--tp 8` set parallel.tp (INI files use the full name). Shown in --help.
   void add_alias(const std::string& alias, const std::string& name);
 
+  // Declares that the command takes up to `max_count` positional arguments (words not
+  // starting with --), shown as `meta` in messages ("FILE"). Without it a command takes
+  // none, so a stray word is refused rather than silently ignored.
+  void allow_positionals(int max_count, const std::string& meta);
+
   // Parses the command line (argv[0] is skipped) and every --config file it names.
-  // Positional arguments (not starting with --) are collected in positional().
+  // Positional arguments are collected in positional(); more than allow_positionals()
+  // declared is a UserError naming the first extra word.
   // Throws UserError on any problem. Returns false when --help was given (help() was
   // printed to stdout); the caller then exits 0.
   bool parse(int argc, const char* const* argv);

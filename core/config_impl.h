@@ -68,6 +68,8 @@ struct Config::Impl {
   po::options_description desc;  // the Boost value semantics, one per option
   std::vector<Opt> opts;         // registration order (a few hundred at most: found by a scan)
   std::vector<std::string> positional;
+  int max_positional = 0;      // allow_positionals()
+  std::string positional_meta;
   int files_read = 0;
 
   Opt& add(const std::string& name, Kind kind, const std::string& help, const po::value_semantic* sem) {
@@ -112,8 +114,10 @@ struct Config::Impl {
     auto bad = [&](const std::string& problem) { return UserError(where + " " + problem); };
     boost::any v;
     try {
-      desc.find(o.name, false).semantic()->parse(v, {raw}, true);
-    } catch (const po::error&) {
+      // utf8 = false: values are bytes (paths need not be UTF-8, and Boost's conversion
+      // through the C locale would refuse "café.h5").
+      desc.find(o.name, false).semantic()->parse(v, {raw}, false);
+    } catch (const std::exception&) {  // po::error, or anything else Boost may throw
       throw bad(cat("'", raw, "' is not ", kNoun[int(o.kind)]));
     }
     if (o.kind == Kind::Int) {
@@ -136,6 +140,8 @@ struct Config::Impl {
       } catch (const boost::bad_lexical_cast&) {
         throw bad(cat("'", raw, "' is not a comma-separated list of integers"));
       }
+      for (int64_t x : list)
+        if (x < o.ilo || x > o.ihi) throw bad(cat("element ", x, " is out of range ", range_of(o)));
       v = list;
     }
     return v;

@@ -20,7 +20,8 @@ std::string fmt_float(double v) {
 
 // "[lo, hi]" of an int or float option; "" when it has the full default range.
 std::string range_of(const Opt& o) {
-  if (o.kind == Kind::Int && (o.ilo != INT64_MIN || o.ihi != INT64_MAX)) return cat("[", o.ilo, ", ", o.ihi, "]");
+  if ((o.kind == Kind::Int || o.kind == Kind::IntList) && (o.ilo != INT64_MIN || o.ihi != INT64_MAX))
+    return cat("[", o.ilo, ", ", o.ihi, "]");
   if (o.kind == Kind::Float && (o.flo != -1e300 || o.fhi != 1e300))
     return cat("[", fmt_float(o.flo), ", ", fmt_float(o.fhi), "]");
   return "";

@@ -10,31 +10,32 @@
 //    than the process has cores. Set in code: nothing to put in the environment.
 //  - Default threads: OMP_NUM_THREADS when set, else the cores of the process's
 //    affinity mask divided by the MPI ranks on this node (mpirun, srun), at least 1.
-//  - Threads are per calling thread. cpu_threads() / set_cpu_threads() read and set the
-//    count of the calling thread only; each thread that calls ops gets its own pool of
-//    cpu_threads() - 1 helpers. So streams that run at once divide the cores: each stream
-//    worker calls set_cpu_threads(std::max(1, cpu_cores() / streams_at_once)) when it
-//    starts (a new thread starts from the process default, not its creator's count).
+//  - Threads are per calling thread: set_thread_budget() / thread_budget() (declared in
+//    core/backend.h) set and read the count of the calling thread only, and each thread
+//    that runs ops gets its own pool of thread_budget() - 1 helpers. So streams that
+//    run at once divide the cores: each asynchronous CPU stream's worker calls
+//    set_thread_budget(AsyncStreamOptions::threads) when it starts, and the scheduler
+//    gives each of its S streams max(1, T / S) of the T threads of the thread that
+//    creates them (scheduler/streams.h). A new thread starts from the process default,
+//    not its creator's count. Call it outside parallel loops.
 //  - Results never depend on the thread count (core/cpu/thread_pool.h).
 #pragma once
 #include <string>
+
+#include "core/backend.h"
 
 namespace vlm {
 
 // CPUs this process may run on (its affinity mask at start-up).
 int cpu_cores();
-// Threads the calling thread's CPU ops use (the caller included).
-int cpu_threads();
-// Sets cpu_threads() for the calling thread only; n >= 1.
-void set_cpu_threads(int n);
 
-// Sets cpu_threads() for a scope and restores the previous value on exit.
-class CpuThreadsScope {
+// Sets the calling thread's thread_budget() for a scope and restores it on exit.
+class ThreadBudgetScope {
  public:
-  explicit CpuThreadsScope(int n) : saved_(cpu_threads()) { set_cpu_threads(n); }
-  ~CpuThreadsScope() { set_cpu_threads(saved_); }
-  CpuThreadsScope(const CpuThreadsScope&) = delete;
-  CpuThreadsScope& operator=(const CpuThreadsScope&) = delete;
+  explicit ThreadBudgetScope(int n) : saved_(thread_budget()) { set_thread_budget(n); }
+  ~ThreadBudgetScope() { set_thread_budget(saved_); }
+  ThreadBudgetScope(const ThreadBudgetScope&) = delete;
+  ThreadBudgetScope& operator=(const ThreadBudgetScope&) = delete;
 
  private:
   int saved_;
@@ -42,7 +43,7 @@ class CpuThreadsScope {
 
 struct CpuThreadPolicy {
   int cores = 1;               // cpu_cores()
-  int default_threads = 1;     // cpu_threads() of a thread that never set it
+  int default_threads = 1;     // thread_budget() of a thread that never set it
   std::string threads_source;  // "OMP_NUM_THREADS", "all cores", "2 cores / 2 ranks per node"
   int blas_threads = 0;        // threads of one BLAS call: 1 (BLAS runs on the pool's threads)
   int spin_us = 0;             // longest spin of an idle thread before it sleeps

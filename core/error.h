@@ -1,7 +1,8 @@
 // Error policy (docs/architecture.md, Core; README "Errors").
 // Two tiers:
 //  - UserError: bad config, data or launch. Thrown, caught in main(), printed as one
-//    line naming the option/file/dataset and what was expected; exit code 2.
+//    line naming the option/file/dataset and what was expected; exit code 2. The
+//    constructor makes the message one line, so no caller can break that rule.
 //  - Internal invariants: VLM_ASSERT aborts with the expression and file:line.
 // Library status checks (CUDA_CHECK, CUBLAS_CHECK, CUDNN_CHECK, NCCL_CHECK, MPI_CHECK,
 // H5_CHECK) all go through vlm_check_failed() so they print the same way; each is
@@ -14,10 +15,18 @@
 
 namespace vlm {
 
-// A mistake of the user's (config, data, launch): message is the whole story.
+// The message as one printable line: every line break (with the indentation after it)
+// becomes "; ", other control characters become '?', trailing breaks are dropped, and
+// the text is cut at kMaxUserErrorBytes (on a UTF-8 character boundary).
+inline constexpr size_t kMaxUserErrorBytes = 1000;
+std::string one_line(const std::string& msg);
+
+// A mistake of the user's (config, data, launch): message is the whole story. It is
+// always one line (one_line), whatever the thrower put in it, since it may quote
+// hostile input.
 class UserError : public std::runtime_error {
  public:
-  explicit UserError(const std::string& msg) : std::runtime_error(msg) {}
+  explicit UserError(const std::string& msg) : std::runtime_error(one_line(msg)) {}
 };
 
 // Builds a message from any streamable pieces: cat("bad d_model=", 7, " (expected > 0)").

@@ -5,11 +5,12 @@
 
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <system_error>
+#include <unordered_set>
 
 #include "core/error.h"
+#include "core/file_read.h"
 
 namespace vlm::json {
 
@@ -83,6 +84,8 @@ Value& Value::set(std::string key, Value v) {
 
 namespace {
 
+constexpr size_t kScanKeys = 16;
+
 class Parser {
  public:
   Parser(std::string_view text, std::string_view source, const Limits& lim)
@@ -138,6 +141,9 @@ class Parser {
     expect('{');
     Value v = Value::object();
     auto& members = v.mutable_object();
+    // Duplicate keys: a scan while the object is small, a hash set beyond (a vocabulary
+    // of 150k entries would otherwise cost 10^10 comparisons).
+    std::unordered_set<std::string> keys;
     ws();
     if (peek() == '}') { ++p_; return v; }
     for (;;) {
@@ -145,8 +151,15 @@ class Parser {
       if (peek() != '"') fail("expected a string key");
       size_t key_at = p_;
       std::string key = string();
-      for (const auto& m : members)
-        if (m.first == key) { p_ = key_at; fail(cat("duplicate key '", key, "'")); }
+      bool dup = false;
+      if (members.size() < kScanKeys) {
+        for (const auto& m : members) dup = dup || m.first == key;
+      } else {
+        if (keys.empty())
+          for (const auto& m : members) keys.insert(m.first);
+        dup = !keys.insert(key).second;
+      }
+      if (dup) { p_ = key_at; fail(cat("duplicate key '", key, "'")); }
       ws();
       expect(':');
       ws();
@@ -322,16 +335,7 @@ Value parse(std::string_view text, std::string_view source, const Limits& lim) {
 }
 
 Value parse_file(const std::string& path, const Limits& lim) {
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  if (!f) throw UserError(cat(path, ": cannot open file"));
-  auto size = static_cast<std::streamoff>(f.tellg());
-  if (size < 0) throw UserError(cat(path, ": cannot determine the file size"));
-  if (size_t(size) > lim.max_bytes)
-    throw UserError(cat(path, ": ", size, " bytes exceeds the JSON size limit of ", lim.max_bytes));
-  std::string text(size_t(size), '\0');
-  f.seekg(0);
-  if (!f.read(text.data(), size)) throw UserError(cat(path, ": read failed"));
-  return parse(text, path, lim);
+  return parse(read_file_bounded(path, lim.max_bytes, "JSON file"), path, lim);
 }
 
 // ---- writer ------------------------------------------------------------------------

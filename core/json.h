@@ -82,7 +82,7 @@ struct Limits {
 
 // Parses `text`; `source` names the file (or "header of X") in error messages.
 Value parse(std::string_view text, std::string_view source = "JSON", const Limits& lim = {});
-// Reads and parses a file (size checked against lim.max_bytes before reading).
+// Reads (read_file_bounded: at most lim.max_bytes) and parses a file.
 Value parse_file(const std::string& path, const Limits& lim = {});
 
 // Range-checked numbers, for the sizes and constants of files such as config.json.

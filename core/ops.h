@@ -15,6 +15,8 @@
 //  - Dimension letters: B batch, T tokens (packed), C channels, NH heads, NKV kv heads,
 //    HS head size, V vocabulary, N rows, K inner dim.
 #pragma once
+#include <array>
+
 #include "core/backend.h"
 #include "core/tensor.h"
 
@@ -40,6 +42,14 @@ struct AdamWOpts {
   float weight_decay = 0.f;
   float grad_scale = 1.f;  // gradients are multiplied by this first (clipping, 1/accum)
   int step = 1;
+};
+
+// Options of image_to_patches: pixel v (u8) becomes (v * scale - mean[c]) / stddev[c] for
+// channel c (RGB); the defaults are SigLIP's (rescale to [0,1], then mean 0.5, std 0.5).
+struct PixelNorm {
+  float scale = 1.f / 255.f;
+  std::array<float, 3> mean{0.5f, 0.5f, 0.5f};
+  std::array<float, 3> stddev{0.5f, 0.5f, 0.5f};
 };
 
 #define VLM_OPS_DECLARATIONS

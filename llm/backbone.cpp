@@ -52,10 +52,16 @@ float Backbone::forward(Stream& s, const LmInput& in) {
               " must be a multiple of parallel.tp=", tp_.size(), " (pad the batch)");
   VLM_REQUIRE(cfg_.is_llama() || in.max_seqlen <= cfg_.max_pos, "backbone: a sample of ", in.max_seqlen,
               " tokens exceeds model.max_pos=", cfg_.max_pos);
-  VLM_ASSERT(in.ids.defined() != in.embeddings.defined(), "LmInput needs exactly one of ids and embeddings");
+  VLM_ASSERT(in.mixed() ? in.ids.defined() : in.ids.defined() != in.embeddings.defined(),
+             "LmInput needs ids, embeddings, or ids with visual rows (llm/lm_input.h)");
   VLM_REQUIRE(in.max_id < cfg_.vocab_size, "backbone: token id or target ", in.max_id,
               " outside the vocabulary [0, model.vocab_size=", cfg_.vocab_size, ")");
-  if (in.embeddings.defined()) require_shape(in.embeddings, Shape{T, cfg_.d_model}, "backbone embeddings");
+  if (in.mixed()) {
+    require_shape(in.visual_rows, Shape{in.n_visual}, "backbone visual rows");
+    if (in.n_visual > 0) require_shape(in.embeddings, Shape{in.n_visual, cfg_.d_model}, "backbone visual embeddings");
+  } else if (in.embeddings.defined()) {
+    require_shape(in.embeddings, Shape{T, cfg_.d_model}, "backbone embeddings");
+  }
   cut(T);
   const int64_t Ts = stream_rows(T), row0 = sp_ ? int64_t(tp_.rank()) * Ts : 0;
   TpContext ctx{s, tp_, sp_};
@@ -63,10 +69,11 @@ float Backbone::forward(Stream& s, const LmInput& in) {
   const Scratch& sc = stack_.scratch();
   const HeadActs& a = head_;
 
-  // Embedding -> h[0] [Ts,C]. Caller embeddings are replicated: this rank keeps its rows.
+  // Embedding -> h[0] [Ts,C]. Caller embeddings are replicated: this rank keeps its rows
+  // (the mixed path places them inside the embedding's reduction: embedding_parallel.h).
   const Tensor& h0 = stack_.input();
   if (in.ids.defined())
-    emb_.forward(ctx, h0, sc.partial, in.ids);
+    emb_.forward(ctx, h0, sc.partial, in.ids, in.visual_rows, in.embeddings);
   else
     copy(s, h0, in.embeddings.slice(row0, row0 + Ts));
   if (wpe_.defined()) {
@@ -107,7 +114,12 @@ void Backbone::backward(Stream& s, const LmInput& in, const Tensor& d_embeddings
   stack_.backward(ctx, seq, dres);
   if (wpe_.defined()) embedding_backward(s, dwpe_, dres, in.positions.slice(row0, row0 + Ts), 0);
   if (in.ids.defined()) {
-    emb_.backward(ctx, dres, sp_ ? sc.dfull_b : dres, in.ids);
+    Tensor d_visual;
+    if (in.mixed() && d_embeddings.defined() && in.n_visual > 0) {
+      require_shape(d_embeddings, Shape{in.n_visual, cfg_.d_model}, "backbone d_embeddings (visual rows)");
+      d_visual = d_embeddings;
+    }
+    emb_.backward(ctx, dres, sp_ ? sc.dfull_b : dres, in.ids, in.visual_rows, d_visual);
   } else if (d_embeddings.defined()) {
     require_shape(d_embeddings, Shape{T, cfg_.d_model}, "backbone d_embeddings");
     // Conjugate of keeping this rank's rows: all-gather the row shards (SP).

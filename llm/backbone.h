@@ -4,11 +4,10 @@
 // Every rank of a TP group constructs it with the same config and calls every method in
 // the same order with the same batch (the inputs are replicated over the TP group).
 //
-// Input: one packed micro-batch of B variable-length samples, T tokens in all:
-//   cu_seqlens [B+1] (i32, 0 = cu[0] < ... < cu[B] = T), positions [T] (restart at 0 per
-//   sample), and either token ids [T] or embeddings [T,C] (the VLM puts its visual tokens
-//   before the text), targets [T] (next-token ids; kIgnoreIndex = not counted: the loss
-//   mask). loss = sum over counted tokens / loss_norm (default: their number).
+// Input: one packed micro-batch of B variable-length samples, T tokens in all
+// (llm/lm_input.h): token ids, caller embeddings, or both mixed (the VLM's visual rows
+// before each sample's text), targets (the loss mask), positions restarting per sample.
+// loss = sum over counted tokens / loss_norm (default: their number).
 // With sequence parallelism T must be a multiple of tp.
 //
 // Memory: parameters and gradients live in two arenas (ParamTable), activations in one
@@ -22,7 +21,8 @@
 // Activation recomputation (config.recompute): nn/block_config.h.
 //
 // Communication per step, f32, T tokens, tp > 1, as counted by the Communicator (bytes
-// of the local input buffer of each call); E = 1 for token ids, 0 for embeddings input:
+// of the local input buffer of each call); E = 1 for token ids and the mixed input, 0 for
+// embeddings input:
 //   no SP: all_reduce = 4*T*C*(E + 4L + 1) + 4*3T + 4*R
 //          (E: embedding fwd; per block 2 fwd (o_proj, down_proj) + 2 bwd (q/k/v and
 //           gate/up input); 1: lm_head input bwd; 3T: loss max + (sumexp, target);
@@ -39,6 +39,7 @@
 
 #include "core/backend.h"
 #include "llm/embedding_parallel.h"
+#include "llm/lm_input.h"
 #include "llm/loss_parallel.h"
 #include "llm/model_config.h"
 #include "nn/act_plan.h"
@@ -47,26 +48,6 @@
 #include "nn/stack.h"
 
 namespace vlm {
-
-// One packed micro-batch (device tensors on the backbone's backend).
-struct LmInput {
-  Tensor ids;          // [T] i32 token ids (token path), or undefined
-  Tensor embeddings;   // [T,C] f32 input embeddings (replicated over TP), or undefined
-  Tensor cu_seqlens;   // [B+1] i32
-  Tensor positions;    // [T] i32
-  Tensor targets;      // [T] i32, kIgnoreIndex where not counted; undefined = no loss
-  int max_seqlen = 0;  // longest sample
-  int64_t n_tokens = 0;        // T
-  double loss_norm = 0.0;      // divisor of the summed loss (0 = number of counted targets)
-  int64_t n_counted = 0;       // counted targets (set by make_lm_input)
-  int32_t max_id = -1;         // largest token id / counted target (checked against the vocabulary)
-};
-
-// Builds an LmInput on backend `b` from host vectors: positions restart per sample;
-// validates cu_seqlens against T and the targets' range (UserError). `ids` or
-// `embeddings` (a device tensor [T,C]) must be given; `targets` may be empty (no loss).
-LmInput make_lm_input(Backend& b, const std::vector<int32_t>& cu_seqlens, const std::vector<int32_t>& ids,
-                      const std::vector<int32_t>& targets, const Tensor& embeddings = Tensor{});
 
 class Backbone {
  public:
@@ -86,9 +67,10 @@ class Backbone {
   // Forward of one micro-batch; keeps what backward needs. Returns the mean loss
   // (identical on every TP rank), or 0 when in.targets is undefined.
   float forward(Stream& s, const LmInput& in);
-  // Backward of the last forward (same `in`). Parameter grads +=. When the input was
-  // embeddings and d_embeddings [T,C] is defined, it receives dL/d(embeddings)
-  // (overwrite; the full gradient, identical on every TP rank).
+  // Backward of the last forward (same `in`). Parameter grads +=. When the input has
+  // caller rows and d_embeddings is defined ([T,C] for embeddings input, [Tv,C] for the
+  // mixed input), it receives dL/d(embeddings) of those rows (overwrite; the full
+  // gradient, identical on every TP rank).
   void backward(Stream& s, const LmInput& in, const Tensor& d_embeddings = Tensor{});
   // All-reduces the TP-partial gradients (see above); once per optimizer step.
   void finalize_grads(Stream& s);

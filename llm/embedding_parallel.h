@@ -5,6 +5,12 @@
 //   fwd: partial[T,C] -> out = all-reduce (reduce-from-region)  | SP: reduce-scatter -> [Ts,C]
 //   bwd: dfull = dout (identity)                                 | SP: all-gather [Ts,C] -> [T,C]
 //        dtable[id - offset] += dfull[t] for ids in the shard.
+// Caller rows (the mixed input of llm/lm_input.h): rows [Tv] i32 of the output take the
+// given values [Tv,C] instead of a lookup. Their ids lie outside every shard (zeros in
+// every partial); TP rank 0 alone adds the values into its partial sums before the
+// reduction, so every rank ends with exactly the values (v + 0 + ... + 0 = v), and the
+// communication is that of the token path. Backward gathers d(values) = the rows of
+// dfull (identical on every rank).
 // Gradients follow the rule of nn/context.h.
 #pragma once
 #include "nn/context.h"
@@ -15,10 +21,14 @@ struct VocabParallelEmbedding {
   Tensor table, dtable;  // [Vl, C]
   int64_t vocab_offset = 0;
 
-  // ids [T] i32 -> out [Ts,C]; partial [T,C] is scratch (may alias out without SP).
-  void forward(TpContext& ctx, const Tensor& out, const Tensor& partial, const Tensor& ids) const;
-  // dout [Ts,C]; dfull [T,C] scratch (may alias dout without SP).
-  void backward(TpContext& ctx, const Tensor& dout, const Tensor& dfull, const Tensor& ids) const;
+  // ids [T] i32 -> out [Ts,C]; partial [T,C] is scratch (may alias out without SP);
+  // rows / values: the caller rows (above), or undefined.
+  void forward(TpContext& ctx, const Tensor& out, const Tensor& partial, const Tensor& ids,
+               const Tensor& rows = Tensor{}, const Tensor& values = Tensor{}) const;
+  // dout [Ts,C]; dfull [T,C] scratch (may alias dout without SP); d_values [Tv,C]
+  // (overwrite) receives the gradient of the caller rows `rows` when both are defined.
+  void backward(TpContext& ctx, const Tensor& dout, const Tensor& dfull, const Tensor& ids,
+                const Tensor& rows = Tensor{}, const Tensor& d_values = Tensor{}) const;
 };
 
 }  // namespace vlm

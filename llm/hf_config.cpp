@@ -5,9 +5,9 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 
 #include "core/error.h"
+#include "core/io/atomic_file.h"
 #include "core/json.h"
 
 namespace vlm {
@@ -21,14 +21,12 @@ struct Reader {
 
   std::string what(const char* key) const { return cat(file, ": ", key); }
   bool has(const char* key) const { const auto* v = root.find(key); return v && !v->is_null(); }
-  int64_t get_int(const char* key) const {
-    int64_t x = root.at(key, file).as_int(what(key));
-    VLM_REQUIRE(x > 0, what(key), ": expected > 0, got ", x);
-    return x;
-  }
-  int64_t get_int_or(const char* key, int64_t def) const { return has(key) ? get_int(key) : def; }
-  double get_double_or(const char* key, double def) const {
-    return has(key) ? root.at(key).as_double(what(key)) : def;
+  // Sizes lie in [1, hi] (json::int_in: "<file>: key=value: expected an integer in
+  // [1, hi]"); the bounds keep every product of sizes inside int64.
+  int64_t get_int(const char* key, int64_t hi) const { return json::int_in(root.at(key, file), 1, hi, what(key)); }
+  int64_t get_int_or(const char* key, int64_t def, int64_t hi) const { return has(key) ? get_int(key, hi) : def; }
+  double get_double_or(const char* key, double def, double lo, double hi) const {
+    return has(key) ? json::double_in(root.at(key), lo, hi, what(key)) : def;
   }
   bool get_bool_or(const char* key, bool def) const { return has(key) ? root.at(key).as_bool(what(key)) : def; }
   std::string get_string_or(const char* key, const std::string& def) const {
@@ -36,10 +34,13 @@ struct Reader {
   }
 };
 
+// RoPE bases in use run from 1e4 to 1e7; these bounds keep the f32 value finite and exact enough.
+constexpr double kMinTheta = 1.0, kMaxTheta = 1e12;
+
 double rope_theta_of(const Reader& r) {
   // transformers >= 5: "rope_parameters": {"rope_type": "default", "rope_theta": ...};
   // older files: top-level "rope_theta" and an optional "rope_scaling" object.
-  double theta = r.get_double_or("rope_theta", 10000.0);
+  double theta = r.get_double_or("rope_theta", 10000.0, kMinTheta, kMaxTheta);
   for (const char* key : {"rope_parameters", "rope_scaling"}) {
     if (!r.has(key)) continue;
     const json::Value& p = r.root.at(key);
@@ -50,9 +51,8 @@ double rope_theta_of(const Reader& r) {
     else if (const auto* t2 = p.find("type")) type = t2->as_string(cat(w, ".type"));
     VLM_REQUIRE(type == "default", w, ": RoPE type '", type,
                 "' is not supported (only the default, unscaled RoPE)");
-    if (const auto* t = p.find("rope_theta")) theta = t->as_double(cat(w, ".rope_theta"));
+    if (const auto* t = p.find("rope_theta")) theta = json::double_in(*t, kMinTheta, kMaxTheta, cat(w, ".rope_theta"));
   }
-  VLM_REQUIRE(theta > 0 && std::isfinite(theta), r.what("rope_theta"), ": expected > 0, got ", theta);
   return theta;
 }
 
@@ -84,25 +84,32 @@ ModelConfig read_hf_config(const std::string& path) {
 
   ModelConfig m;
   m.family = ModelFamily::Llama;
-  m.vocab_size = r.get_int("vocab_size");
-  m.d_model = r.get_int("hidden_size");
-  m.n_layers = int(r.get_int("num_hidden_layers"));
-  m.n_heads = int(r.get_int("num_attention_heads"));
-  m.n_kv_heads = int(r.get_int_or("num_key_value_heads", m.n_heads));
-  m.d_ff = r.get_int("intermediate_size");
-  m.max_pos = r.get_int_or("max_position_embeddings", 2048);
-  m.norm_eps = float(r.get_double_or("rms_norm_eps", 1e-6));
+  constexpr int64_t kMaxI32 = INT32_MAX;
+  m.vocab_size = r.get_int("vocab_size", kMaxI32);
+  m.d_model = r.get_int("hidden_size", int64_t(1) << 20);
+  m.n_layers = int(r.get_int("num_hidden_layers", 10000));
+  m.n_heads = int(r.get_int("num_attention_heads", int64_t(1) << 16));
+  m.n_kv_heads = int(r.get_int_or("num_key_value_heads", m.n_heads, int64_t(1) << 16));
+  m.d_ff = r.get_int("intermediate_size", int64_t(1) << 24);
+  m.max_pos = r.get_int_or("max_position_embeddings", 2048, kMaxI32);
+  m.norm_eps = float(r.get_double_or("rms_norm_eps", 1e-6, 1e-30, 1.0));
   m.rope_theta = float(rope_theta_of(r));
   m.tied_embeddings = r.get_bool_or("tie_word_embeddings", false);
-  m.init_std = float(r.get_double_or("initializer_range", 0.02));
+  m.init_std = float(r.get_double_or("initializer_range", 0.02, 0.0, 1e6));
   m.qkv_bias = type == "qwen2";
 
+  // The backbone's own rules (ModelConfig::validate) in the file's terms, so that a bad
+  // checkpoint is reported by its keys, not by our option names.
   VLM_REQUIRE(m.d_model % m.n_heads == 0, r.what("hidden_size"), "=", m.d_model,
               " is not divisible by num_attention_heads=", m.n_heads);
+  VLM_REQUIRE(m.n_heads % m.n_kv_heads == 0, r.what("num_key_value_heads"), "=", m.n_kv_heads,
+              " must divide num_attention_heads=", m.n_heads);
+  VLM_REQUIRE(m.head_dim() % 2 == 0, file, ": hidden_size / num_attention_heads = ", m.d_model, " / ", m.n_heads,
+              " = ", m.head_dim(), ": RoPE needs an even head size");
   if (r.has("head_dim"))
-    VLM_REQUIRE(r.get_int("head_dim") == m.d_model / m.n_heads, r.what("head_dim"), "=", r.get_int("head_dim"),
-                " differs from hidden_size / num_attention_heads = ", m.d_model / m.n_heads,
-                " (not supported by the backbone)");
+    VLM_REQUIRE(r.get_int("head_dim", int64_t(1) << 20) == m.head_dim(), r.what("head_dim"), "=",
+                r.get_int("head_dim", int64_t(1) << 20), " differs from hidden_size / num_attention_heads = ",
+                m.head_dim(), " (not supported by the backbone)");
   if (type == "llama") {
     VLM_REQUIRE(!r.get_bool_or("attention_bias", false), r.what("attention_bias"),
                 ": true is not supported (Llama attention without biases only)");
@@ -145,11 +152,7 @@ std::string hf_config_json(const ModelConfig& m) {
 }
 
 void write_hf_config(const std::string& path, const ModelConfig& cfg) {
-  std::string text = hf_config_json(cfg);
-  std::ofstream f(path, std::ios::trunc);
-  VLM_REQUIRE(f, path, ": cannot open for writing");
-  f << text << "\n";
-  VLM_REQUIRE(f, path, ": write failed");
+  write_file_atomic(path, hf_config_json(cfg) + "\n");
 }
 
 }  // namespace vlm

@@ -46,14 +46,6 @@ void VisionConfig::validate(const VisionKeys& k) const {
                 image_std[c], " (expected finite values, std > 0)");
 }
 
-void VisionConfig::validate_grid(int region, std::string_view region_key, const VisionKeys& k) const {
-  VLM_REQUIRE(region >= 1 && (region & (region - 1)) == 0, region_key, "=", region,
-              ": expected a power of two (regions of R x R grid cells)");
-  VLM_REQUIRE(grid() % region == 0, region_key, "=", region, " does not divide the grid G = ", k.source,
-              k.image_size, " / ", k.patch, " = ", image_size, " / ", patch, " = ", grid(),
-              " (the regions must tile the G x G grid)");
-}
-
 std::string VisionConfig::str() const {
   return cat("S=", image_size, " P=", patch, " G=", grid(), " d=", d_model, " L=", n_layers, " NH=", n_heads,
              " F=", d_ff, " eps=", norm_eps, " act=", activation_name(activation),

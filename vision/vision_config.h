@@ -21,6 +21,11 @@ namespace vlm {
 
 class Config;
 
+// Channels of the texture array the encoder takes, [B, 13, G, G] (their order and
+// normalisation: data/image/texture.h, kTextureChannels; vision/ does not include data/,
+// the `vlm vision` command checks that the two agree).
+inline constexpr int kVisionTextureChannels = 13;
+
 // Upper limits of the sizes (typos and hostile files are refused before any allocation).
 inline constexpr int kMaxImageSize = 16384;    // S (and P <= S)
 inline constexpr int64_t kMaxVisionWidth = 65536;  // d_model
@@ -63,10 +68,6 @@ struct VisionConfig {
 
   // Throws UserError naming the offending key (see VisionKeys) when the config is invalid.
   void validate(const VisionKeys& keys = VisionKeys::options()) const;
-  // The LOD regions of R x R cells must tile the grid: R a power of two and G % R == 0.
-  // `region_key` names the caller's option (e.g. the scorers' region size).
-  void validate_grid(int region, std::string_view region_key,
-                     const VisionKeys& keys = VisionKeys::options()) const;
   std::string str() const;  // one line for logs
 };
 

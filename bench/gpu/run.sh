@@ -9,8 +9,9 @@
 #   1. Here (Debian, nvcc 13, no GPU needed):
 #        bench/gpu/run.sh build
 #      configures build-gpu/ with -DVLM_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 (Release,
-#      Ninja), builds test_gpu, test_conformance, bench_gemm and bench_attention (the
-#      targets that exist, linked with --as-needed), and packs them, with every shared
+#      Ninja), builds test_gpu, test_conformance, bench_gemm, bench_attention and
+#      bench_vision (the targets that exist, linked with --as-needed), and packs them,
+#      with every shared
 #      library they load that the device machine lacks, into build-gpu/bundle/vlm-gpu.tar.xz
 #      (xz: libopenblas alone is 35 MB, 4 MB packed). Carried libraries (what
 #      ldd finds; typically): libopenblas.so.0 (+ libgfortran.so.5, libquadmath.so.0),
@@ -26,9 +27,9 @@
 #      that really call them, through --as-needed, make the bundle carry them.)
 #   2. On the device machine, through the tool:
 #        run(command="bench/gpu/run.sh device", carry=["build-gpu/bundle"], timeout_s=600)
-#      runs test_gpu, test_conformance (the CUDA-vs-CPU op conformance), bench_gemm and
-#      bench_attention with --device cuda, logging each to $OUT/<name>.log, and prints a
-#      summary last (the tool returns the tail of the output).
+#      runs test_gpu, test_conformance (the CUDA-vs-CPU op conformance), bench_gemm,
+#      bench_attention and bench_vision with --device cuda, logging each to
+#      $OUT/<name>.log, and prints a summary last (the tool returns the tail of the output).
 # Notes: MPI is linked but the tests and benches here run single-process without
 # mpirun. Timings: the benches time with synchronize + host clock after warm-up; report
 # them with the device named in the tool's reply (H100 and H200 differ).
@@ -38,7 +39,7 @@ ROOT=$PWD
 BUILD=${BUILD_DIR:-$ROOT/build-gpu}
 BUNDLE=$BUILD/bundle           # what travels: vlm-gpu.tar.xz
 STAGE=$BUILD/bundle-stage      # bin/ and lib/ before packing
-TARGETS=(test_gpu test_conformance bench_gemm bench_attention)
+TARGETS=(test_gpu test_conformance bench_gemm bench_attention bench_vision)
 
 build() {
   local jobs=${JOBS:-2}  # nvcc is slow and the build machine's cores are shared
@@ -114,6 +115,7 @@ device() {
   [ -x "$dir/bin/test_conformance" ] && run_one test_conformance "$dir/bin/test_conformance"
   [ -x "$dir/bin/bench_gemm" ] && run_one bench_gemm "$dir/bin/bench_gemm" --device cuda
   [ -x "$dir/bin/bench_attention" ] && run_one bench_attention "$dir/bin/bench_attention" --device cuda
+  [ -x "$dir/bin/bench_vision" ] && run_one bench_vision "$dir/bin/bench_vision" --device cuda
   echo "=== summary (logs in $out)"
   printf '%s\n' "${summary[@]}"
   return $rc

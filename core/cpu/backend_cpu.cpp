@@ -1,14 +1,31 @@
 // The CPU backend: host memory (256-byte aligned; blocks of 8 MiB and more 2 MiB-aligned
 // and marked for transparent huge pages, which the arenas, weights and optimizer state
-// are), synchronous streams, and events that are complete once recorded and hold the
-// host time (steady clock) of their recording.
+// are), two kinds of stream and events that are real completion flags.
+//  - The synchronous stream (default_stream, create_stream) runs work when enqueued;
+//    record completes the event at once and stamps the host time (steady clock).
+//  - The asynchronous stream (create_async_stream) owns one worker thread that runs an
+//    in-order queue of items: launched closures, event records (complete the event,
+//    stamp the time) and waits (block the worker until the event completes). Its
+//    record/wait/launch only enqueue. An exception from a launched closure is kept and
+//    rethrown by synchronize(); the items after it still run, so every event recorded
+//    on the stream completes and no other stream waits forever. The worker's ops run on
+//    its own thread pool of AsyncStreamOptions::threads threads (set_thread_budget).
+//  - An event counts records (generations): record() arms generation g+1 at enqueue
+//    time, its completion publishes g+1; wait() and query() refer to the generation
+//    armed when they are called, as cudaStreamWaitEvent does.
 // Large copies and zero fills (a gradient arena is cleared every step) are split over
 // the caller's thread pool (core/cpu/thread_pool.h), in chunks of whole cache lines.
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <exception>
+#include <mutex>
 #include <new>
+#include <thread>
 
 #include <sys/mman.h>
 
@@ -25,19 +42,47 @@ using cpu::parallel_for;
 class CpuEvent final : public Event {
  public:
   using Clock = std::chrono::steady_clock;
-  bool query() override { return true; }
-  void synchronize() override {}
+  bool query() override {
+    std::lock_guard lock(mu_);
+    return done_ >= armed_;
+  }
+  void synchronize() override { wait_for(armed_generation()); }
   float elapsed_ms(const Event& start) override {
-    const auto* s = dynamic_cast<const CpuEvent*>(&start);
+    auto* s = const_cast<CpuEvent*>(dynamic_cast<const CpuEvent*>(&start));
     VLM_ASSERT(s, "CpuEvent::elapsed_ms: start is an event of another backend");
-    VLM_ASSERT(recorded_ && s->recorded_, "CpuEvent::elapsed_ms: both events must have been recorded");
+    s->synchronize();
+    synchronize();
+    std::scoped_lock lock(mu_, s->mu_);
+    VLM_ASSERT(done_ > 0 && s->done_ > 0, "CpuEvent::elapsed_ms: both events must have been recorded");
     return std::chrono::duration<float, std::milli>(at_ - s->at_).count();
   }
-  void stamp() { at_ = Clock::now(), recorded_ = true; }
+  // Arms the next generation (at enqueue time) and returns it.
+  uint64_t arm() {
+    std::lock_guard lock(mu_);
+    return ++armed_;
+  }
+  uint64_t armed_generation() {
+    std::lock_guard lock(mu_);
+    return armed_;
+  }
+  // Completes generation g (the work before it is done) and stamps the time.
+  // Notifies under the lock: a waiter that sees the generation may destroy the event at
+  // once, so the worker must not touch it after unlocking.
+  void complete(uint64_t g) {
+    std::lock_guard lock(mu_);
+    if (g > done_) done_ = g, at_ = Clock::now();
+    cv_.notify_all();
+  }
+  void wait_for(uint64_t g) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return done_ >= g; });
+  }
 
  private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t armed_ = 0, done_ = 0;
   Clock::time_point at_{};
-  bool recorded_ = false;
 };
 
 CpuEvent& cpu_event(Event& e) {
@@ -62,11 +107,110 @@ class CpuStream final : public Stream {
   DeviceKind device() const override { return DeviceKind::CPU; }
   const std::string& name() const override { return name_; }
   void synchronize() override {}
-  void record(Event& e) override { cpu_event(e).stamp(); }
-  void wait(Event& e) override { cpu_event(e); }
+  void record(Event& e) override {
+    auto& c = cpu_event(e);
+    c.complete(c.arm());
+  }
+  // Only an event of an asynchronous stream can be pending: block until it completes.
+  void wait(Event& e) override {
+    auto& c = cpu_event(e);
+    c.wait_for(c.armed_generation());
+  }
 
  private:
   std::string name_;
+};
+
+class AsyncCpuStream final : public Stream {
+ public:
+  AsyncCpuStream(std::string name, int threads) : name_(std::move(name)) {
+    worker_ = std::thread([this, threads] { run(threads); });
+  }
+  ~AsyncCpuStream() override {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    worker_.join();
+  }
+  DeviceKind device() const override { return DeviceKind::CPU; }
+  const std::string& name() const override { return name_; }
+  void synchronize() override {
+    std::unique_lock lock(mu_);
+    idle_cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
+    if (error_) {
+      auto e = error_;
+      error_ = nullptr;
+      std::rethrow_exception(e);
+    }
+  }
+  void record(Event& e) override {
+    auto& c = cpu_event(e);
+    push(Item{Item::Record, {}, &c, c.arm()});
+  }
+  void wait(Event& e) override {
+    auto& c = cpu_event(e);
+    push(Item{Item::Wait, {}, &c, c.armed_generation()});
+  }
+  void launch(std::function<void()> fn) override { push(Item{Item::Launch, std::move(fn), nullptr, 0}); }
+
+ private:
+  struct Item {
+    enum Kind { Launch, Record, Wait } kind;
+    std::function<void()> fn;
+    CpuEvent* event;
+    uint64_t generation;
+  };
+
+  void push(Item item) {
+    {
+      std::lock_guard lock(mu_);
+      queue_.push_back(std::move(item));
+    }
+    cv_.notify_one();
+  }
+
+  void run(int threads) {
+    set_thread_budget(threads);
+    for (;;) {
+      Item item;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (queue_.empty()) return;  // stop requested and nothing left
+        item = std::move(queue_.front());
+        queue_.pop_front();
+        busy_ = true;
+      }
+      std::exception_ptr err;
+      switch (item.kind) {
+        case Item::Launch:
+          try {
+            item.fn();
+          } catch (...) {
+            err = std::current_exception();
+          }
+          break;
+        case Item::Record: item.event->complete(item.generation); break;
+        case Item::Wait: item.event->wait_for(item.generation); break;
+      }
+      {
+        std::lock_guard lock(mu_);
+        if (err && !error_) error_ = err;
+        busy_ = false;
+        idle_cv_.notify_all();
+      }
+    }
+  }
+
+  std::string name_;
+  std::mutex mu_;
+  std::condition_variable cv_, idle_cv_;
+  std::deque<Item> queue_;
+  bool busy_ = false, stop_ = false;
+  std::exception_ptr error_;
+  std::thread worker_;
 };
 
 class CpuBackend final : public Backend {
@@ -109,9 +253,14 @@ class CpuBackend final : public Backend {
   std::unique_ptr<Stream> create_stream(const std::string& name) override {
     return std::make_unique<CpuStream>(name);
   }
+  std::unique_ptr<Stream> create_async_stream(const std::string& name, const AsyncStreamOptions& opt) override {
+    return std::make_unique<AsyncCpuStream>(name, opt.threads);
+  }
   std::unique_ptr<Event> create_event(bool /*timing: always*/ = false) override {
     return std::make_unique<CpuEvent>();
   }
+  // The synchronous streams have no pending work; an asynchronous stream is waited for
+  // by its own synchronize().
   void synchronize() override {}
 
  private:

@@ -1,7 +1,7 @@
 // The CPU backend's thread pool (core/cpu/thread_pool.h) and the thread policy of
 // core/cpu_threads.h. Policy, with the figures behind it: README "CPU performance".
 //  - One pool per calling thread (the main thread, later each stream worker), holding
-//    cpu_threads() - 1 worker threads created on the thread's first parallel call and
+//    thread_budget() - 1 worker threads created on the thread's first parallel call and
 //    kept; the caller runs tasks too. BLAS calls run on these threads, one thread each
 //    (core/cpu/blas.cpp stops OpenBLAS's own threads), so there is no second pool.
 //  - Waiting: an idle worker spins for at most kSpinUs, then sleeps on a futex (C++20
@@ -223,11 +223,10 @@ void run_tasks(int64_t n, int threads, TaskFn fn, void* ctx) {
 
 int cpu_cores() { return defaults().cores; }
 
-int cpu_threads() { return tl_threads > 0 ? tl_threads : defaults().threads; }
+int thread_budget() { return tl_threads > 0 ? tl_threads : defaults().threads; }
 
-void set_cpu_threads(int n) {
-  VLM_ASSERT(n >= 1, "set_cpu_threads: ", n, " threads (expected >= 1)");
-  tl_threads = std::min(n, kMaxThreads);
+void set_thread_budget(int n) {
+  if (n > 0) tl_threads = std::min(n, kMaxThreads);
 }
 
 CpuThreadPolicy cpu_thread_policy() {
@@ -242,7 +241,7 @@ CpuThreadPolicy cpu_thread_policy() {
 
 std::string cpu_thread_summary() {
   const CpuThreadPolicy p = cpu_thread_policy();
-  return cat(cpu_threads(), " threads (", p.threads_source, ", ", p.cores, " cores), one pool",
+  return cat(thread_budget(), " threads (", p.threads_source, ", ", p.cores, " cores), one pool",
              p.blas_threads == 1 ? "" : cat(" [WARNING: BLAS runs ", p.blas_threads, " threads per call]"),
              ", spin ", p.spin_us, " us then sleep");
 }

@@ -33,9 +33,9 @@ bool in_parallel_task();
 // Threads worth using for n items when each thread should get at least `grain` items.
 inline int threads_for(int64_t n, int64_t grain) {
   if (detail::in_parallel_task()) return 1;
-  if (cpu_force_parallel()) return std::max(1, int(std::min<int64_t>(cpu_threads(), n)));
+  if (cpu_force_parallel()) return std::max(1, int(std::min<int64_t>(thread_budget(), n)));
   if (n < 2 * grain) return 1;
-  return int(std::min<int64_t>(cpu_threads(), n / grain));
+  return int(std::min<int64_t>(thread_budget(), n / grain));
 }
 
 template <typename F>

@@ -44,8 +44,10 @@ float CudaEvent::elapsed_ms(const Event& start) {
   return ms;
 }
 
-CudaStream::CudaStream(std::string name) : name_(std::move(name)) {
-  CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamDefault));
+CudaStream::CudaStream(std::string name, bool high_priority) : name_(std::move(name)) {
+  int least = 0, greatest = 0;
+  if (high_priority) CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamDefault, high_priority ? greatest : least));
   CUBLAS_CHECK(cublasLtCreate(&cublaslt_));
   CUDA_CHECK(cudaMalloc(&workspace_, kWorkspaceBytes));
 }
@@ -142,6 +144,9 @@ class CudaBackend final : public Backend {
   Stream& default_stream() override { return *default_; }
   std::unique_ptr<Stream> create_stream(const std::string& name) override {
     return std::make_unique<CudaStream>(name);
+  }
+  std::unique_ptr<Stream> create_async_stream(const std::string& name, const AsyncStreamOptions& opt) override {
+    return std::make_unique<CudaStream>(name, opt.high_priority);
   }
   std::unique_ptr<Event> create_event(bool timing = false) override { return std::make_unique<CudaEvent>(timing); }
   void synchronize() override { CUDA_CHECK(cudaDeviceSynchronize()); }

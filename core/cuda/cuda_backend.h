@@ -49,7 +49,8 @@ class CudaEvent final : public Event {
 
 class CudaStream final : public Stream {
  public:
-  explicit CudaStream(std::string name);
+  // high_priority: created at the device's greatest priority (the scheduler's `comm`).
+  explicit CudaStream(std::string name, bool high_priority = false);
   ~CudaStream() override;
   CudaStream(const CudaStream&) = delete;
   CudaStream& operator=(const CudaStream&) = delete;

@@ -4,7 +4,8 @@
 // (the HDF5 library failed where the caller had already validated the input), reported
 // through vlm_check_failed with the expression text and file:line, like CUDA_CHECK.
 // User-facing failures (missing file/dataset, wrong dtype) are detected before the
-// call and raised as UserError by the helpers instead.
+// call and raised as UserError by the helpers instead; so are reads that fail on the
+// data (corrupt chunk, missing filter) and writes that fail on the disk (h5_io.h).
 #pragma once
 #include <hdf5.h>
 

@@ -148,12 +148,16 @@ void SafetensorsFile::parse_header(uint64_t file_size) {
   if (n < 2) throw UserError(cat(path_, ": header length ", n, " is too short for a JSON object"));
   std::string text(size_t(n), '\0');
   read_bytes(text.data(), 8, n, "<header>");
+
   // The writer may pad the header with trailing spaces; JSON whitespace handles that.
   json::Limits lim;
   lim.max_bytes = size_t(kMaxSafetensorsHeaderBytes);
   lim.max_depth = 8;
   json::Value h = json::parse(text, cat(path_, " (header)"), lim);
   if (!h.is_object()) throw UserError(cat(path_, ": header is a JSON ", json::type_name(h.type()), ", expected an object"));
+  if (text[0] != '{')
+    throw UserError(cat(path_, ": the header must start with '{' at byte 8 of the file (found byte ",
+                        int(uint8_t(text[0])), ")"));
 
   data_start_ = 8 + n;
   const uint64_t data_size = file_size - data_start_;
@@ -177,8 +181,10 @@ void SafetensorsFile::parse_header(uint64_t file_size) {
     if (!known)
       throw UserError(cat(what, ": unknown dtype '", ds, "' (expected F64, F32, F16, BF16, I64, I32, I16, I8, U8 or BOOL)"));
     int64_t numel = 1;
-    for (const auto& d : v.at("shape", what).as_array(cat(what, " shape"))) {
-      int64_t x = d.as_int(cat(what, " shape entry"));
+    const auto& shape = v.at("shape", what).as_array(cat(what, " shape"));
+    if (shape.size() > 64) throw UserError(cat(what, ": shape has ", shape.size(), " dimensions (at most 64)"));
+    for (const auto& d : shape) {
+      const int64_t x = d.as_int(cat(what, " shape entry"));
       if (x < 0) throw UserError(cat(what, ": negative dimension ", x));
       if (x > 0 && numel > std::numeric_limits<int64_t>::max() / 16 / x)
         throw UserError(cat(what, ": shape too large"));
@@ -187,9 +193,9 @@ void SafetensorsFile::parse_header(uint64_t file_size) {
     }
     const auto& off = v.at("data_offsets", what).as_array(cat(what, " data_offsets"));
     if (off.size() != 2) throw UserError(cat(what, ": data_offsets must have 2 entries, has ", off.size()));
-    int64_t b = off[0].as_int(cat(what, " data_offsets[0]"));
-    int64_t e = off[1].as_int(cat(what, " data_offsets[1]"));
-    if (b < 0 || e < b)
+    const int64_t b = json::int_in(off[0], 0, std::numeric_limits<int64_t>::max(), cat(what, " data_offsets[0]"));
+    const int64_t e = json::int_in(off[1], 0, std::numeric_limits<int64_t>::max(), cat(what, " data_offsets[1]"));
+    if (e < b)
       throw UserError(cat(what, ": data_offsets [", b, ",", e, ") are not an increasing pair"));
     t.begin = uint64_t(b);
     t.end = uint64_t(e);
@@ -202,15 +208,28 @@ void SafetensorsFile::parse_header(uint64_t file_size) {
                           want, " bytes"));
     tensors_.push_back(std::move(t));
   }
-  // Overlap check on the byte ranges, in offset order (empty tensors never overlap).
+  // The byte ranges must tile the data area: in offset order each starts where the
+  // previous one ends, the first at 0 and the last at the end (no overlap, no hole, no
+  // unindexed trailing bytes). Empty tensors sit anywhere on the boundary.
   std::vector<const StTensorInfo*> by_off;
-  for (const auto& t : tensors_)
-    if (t.end > t.begin) by_off.push_back(&t);
-  std::sort(by_off.begin(), by_off.end(), [](auto* a, auto* b) { return a->begin < b->begin; });
-  for (size_t i = 1; i < by_off.size(); ++i)
-    if (by_off[i]->begin < by_off[i - 1]->end)
-      throw UserError(cat(path_, ": tensors '", by_off[i - 1]->name, "' and '", by_off[i]->name,
-                          "' have overlapping data_offsets"));
+  for (const auto& t : tensors_) by_off.push_back(&t);
+  std::sort(by_off.begin(), by_off.end(), [](auto* a, auto* b) {
+    return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
+  });
+  uint64_t at = 0;
+  const StTensorInfo* prev = nullptr;
+  for (const StTensorInfo* t : by_off) {
+    if (t->begin < at)
+      throw UserError(cat(path_, ": tensors '", prev->name, "' and '", t->name, "' have overlapping data_offsets"));
+    if (t->begin > at)
+      throw UserError(cat(path_, ": ", t->begin - at, " bytes of the data area before tensor '", t->name,
+                          "' (from byte ", at, ") belong to no tensor (the format forbids holes)"));
+    at = t->end;
+    prev = t;
+  }
+  if (at != data_size)
+    throw UserError(cat(path_, ": the last ", data_size - at, " bytes of the data area (from byte ", at,
+                        ") belong to no tensor (the format forbids holes)"));
   std::sort(tensors_.begin(), tensors_.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
 }
 

@@ -5,13 +5,17 @@
 // Header: {"name": {"dtype": "F32", "shape": [..], "data_offsets": [begin, end)}, ...,
 //          "__metadata__": {"k": "v"}} with offsets relative to the data area.
 //
-// Invariants enforced when a file is opened (UserError naming the file and tensor):
-//  - 8 <= file size; N <= kMaxHeaderBytes and N <= file size - 8;
-//  - the header is a strict JSON object (core/json.h); each entry has exactly dtype,
+// Invariants enforced when a file is opened (UserError naming the file and tensor), the
+// format's own rules:
+//  - 8 <= file size; N <= kMaxHeaderBytes (100 MB) and N <= file size - 8;
+//  - the header starts with '{' and is a strict JSON object (core/json.h: UTF-8, no
+//    duplicate names), padding after it is whitespace; each entry has exactly dtype,
 //    shape and data_offsets; the dtype is a known safetensors dtype;
-//  - shape entries are >= 0 and their product does not overflow;
+//  - shape entries are >= 0 (at most 64 of them) and their product does not overflow;
 //  - begin <= end <= data-area size, end - begin == numel * dtype size;
-//  - no two tensors' byte ranges overlap;
+//  - the byte ranges tile the data area: sorted by offset, each starts where the
+//    previous ends, the first at 0, the last at the end (no overlap, no hole, no
+//    unindexed trailing bytes);
 //  - __metadata__, when present, maps strings to strings.
 // Reading converts F64/F32/F16/BF16 to f32; integer dtypes are listed but refused for
 // f32 reads. Only the bytes of the requested slice are read (pread), so each TP rank

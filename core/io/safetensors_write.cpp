@@ -1,13 +1,13 @@
 // Safetensors writer (see core/io/safetensors.h): f32 tensors before bf16 ones, each group
 // by name, packed without holes after a header padded to an 8-byte boundary, so every
 // tensor is aligned to its element size and readers that require contiguous
-// data_offsets (the reference implementation does) accept the file. Written to
-// "<path>.tmp" and renamed, so a crash never leaves a half file under the final name.
+// data_offsets (the reference implementation does) accept the file. Written through an
+// AtomicFile (core/io/atomic_file.h), so a crash never leaves a half file under the final name.
 #include <algorithm>
-#include <filesystem>
 #include <fstream>
 
 #include "core/error.h"
+#include "core/io/atomic_file.h"
 #include "core/io/safetensors.h"
 #include "core/json.h"
 
@@ -54,10 +54,11 @@ void write_safetensors(const std::string& path, const std::vector<StWriteTensor>
   std::string text = json::write(header);
   while ((8 + text.size()) % 8 != 0) text += ' ';
 
-  const std::string tmp = path + ".tmp";
+  AtomicFile out(path);
+  const std::string& tmp = out.temp_path();
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    VLM_REQUIRE(f, tmp, ": cannot open for writing");
+    VLM_REQUIRE(f, path, ": cannot open for writing");
     unsigned char len[8];
     uint64_t n = text.size();
     for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(n >> (8 * i));
@@ -74,11 +75,9 @@ void write_safetensors(const std::string& path, const std::vector<StWriteTensor>
       }
     }
     f.flush();
-    VLM_REQUIRE(f, tmp, ": write failed");
+    VLM_REQUIRE(f, path, ": write failed");
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  VLM_REQUIRE(!ec, path, ": cannot rename ", tmp, " (", ec.message(), ")");
+  out.commit();
 }
 
 }  // namespace vlm

@@ -1,9 +1,10 @@
-// Conformance cases, parts 2 and 3 (op_case.h): norms, softmax, rope, attention and
+// Conformance cases, parts 2 and 3 (op_case.h): norms, softmax, sigmoid, row_stats, rope, attention and
 // embedding, forward and backward (nn_cases), then cross-entropy, the vocab-parallel
-// pieces, conv2d, avgpool2d and AdamW (loss_conv_optim_cases).
-// Tolerances: norms 1e-4 (f32 statistics), softmax/CE/pool 1e-5, rope 2e-4 (f32
+// pieces, conv2d, avgpool2d, image_to_patches and AdamW (loss_conv_optim_cases).
+// Tolerances: norms and row_stats 1e-4 (f32 statistics), softmax/sigmoid/CE/pool 1e-5, rope 2e-4 (f32
 // angles of positions up to 512), attention 1e-2 (admits bf16 tensor-core attention;
-// wrong masking or GQA mapping gives O(0.1..1)), conv 2e-3 (TF32), AdamW 1e-5.
+// wrong masking or GQA mapping gives O(0.1..1)), conv 2e-3 (TF32), image_to_patches 1e-6,
+// AdamW 1e-5.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -42,6 +43,21 @@ std::vector<OpCase> nn_cases() {
                      Tensor out = c.junk(Shape{N, C}), din = c.junk(Shape{N, C});
                      softmax_forward(c.stream(), out, c.rand(Shape{N, C}, -20, 20));
                      softmax_backward(c.stream(), din, c.rand(Shape{N, C}), out);
+                     return OpOutputs{{"out", out}, {"din", din}};
+                   }});
+      v.push_back({cat("sigmoid N", N, " C", C), 1e-5, [=](Backend& b) {
+                     CaseCtx c(b, 6250 + uint64_t(N * C));
+                     Tensor out = c.junk(Shape{N, C}), din = c.junk(Shape{N, C});
+                     sigmoid_forward(c.stream(), out, c.rand(Shape{N, C}, -12, 12));
+                     sigmoid_backward(c.stream(), din, c.rand(Shape{N, C}), out);
+                     return OpOutputs{{"out", out}, {"din", din}};
+                   }});
+      v.push_back({cat("row_stats N", N, " C", C), 1e-4, [=](Backend& b) {
+                     CaseCtx c(b, 6270 + uint64_t(N * C));
+                     Tensor in = c.rand(Shape{N, C}, -3, 5);
+                     Tensor out = c.junk(Shape{N, 3}), din = c.junk(Shape{N, C});
+                     row_stats_forward(c.stream(), out, in, 1e-6f);
+                     row_stats_backward(c.stream(), din, c.rand(Shape{N, 3}), in, out);
                      return OpOutputs{{"out", out}, {"din", din}};
                    }});
     }
@@ -141,6 +157,23 @@ std::vector<OpCase> loss_conv_optim_cases() {
                    avgpool2d_forward(c.stream(), out, c.rand(si), k, stride);
                    avgpool2d_backward(c.stream(), din, c.rand(so), k, stride);
                    return OpOutputs{{"out", out}, {"din", din}};
+                 }});
+  }
+  // image_to_patches: exact on both backends up to the last bit of the division (pixel
+  // values 0..255, so any indexing mistake moves values by >= 1/255 / 0.5).
+  for (int P : {1, 4}) {
+    v.push_back({cat("image_to_patches B2 S12 P", P), 1e-6, [=](Backend& b) {
+                   CaseCtx c(b, 7500 + uint64_t(P));
+                   const int64_t B = 2, S = 12, G = S / P;
+                   const std::vector<float> vals = to_vector_f32(c.ints(Shape{B, S, S, 3}, 0, 255));
+                   Tensor px = Tensor::empty(cpu_backend(), Shape{B, S, S, 3}, DType::U8);
+                   for (size_t i = 0; i < vals.size(); ++i) px.ptr<uint8_t>()[i] = uint8_t(vals[i]);
+                   PixelNorm n;
+                   n.mean = {0.48f, 0.46f, 0.41f};
+                   n.stddev = {0.27f, 0.26f, 0.28f};
+                   Tensor out = c.junk(Shape{B * G * G, 3 * P * P});
+                   image_to_patches(c.stream(), out, to_backend(b, px), P, n);
+                   return OpOutputs{{"out", out}};
                  }});
   }
   for (int64_t n : {1, 1025})

@@ -77,7 +77,16 @@ void conv2d_backward(Stream& s, const Tensor& din, const Tensor& dw, const Tenso
 void avgpool2d_forward(Stream& s, const Tensor& out, const Tensor& in, int k, int stride) { VLM_DISPATCH(avgpool2d_forward, s, out, in, k, stride); }
 void avgpool2d_backward(Stream& s, const Tensor& din, const Tensor& dout, int k, int stride) { VLM_DISPATCH(avgpool2d_backward, s, din, dout, k, stride); }
 
+// image
+void image_to_patches(Stream& s, const Tensor& out, const Tensor& in, int patch, const PixelNorm& n) { VLM_DISPATCH(image_to_patches, s, out, in, patch, n); }
+
 // optim
 void adamw_step(Stream& s, const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v, const Tensor& param_copy, const AdamWOpts& o) { VLM_DISPATCH(adamw_step, s, param, grad, m, v, param_copy, o); }
+
+// relevance
+void sigmoid_forward(Stream& s, const Tensor& out, const Tensor& in) { VLM_DISPATCH(sigmoid_forward, s, out, in); }
+void sigmoid_backward(Stream& s, const Tensor& din, const Tensor& dout, const Tensor& out) { VLM_DISPATCH(sigmoid_backward, s, din, dout, out); }
+void row_stats_forward(Stream& s, const Tensor& out, const Tensor& in, float eps) { VLM_DISPATCH(row_stats_forward, s, out, in, eps); }
+void row_stats_backward(Stream& s, const Tensor& din, const Tensor& dout, const Tensor& in, const Tensor& out) { VLM_DISPATCH(row_stats_backward, s, din, dout, in, out); }
 
 }  // namespace vlm

@@ -1,10 +1,11 @@
 // Converters from a folder of images plus captions: JSONL and LLaVA-style JSON
-// (formats in converters.h). Images are stored as their original file bytes.
+// (formats and policies in converters.h). Images are stored as their original file bytes.
 #include <algorithm>
 #include <cstdio>
 #include <map>
 
 #include "core/error.h"
+#include "core/file_read.h"
 #include "core/json.h"
 #include "data/convert/converters.h"
 #include "data/storage/dataset_writer.h"
@@ -12,53 +13,67 @@
 namespace vlm {
 
 namespace {
+
+// Caption files reach a few GB (LLaVA instruction sets); core/file_read.h also checks
+// that the bytes can be allocated.
+constexpr uint64_t kMaxCaptionFileBytes = uint64_t(8) << 30;
+
 struct Entry {
   std::string image, caption, prompt;
+  std::string where;  // "file:line" or "file: entry k", for messages
 };
 
-std::string join_path(const std::string& root, const std::string& rel) {
-  if (root.empty() || (!rel.empty() && rel[0] == '/')) return rel;
-  return root.back() == '/' ? root + rel : root + "/" + rel;
-}
-
 // Writes entries (grouped by image path, first-seen order) and random splits.
-BuildReport write_entries(const std::vector<Entry>& entries, const std::string& root,
+BuildReport write_entries(const std::vector<Entry>& entries, const std::string& input, const std::string& root,
                           const BuildOptions& opt, const std::string& source, int64_t pre_skipped) {
+  VLM_REQUIRE(!entries.empty(), input, ": no captioned images in the file; nothing written");
   BuildReport rep;
   rep.skipped = pre_skipped;
   DatasetWriter w = DatasetWriter::encoded(opt.out);
   w.set_source(source);
-  std::map<std::string, int64_t> index;  // path -> image index, or -1 if skipped
-  std::vector<std::pair<int64_t, const Entry*>> caps;
+  w.set_tokenizer(opt.tokenizer_name);
+  std::map<std::string, int64_t> index;  // resolved path -> image index, -1 if skipped
+  std::vector<std::string> paths;        // resolved path of each entry
   int64_t distinct = 0;
-  for (const Entry& e : entries)
-    if (!index.count(e.image)) index[e.image] = -2, ++distinct;
+  for (const Entry& e : entries) {
+    paths.push_back(image_path(root, e.image, e.where, opt));  // every path checked before any is read
+    if (!index.count(paths.back())) index[paths.back()] = -2, ++distinct;
+  }
   const int64_t total = opt.limit > 0 ? std::min(opt.limit, distinct) : distinct;
   int64_t done = 0;
-  for (const Entry& e : entries) {
-    int64_t& idx = index[e.image];
+  for (size_t k = 0; k < entries.size(); ++k) {
+    const Entry& e = entries[k];
+    int64_t& idx = index[paths[k]];
     if (idx == -2) {
       if (done >= total) continue;  // over the limit: not converted
       ++done;
-      if (!add_encoded_file(w, join_path(root, e.image), &idx)) idx = -1, ++rep.skipped;
+      if (!add_encoded_file(w, paths[k], &idx)) idx = -1, ++rep.skipped, ++rep.bad;
       build_progress(opt, "images", done, total);
     }
-    if (idx >= 0) w.add_caption(idx, e.caption, e.prompt);
+    if (idx >= 0) add_caption_checked(w, idx, e.caption, e.prompt, e.where, opt);
   }
+  require_usable_images(input, done, rep.bad, opt);
   rep.images = w.num_images();
   rep.captions = w.num_captions();
   write_random_splits(w, rep.images, opt);
   w.finish();
   return rep;
 }
+
+// A string member of a JSON object: nullptr when absent; UserError when not a string.
+const std::string* string_field(const json::Value& obj, const char* key, const std::string& where) {
+  const json::Value* v = obj.find(key);
+  return v && !v->is_null() ? &v->as_string(cat(where, ": \"", key, "\"")) : nullptr;
+}
+
 }  // namespace
 
 BuildReport build_from_jsonl(const std::string& jsonl, const std::string& image_root,
                              const BuildOptions& opt) {
-  const std::string text = read_text_file(jsonl);
+  const std::string text = read_file_bounded(jsonl, kMaxCaptionFileBytes, "JSONL file");
   std::vector<Entry> entries;
   size_t pos = 0;
-  int line = 0;
+  int64_t line = 0;
   while (pos < text.size()) {
     size_t nl = text.find('\n', pos);
     if (nl == std::string::npos) nl = text.size();
@@ -68,34 +83,38 @@ BuildReport build_from_jsonl(const std::string& jsonl, const std::string& image_
     if (l.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     const std::string where = cat(jsonl, ":", line);
     const json::Value j = json::parse(l, where);
-    const json::Value* im = j.find("image");
-    VLM_REQUIRE(im && im->is_string(), where, ": missing string field \"image\"");
-    const json::Value* pr = j.find("prompt");
-    const std::string prompt = pr && pr->is_string() ? pr->as_string() : "";
-    if (const json::Value* c = j.find("caption"); c && c->is_string()) {
-      entries.push_back({im->as_string(), c->as_string(), prompt});
+    VLM_REQUIRE(j.is_object(), where, ": expected a JSON object, got a ", json::type_name(j.type()));
+    const std::string* im = string_field(j, "image", where);
+    VLM_REQUIRE(im, where, ": missing string field \"image\"");
+    const std::string* pr = string_field(j, "prompt", where);
+    const std::string prompt = pr ? *pr : "";
+    if (const std::string* c = string_field(j, "caption", where)) {
+      entries.push_back({*im, *c, prompt, where});
     } else if (const json::Value* cs = j.find("captions"); cs && cs->is_array()) {
-      for (const json::Value& c2 : cs->as_array()) entries.push_back({im->as_string(), c2.as_string(), prompt});
+      size_t k = 0;
+      for (const json::Value& c2 : cs->as_array())
+        entries.push_back({*im, c2.as_string(cat(where, ": \"captions\"[", k++, "]")), prompt, where});
     } else {
       throw UserError(cat(where, ": missing string field \"caption\" (or array \"captions\")"));
     }
   }
-  return write_entries(entries, image_root, opt, "jsonl:" + jsonl, 0);
+  return write_entries(entries, jsonl, image_root, opt, "jsonl:" + jsonl, 0);
 }
 
 BuildReport build_from_llava(const std::string& path, const std::string& image_root,
                              const BuildOptions& opt) {
   json::Limits lim;
-  lim.max_bytes = size_t(8) << 30;  // LLaVA instruction files reach hundreds of MB
+  lim.max_bytes = size_t(kMaxCaptionFileBytes);
   const json::Value root = json::parse_file(path, lim);  // size checked before reading
   VLM_REQUIRE(root.is_array(), path, ": a LLaVA file is a JSON array of conversations");
   std::vector<Entry> entries;
-  int64_t no_image = 0;
+  int64_t no_image = 0, k = 0;
   for (const json::Value& item : root.as_array()) {
+    const std::string where = cat(path, ": entry ", k++);
     const json::Value* im = item.find("image");
     const json::Value* conv = item.find("conversations");
     if (!im || !im->is_string() || !conv || !conv->is_array()) {
-      ++no_image;
+      ++no_image;  // text-only conversations are common in LLaVA mixtures: not an error
       continue;
     }
     std::string prompt;
@@ -105,18 +124,18 @@ BuildReport build_from_llava(const std::string& path, const std::string& image_r
       if (!from || !value || !from->is_string() || !value->is_string()) continue;
       if (from->as_string() == "human") {
         prompt = value->as_string();
-        for (size_t k; (k = prompt.find("<image>")) != std::string::npos;) prompt.erase(k, 7);
+        for (size_t p; (p = prompt.find("<image>")) != std::string::npos;) prompt.erase(p, 7);
         const size_t b = prompt.find_first_not_of(" \n\r\t"), e = prompt.find_last_not_of(" \n\r\t");
         prompt = b == std::string::npos ? "" : prompt.substr(b, e - b + 1);
       } else if (from->as_string() == "gpt") {
-        entries.push_back({im->as_string(), value->as_string(), prompt});
+        entries.push_back({im->as_string(), value->as_string(), prompt, where});
       }
     }
   }
   if (no_image > 0)
-    std::fprintf(stderr, "[build] %s: %lld entries without an image skipped\n", path.c_str(),
+    std::printf("[build] %s: %lld entries without an image skipped\n", path.c_str(),
                  (long long)no_image);
-  return write_entries(entries, image_root, opt, "llava:" + path, no_image);
+  return write_entries(entries, path, image_root, opt, "llava:" + path, no_image);
 }
 
 }  // namespace vlm

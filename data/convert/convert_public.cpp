@@ -6,12 +6,14 @@
 //    With --data.limit L: L - L/7 train images and L/7 test images (the official ratio).
 //  - Tux Paint stamps (tuxpaint-stamps-default): every *.png with a sibling .txt, in
 //    sorted path order; caption = first line of the .txt (English), trimmed.
+// Policies (bad images, text errors): converters.h.
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/file_read.h"
 #include "data/convert/converters.h"
 #include "data/convert/idx.h"
 #include "data/load/sampler.h"
@@ -49,23 +51,34 @@ static std::string find_idx(const std::string& dir, const std::string& stem) {
 BuildReport build_fashion_mnist(const std::string& dir, const BuildOptions& opt) {
   const int64_t want_train = opt.limit > 0 ? opt.limit - opt.limit / 7 : 0;
   const int64_t want_test = opt.limit > 0 ? std::max<int64_t>(opt.limit / 7, 0) : 0;
-  IdxArray tr_img = read_idx(find_idx(dir, "train-images-idx3-ubyte"), want_train);
-  IdxArray tr_lab = read_idx(find_idx(dir, "train-labels-idx1-ubyte"), want_train);
+  std::string tr_img_path = find_idx(dir, "train-images-idx3-ubyte");
+  std::string tr_lab_path = find_idx(dir, "train-labels-idx1-ubyte");
+  std::string te_img_path, te_lab_path;
+  IdxArray tr_img = read_idx(tr_img_path, want_train);
+  IdxArray tr_lab = read_idx(tr_lab_path, want_train);
   IdxArray te_img, te_lab;
   if (opt.limit == 0 || want_test > 0) {
-    te_img = read_idx(find_idx(dir, "t10k-images-idx3-ubyte"), want_test);
-    te_lab = read_idx(find_idx(dir, "t10k-labels-idx1-ubyte"), want_test);
+    te_img_path = find_idx(dir, "t10k-images-idx3-ubyte");
+    te_lab_path = find_idx(dir, "t10k-labels-idx1-ubyte");
+    te_img = read_idx(te_img_path, want_test);
+    te_lab = read_idx(te_lab_path, want_test);
   } else {
     te_img.dims = {0, 28, 28};
     te_lab.dims = {0};
   }
-  for (const IdxArray* a : {&tr_img, &te_img})
-    VLM_REQUIRE(a->dims.size() == 3 && a->dims[1] == 28 && a->dims[2] == 28, dir,
-                ": Fashion-MNIST images must be N x 28 x 28");
-  VLM_REQUIRE(tr_img.dims[0] == tr_lab.dims[0] && te_img.dims[0] == te_lab.dims[0], dir,
-              ": image and label counts differ");
+  for (const auto& [a, p] : {std::pair{&tr_img, &tr_img_path}, std::pair{&te_img, &te_img_path}})
+    VLM_REQUIRE(a->dims.size() == 3 && a->dims[1] == 28 && a->dims[2] == 28, *p,
+                ": Fashion-MNIST images must be N x 28 x 28 (this IDX file holds ", a->dims.size(), " dimensions)");
+  for (const auto& [a, p] : {std::pair{&tr_lab, &tr_lab_path}, std::pair{&te_lab, &te_lab_path}})
+    VLM_REQUIRE(a->dims.size() == 1, *p, ": Fashion-MNIST labels must be a 1-D IDX file (this one holds ",
+                a->dims.size(), " dimensions)");
+  VLM_REQUIRE(tr_img.dims[0] == tr_lab.dims[0], tr_lab_path, ": ", tr_lab.dims[0], " labels for the ",
+              tr_img.dims[0], " images of ", tr_img_path);
+  VLM_REQUIRE(te_img.dims[0] == te_lab.dims[0], te_lab_path, ": ", te_lab.dims[0], " labels for the ",
+              te_img.dims[0], " images of ", te_img_path);
   DatasetWriter w = DatasetWriter::raw(opt.out, 28, 28, 1);
   w.set_source("fashion-mnist:" + dir);
+  w.set_tokenizer(opt.tokenizer_name);
   std::vector<int32_t> labels;
   const int64_t n_train = tr_img.dims[0], n_test = te_img.dims[0], n = n_train + n_test;
   for (int64_t i = 0; i < n; ++i) {
@@ -73,9 +86,10 @@ BuildReport build_fashion_mnist(const std::string& dir, const BuildOptions& opt)
     const int64_t k = tr ? i : i - n_train;
     const uint8_t* px = (tr ? tr_img : te_img).data.data() + k * 784;
     const int label = (tr ? tr_lab : te_lab).data[size_t(k)];
-    VLM_REQUIRE(label < 10, dir, ": label ", label, " out of range 0..9");
+    const std::string& labels_path = tr ? tr_lab_path : te_lab_path;
+    VLM_REQUIRE(label < 10, labels_path, ": label ", k, " is ", label, " (Fashion-MNIST labels are 0..9)");
     w.add_raw(px);
-    w.add_caption(i, fashion_caption(label, i));
+    add_caption_checked(w, i, fashion_caption(label, i), "", cat(labels_path, ": label ", k), opt);
     labels.push_back(label);
     build_progress(opt, "fashion-mnist images", i + 1, n);
   }
@@ -94,6 +108,8 @@ BuildReport build_fashion_mnist(const std::string& dir, const BuildOptions& opt)
 }
 
 BuildReport build_tuxpaint(const std::string& dir, const BuildOptions& opt) {
+  // Stamp descriptions are a line or a few translations; a bigger .txt is not one.
+  constexpr uint64_t kMaxDescriptionBytes = uint64_t(1) << 20;
   VLM_REQUIRE(fs::is_directory(dir), dir, ": not a directory (is tuxpaint-stamps-default installed?)");
   std::vector<std::pair<std::string, std::string>> stamps;  // png, caption
   int64_t no_text = 0;
@@ -105,7 +121,7 @@ BuildReport build_tuxpaint(const std::string& dir, const BuildOptions& opt) {
     const std::string txt = fs::path(png).replace_extension(".txt").string();
     std::string line;
     if (fs::exists(txt)) {
-      const std::string t = read_text_file(txt);
+      const std::string t = read_file_bounded(txt, kMaxDescriptionBytes, "stamp description");
       line = t.substr(0, t.find('\n'));
       const size_t b = line.find_first_not_of(" \t\r"), e = line.find_last_not_of(" \t\r");
       line = b == std::string::npos ? "" : line.substr(b, e - b + 1);
@@ -120,16 +136,20 @@ BuildReport build_tuxpaint(const std::string& dir, const BuildOptions& opt) {
   BuildReport rep;
   rep.skipped = no_text;
   if (no_text > 0)
-    std::fprintf(stderr, "[build] %s: %lld stamps without a description skipped\n", dir.c_str(),
+    std::printf("[build] %s: %lld stamps without a description skipped\n", dir.c_str(),
                  (long long)no_text);
+  VLM_REQUIRE(!stamps.empty(), dir, ": no stamps (*.png with a .txt description) found; nothing written");
   DatasetWriter w = DatasetWriter::encoded(opt.out);
   w.set_source("tuxpaint-stamps:" + dir);
+  w.set_tokenizer(opt.tokenizer_name);
   for (size_t k = 0; k < stamps.size(); ++k) {
     int64_t idx;
-    if (add_encoded_file(w, stamps[k].first, &idx)) w.add_caption(idx, stamps[k].second);
-    else ++rep.skipped;
+    const std::string txt = fs::path(stamps[k].first).replace_extension(".txt").string();
+    if (add_encoded_file(w, stamps[k].first, &idx)) add_caption_checked(w, idx, stamps[k].second, "", txt, opt);
+    else ++rep.skipped, ++rep.bad;
     build_progress(opt, "tuxpaint stamps", int64_t(k) + 1, int64_t(stamps.size()));
   }
+  require_usable_images(dir, int64_t(stamps.size()), rep.bad, opt);
   rep.images = w.num_images();
   rep.captions = w.num_captions();
   write_random_splits(w, rep.images, opt);

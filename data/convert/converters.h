@@ -1,22 +1,36 @@
 // `vlm data build` converters: each turns one kind of source into a schema-v1 HDF5 file.
-// Invariants shared by all converters:
+// Invariants shared by all converters (the policies are stated in README.md, "Errors"):
 //  - Deterministic output for the same input and options (sorted file order, seeded
 //    splits from DistributedSampler::permutation).
+//  - The output is written through DatasetWriter, i.e. under a temporary name renamed
+//    over BuildOptions::out only when complete: a build that fails leaves it untouched.
 //  - Images are stored as the source's bytes (encoded) unless all sizes agree and the
 //    source is raw pixels (Fashion-MNIST: raw [N,28,28,1]).
-//  - An image that is missing or does not decode is skipped with a warning and counted
-//    in BuildReport::skipped; the build goes on.
+//  - Image problems skip the image: one that is missing, not a regular file, larger
+//    than schema::kMaxImageBytes or not a decodable PNG/JPEG is skipped with a warning
+//    and counted in BuildReport::bad. The build fails when no image is usable, or when
+//    more than BuildOptions::max_bad_images of the images tried are bad.
+//  - Text problems fail the build with the input's file:line (or entry): input that is
+//    not valid JSON (hence not UTF-8), a missing or mistyped field, a caption that is
+//    not valid UTF-8 or longer than schema::kMaxCaptionBytes, more tokens than
+//    schema::kMaxCaptionTokens, an input with no entries, an input that is a directory.
+//  - Image paths of JSONL/LLaVA files are relative to the image folder and must stay
+//    inside it (lexically, after resolving . and ..; absolute paths too), unless
+//    BuildOptions::allow_outside_images.
 //  - Splits: the source's own split when it has one (Fashion-MNIST train/test);
 //    otherwise val_fraction and test_fraction of the images, chosen by the seeded
 //    permutation; val is always carved from train this way.
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace vlm {
 
 class DatasetWriter;
+
+class Tokenizer;
 
 struct BuildOptions {
   std::string out;            // HDF5 file to write
@@ -24,11 +38,17 @@ struct BuildOptions {
   double val_fraction = 0.05;
   double test_fraction = 0.05;  // only where the source has no official test split
   uint64_t seed = 0;
-  bool progress = true;       // progress lines on stderr
+  bool progress = true;       // progress lines on stdout (stderr is for the error line)
+  double max_bad_images = 0.1;  // fraction of the images tried that may be skipped as bad
+  bool allow_outside_images = false;  // image paths may leave the image folder
+  const Tokenizer* tokenizer = nullptr;  // when set, captions get their token ids
+  std::string tokenizer_name;            // stored as /captions@tokenizer
 };
 
 struct BuildReport {
-  int64_t images = 0, captions = 0, skipped = 0;
+  int64_t images = 0, captions = 0;
+  int64_t skipped = 0;  // entries not converted (bad images included)
+  int64_t bad = 0;      // images tried and skipped (missing, not decodable, too large)
 };
 
 // JSONL: one object per line, {"image": "rel/path.png", "caption": "..."} (or
@@ -49,7 +69,6 @@ BuildReport build_tuxpaint(const std::string& dir, const BuildOptions& opt);
 // Caption of a Fashion-MNIST image with label 0..9 (phrasing picked by image index).
 std::string fashion_caption(int label, int64_t image);
 
-class Tokenizer;
 // (Re)writes /captions/tokens and /captions/token_offsets of an existing file: each
 // caption encoded as BOS caption EOS; the attribute /captions@tokenizer = name.
 // Earlier tokens are unlinked first (HDF5 does not reclaim their space; h5repack does).
@@ -58,10 +77,23 @@ void tokenize_captions(const std::string& h5, const Tokenizer& tok, const std::s
 // ---- helpers shared by the converters (convert_common.cpp) ----
 // Random val/test/train split of n images written to the writer.
 void write_random_splits(DatasetWriter& w, int64_t n, const BuildOptions& opt);
-// Prints "[build] what: i/n" at most every ~10% (and at the end).
+// Prints "[build] what: i/n" to stdout at most every ~10% (and at the end).
 void build_progress(const BuildOptions& opt, const char* what, int64_t i, int64_t n);
-std::string read_text_file(const std::string& path);
-// Adds the file's bytes as an encoded image if it decodes; false (and a warning) if not.
+// Adds the file's bytes as an encoded image when it is a regular file of at most
+// schema::kMaxImageBytes that decodes; false (and a warning) if not.
 bool add_encoded_file(DatasetWriter& w, const std::string& path, int64_t* index);
+// The path of image `rel` of the input at `where` ("file:line"): relative to `root`
+// (the current folder when empty); UserError when it leaves root and
+// opt.allow_outside_images is false, or when it is empty.
+std::string image_path(const std::string& root, const std::string& rel, const std::string& where,
+                       const BuildOptions& opt);
+// Adds a caption of image `image` from the input at `where`, after the checks whose
+// messages name `where`: length and UTF-8 of caption and prompt, and with
+// opt.tokenizer its BOS caption EOS ids (count limit).
+void add_caption_checked(DatasetWriter& w, int64_t image, std::string_view caption, std::string_view prompt,
+                         const std::string& where, const BuildOptions& opt);
+// The image policy: UserError naming `input` when no image is usable (tried > 0 or
+// not) or when bad / tried exceeds opt.max_bad_images.
+void require_usable_images(const std::string& input, int64_t tried, int64_t bad, const BuildOptions& opt);
 
 }  // namespace vlm

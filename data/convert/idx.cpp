@@ -1,4 +1,5 @@
-// IDX reading through zlib's gz* API, which reads gzip and plain files alike.
+// IDX reading through zlib's gz* API, which reads gzip and plain files alike; the
+// declared size is bounded (2^32 bytes, allocatable) and the data grows as it is read.
 #include "data/convert/idx.h"
 
 #include <zlib.h>
@@ -6,6 +7,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/memory_check.h"
 
 namespace vlm {
 
@@ -36,7 +38,7 @@ IdxArray read_idx(const std::string& path, int64_t max_items) {
   VLM_REQUIRE(head[0] == 0 && head[1] == 0 && head[2] == 0x08 && head[3] >= 1 && head[3] <= 4, path,
               ": not an unsigned-byte IDX file (magic ", int(head[2]), "/", int(head[3]), ")");
   IdxArray a;
-  int64_t total = 1;
+  uint64_t total = 1;
   for (int d = 0; d < head[3]; ++d) {
     uint8_t b[4];
     read_exact(g.f, b, 4, path);
@@ -45,10 +47,17 @@ IdxArray read_idx(const std::string& path, int64_t max_items) {
     a.dims.push_back(v);
   }
   if (max_items > 0) a.dims[0] = std::min(a.dims[0], max_items);
-  for (int64_t v : a.dims) total *= v;
-  VLM_REQUIRE(total <= (int64_t(1) << 32), path, ": IDX data of ", total, " bytes is implausible");
-  a.data.resize(size_t(total));
-  read_exact(g.f, a.data.data(), a.data.size(), path);
+  for (int64_t v : a.dims) total = mul_sat(total, uint64_t(v));
+  VLM_REQUIRE(total <= (uint64_t(1) << 32), path, ": IDX data of ", total, " bytes is implausible");
+  require_allocatable(total, cat(path, ": IDX data"));
+  // Grown as the bytes arrive, so a header that promises more than the file holds fails
+  // as "truncated" after reading what is there, not by allocating the promise first.
+  constexpr size_t kStep = size_t(16) << 20;
+  while (a.data.size() < size_t(total)) {
+    const size_t have = a.data.size(), n = std::min(kStep, size_t(total) - have);
+    a.data.resize(have + n);
+    read_exact(g.f, a.data.data() + have, n, path);
+  }
   return a;
 }
 

@@ -54,8 +54,46 @@ static cv::Mat as_mat(const ImageView& v) {
   return cv::Mat(v.height, v.width, CV_8UC3, const_cast<uint8_t*>(v.data), v.stride);
 }
 
+namespace {
+
+uint32_t be32(const uint8_t* p) { return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3]; }
+
+// Width and height from a PNG's IHDR or a JPEG's first SOF marker; false when the bytes
+// are neither (or the header is cut short), so no other decoder of OpenCV ever runs.
+bool png_or_jpeg_size(const uint8_t* p, size_t n, uint64_t* w, uint64_t* h) {
+  static const uint8_t kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  if (n >= 24 && std::equal(kPng, kPng + 8, p)) {
+    if (!std::equal(p + 12, p + 16, "IHDR")) return false;
+    *w = be32(p + 16), *h = be32(p + 20);
+    return true;
+  }
+  if (n < 4 || p[0] != 0xFF || p[1] != 0xD8) return false;
+  for (size_t i = 2; i + 4 <= n;) {
+    if (p[i] != 0xFF) return false;
+    const uint8_t m = p[i + 1];
+    if (m == 0xFF) { ++i; continue; }                                           // fill byte
+    if (m == 0x01 || (m >= 0xD0 && m <= 0xD8)) { i += 2; continue; }           // no length
+    if (m == 0xD9 || m == 0xDA) return false;                                  // EOI/SOS before SOF
+    const size_t len = size_t(p[i + 2]) << 8 | p[i + 3];
+    if (len < 2) return false;
+    if (m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC) {     // SOFn
+      if (i + 9 > n) return false;
+      *h = uint64_t(p[i + 5]) << 8 | p[i + 6], *w = uint64_t(p[i + 7]) << 8 | p[i + 8];
+      return true;
+    }
+    i += 2 + len;
+  }
+  return false;
+}
+
+}  // namespace
+
 RgbImage decode_rgb(const uint8_t* data, size_t n, uint8_t background) {
-  if (data == nullptr || n == 0) return {};
+  if (data == nullptr || n == 0 || n > size_t(INT32_MAX)) return {};
+  uint64_t w = 0, h = 0;
+  if (!png_or_jpeg_size(data, n, &w, &h) || w == 0 || h == 0 || w > kMaxDecodeSide || h > kMaxDecodeSide ||
+      w * h > kMaxDecodePixels)
+    return {};
   try {
     const cv::Mat buf(1, int(n), CV_8U, const_cast<uint8_t*>(data));
     cv::Mat m = cv::imdecode(buf, cv::IMREAD_UNCHANGED);

@@ -1,7 +1,10 @@
 // Image pipeline used by loader threads and converters: bytes -> RGB uint8 -> letterbox
 // to S x S (OpenCV inside the .cpp; images cross this header as image.h's types).
 // Invariants: decoding returns 8-bit RGB or an empty image and never throws (an
-// undecodable image is empty, the caller counts and skips it). Grey images are
+// undecodable image is empty, the caller counts and skips it). Only PNG and JPEG are
+// decoded (the schema stores those), and only when the size in their header is at most
+// kMaxDecodeSide per side and kMaxDecodePixels in all, checked before OpenCV allocates
+// anything, so a small hostile file cannot claim gigabytes of pixels. Grey images are
 // replicated to 3 channels; an alpha channel is composited over the background value
 // (so transparent stamps sit on the same colour as the letterbox pad).
 #pragma once
@@ -12,7 +15,10 @@
 
 namespace vlm {
 
-// PNG/JPEG/... bytes -> RGB, or empty on failure.
+inline constexpr uint64_t kMaxDecodeSide = 32768;                // as schema::kMaxSide
+inline constexpr uint64_t kMaxDecodePixels = uint64_t(1) << 26;  // 64 megapixels
+
+// PNG or JPEG bytes -> RGB, or empty on failure.
 RgbImage decode_rgb(const uint8_t* data, size_t n, uint8_t background = 0);
 // Raw HWC pixels (c = 1, 3 or 4; channel order RGB[A]) -> RGB (a copy).
 RgbImage raw_to_rgb(const uint8_t* pixels, int h, int w, int c, uint8_t background = 0);

@@ -97,18 +97,16 @@ DatasetReader::DatasetReader(const std::string& path) : path_(path) {
 std::vector<int64_t> DatasetReader::read_offsets(const std::string& ds, int64_t n_plus_1,
                                                  const H5Id& bytes, const std::string& bytes_name,
                                                  int64_t max_one) {
-  std::vector<int64_t> dims;
-  H5Id d = h5_open_dataset(file_, path_, ds, H5Elem::I64, 1, &dims);
-  VLM_REQUIRE(dims[0] == n_plus_1, path_, ": dataset ", ds, " has ", dims[0], " entries (expected ",
-              n_plus_1, ")");
-  std::vector<int64_t> off(static_cast<size_t>(n_plus_1));
-  h5_read_rows(d, H5Elem::I64, 0, n_plus_1, 1, off.data());
+  std::vector<int64_t> off = h5_read_i64(file_, path_, ds, n_plus_1, n_plus_1);
   const int64_t total = h5_extent(bytes)[0];
   VLM_REQUIRE(off[0] == 0, path_, ": dataset ", ds, " must start at 0");
   for (size_t k = 1; k < off.size(); ++k) {
+    // off[k - 1] >= 0 here, so the difference cannot overflow once off[k] >= off[k - 1].
+    VLM_REQUIRE(off[k] >= off[k - 1], path_, ": dataset ", ds, " entry ", k - 1, " runs backwards (from ",
+                off[k - 1], " to ", off[k], ")");
     const int64_t len = off[k] - off[k - 1];
-    VLM_REQUIRE(len >= 0 && len <= max_one, path_, ": dataset ", ds, " entry ", k - 1,
-                " has length ", len, " (allowed 0..", max_one, ")");
+    VLM_REQUIRE(len <= max_one, path_, ": dataset ", ds, " entry ", k - 1, " has length ", len, " (allowed 0..",
+                max_one, ")");
   }
   VLM_REQUIRE(off.back() == total, path_, ": dataset ", ds, " ends at ", off.back(), " but ",
               bytes_name, " holds ", total, " elements");
@@ -116,12 +114,7 @@ std::vector<int64_t> DatasetReader::read_offsets(const std::string& ds, int64_t 
 }
 
 std::vector<int32_t> DatasetReader::read_i32(const std::string& ds, int64_t n) {
-  std::vector<int64_t> dims;
-  H5Id d = h5_open_dataset(file_, path_, ds, H5Elem::I32, 1, &dims);
-  VLM_REQUIRE(dims[0] == n, path_, ": dataset ", ds, " has ", dims[0], " entries (expected ", n, ")");
-  std::vector<int32_t> v(static_cast<size_t>(n));
-  h5_read_rows(d, H5Elem::I32, 0, n, 1, v.data());
-  return v;
+  return h5_read_i32(file_, path_, ds, n, n);
 }
 
 ImageInfo DatasetReader::image_info(int64_t i) const {

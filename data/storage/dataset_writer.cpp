@@ -2,8 +2,10 @@
 #include "data/storage/dataset_writer.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "data/storage/schema.h"
 
 namespace vlm {
@@ -13,7 +15,8 @@ static constexpr size_t kFlushBytes = size_t(4) << 20;
 DatasetWriter DatasetWriter::encoded(const std::string& path) {
   DatasetWriter w;
   w.path_ = path;
-  w.file_ = h5_create_file(path);
+  w.out_ = std::make_unique<AtomicFile>(path);
+  w.file_ = h5_create_file(w.out_->temp_path());
   H5Id g = h5_create_group(w.file_, "images");
   // Encoded bytes are already compressed (PNG/JPEG): chunked for appending, no gzip.
   w.img_ = std::make_unique<H5Appender>(g, "encoded", H5Elem::U8, std::vector<int64_t>{},
@@ -28,7 +31,8 @@ DatasetWriter DatasetWriter::raw(const std::string& path, int h, int w, int c) {
   wr.path_ = path;
   wr.raw_ = true;
   wr.h_ = h, wr.w_ = w, wr.c_ = c;
-  wr.file_ = h5_create_file(path);
+  wr.out_ = std::make_unique<AtomicFile>(path);
+  wr.file_ = h5_create_file(wr.out_->temp_path());
   H5Id g = h5_create_group(wr.file_, "images");
   // Raw pixels compress well (Fashion-MNIST ~2x): gzip 4 on chunks of ~32 KiB, small
   // enough that a random read inflates little more than the image it wants.
@@ -70,10 +74,21 @@ int64_t DatasetWriter::add_raw(const uint8_t* pixels) {
   return n_images_++;
 }
 
-void DatasetWriter::add_caption(int64_t image, std::string_view text, std::string_view prompt) {
+void DatasetWriter::add_caption(int64_t image, std::string_view text, std::string_view prompt,
+                                const std::vector<int32_t>* tokens) {
   VLM_ASSERT(image >= 0 && image < n_images_, "caption for unknown image ", image);
-  VLM_REQUIRE(int64_t(text.size()) <= schema::kMaxCaptionBytes, path_, ": caption of image ",
-              image, " is longer than ", schema::kMaxCaptionBytes, " bytes");
+  for (std::string_view t : {text, prompt}) {
+    VLM_REQUIRE(int64_t(t.size()) <= schema::kMaxCaptionBytes, path_, ": caption of image ", image,
+                " is longer than ", schema::kMaxCaptionBytes, " bytes");
+    VLM_REQUIRE(utf8_invalid_at(t) == kUtf8Valid, path_, ": caption of image ", image, " is not valid UTF-8");
+  }
+  VLM_ASSERT(cap_image_.empty() || (tokens != nullptr) == (tok_off_.size() > 1), "token ids for some captions only");
+  if (tokens) {
+    VLM_REQUIRE(int64_t(tokens->size()) <= schema::kMaxCaptionTokens, path_, ": caption of image ", image, " has ",
+                tokens->size(), " tokens (limit ", schema::kMaxCaptionTokens, ")");
+    tokens_.insert(tokens_.end(), tokens->begin(), tokens->end());
+    tok_off_.push_back(int64_t(tokens_.size()));
+  }
   text_.insert(text_.end(), text.begin(), text.end());
   text_off_.push_back(int64_t(text_.size()));
   prompt_.insert(prompt_.end(), prompt.begin(), prompt.end());
@@ -124,6 +139,11 @@ void DatasetWriter::finish() {
       h5_write_1d(g, "prompt", H5Elem::U8, prompt_.data(), int64_t(prompt_.size()), true);
       h5_write_1d(g, "prompt_offsets", H5Elem::I64, prompt_off_.data(), m + 1, true);
     }
+    if (int64_t(tok_off_.size()) == m + 1 && m > 0) {
+      h5_write_1d(g, "tokens", H5Elem::I32, tokens_.data(), int64_t(tokens_.size()), true);
+      h5_write_1d(g, "token_offsets", H5Elem::I64, tok_off_.data(), m + 1, true);
+      h5_write_attr_string(g, schema::kAttrTokenizer, tokenizer_);
+    }
   }
   {
     H5Id g = h5_create_group(file_, "splits");
@@ -139,8 +159,9 @@ void DatasetWriter::finish() {
   h5_write_attr_int(file_, schema::kAttrVersion, schema::kVersion);
   h5_write_attr_string(file_, schema::kAttrStorage, raw_ ? schema::kStorageRaw : schema::kStorageEncoded);
   h5_write_attr_string(file_, schema::kAttrSource, source_);
-  h5_flush(file_);
-  file_.reset();
+  img_.reset();
+  h5_close_file(file_);
+  out_->commit();
   finished_ = true;
 }
 
@@ -148,14 +169,24 @@ void rewrite_caption_tokens(const std::string& path, const std::vector<int32_t>&
                             const std::vector<int64_t>& offsets, const std::string& tokenizer) {
   VLM_ASSERT(!offsets.empty() && offsets.front() == 0 && offsets.back() == int64_t(tokens.size()),
              "token offsets must run from 0 to the number of tokens");
-  H5Lock lock(h5_mutex());
-  H5Id file = h5_open_file_rw(path);
-  H5Id g = h5_open_group(file, "captions");
-  for (const char* ds : {"tokens", "token_offsets"}) h5_unlink(g, ds);
-  h5_delete_attr(g, schema::kAttrTokenizer);
-  h5_write_1d(g, "tokens", H5Elem::I32, tokens.data(), int64_t(tokens.size()), true);
-  h5_write_1d(g, "token_offsets", H5Elem::I64, offsets.data(), int64_t(offsets.size()), true);
-  h5_write_attr_string(g, schema::kAttrTokenizer, tokenizer);
+  AtomicFile out(path);
+  std::error_code ec;
+  std::filesystem::copy_file(path, out.temp_path(), std::filesystem::copy_options::overwrite_existing, ec);
+  VLM_REQUIRE(!ec, path, ": cannot copy it to write the tokens (", ec.message(), ")");
+  {
+    H5Lock lock(h5_mutex());
+    H5Id file = h5_open_file_rw(out.temp_path());
+    {
+      H5Id g = h5_open_group(file, "captions");
+      for (const char* ds : {"tokens", "token_offsets"}) h5_unlink(g, ds);
+      h5_delete_attr(g, schema::kAttrTokenizer);
+      h5_write_1d(g, "tokens", H5Elem::I32, tokens.data(), int64_t(tokens.size()), true);
+      h5_write_1d(g, "token_offsets", H5Elem::I64, offsets.data(), int64_t(offsets.size()), true);
+      h5_write_attr_string(g, schema::kAttrTokenizer, tokenizer);
+    }
+    h5_close_file(file);
+  }
+  out.commit();
 }
 
 }  // namespace vlm

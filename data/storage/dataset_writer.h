@@ -4,8 +4,12 @@
 //    each naming an image already added.
 //  - Image bytes are streamed to disk in ~4 MiB batches (memory stays bounded); captions,
 //    offsets and splits are kept in memory and written by finish().
-//  - The file only becomes valid (root attrs written) in finish(); a writer destroyed
-//    without finish() leaves a file the reader rejects.
+//  - The file is written under a temporary name beside `path` (core/io/atomic_file.h)
+//    and renamed over `path` at the end of finish(); a writer destroyed without finish()
+//    removes it, so a failed build leaves an existing file at `path` untouched.
+//  - Captions are UTF-8 of at most schema::kMaxCaptionBytes (UserError naming `path`;
+//    converters check their input first so that their messages name the input line).
+//  - Token ids, when given, are given for every caption (add_caption's `tokens`).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -13,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/io/atomic_file.h"
 #include "core/io/h5_io.h"
 
 namespace vlm {
@@ -30,7 +35,11 @@ class DatasetWriter {
   // for the reader's bounds).
   int64_t add_encoded(const uint8_t* bytes, size_t n, int h, int w, int c);
   int64_t add_raw(const uint8_t* pixels);  // h*w*c bytes, row-major HWC
-  void add_caption(int64_t image, std::string_view text, std::string_view prompt = {});
+  // `tokens` (BOS caption EOS ids) for all captions or for none; tokenizer name via
+  // set_tokenizer().
+  void add_caption(int64_t image, std::string_view text, std::string_view prompt = {},
+                   const std::vector<int32_t>* tokens = nullptr);
+  void set_tokenizer(const std::string& name) { tokenizer_ = name; }
   void set_split(const std::string& path, std::vector<int64_t> images);  // schema::kSplit*
   void set_labels(std::vector<int32_t> labels, const std::vector<std::string>& class_names);
   void set_source(const std::string& source) { source_ = source; }
@@ -44,6 +53,7 @@ class DatasetWriter {
   void flush_images();
 
   std::string path_;
+  std::unique_ptr<AtomicFile> out_;  // declared before file_: the file closes first
   H5Id file_;
   bool raw_ = false, finished_ = false;
   int h_ = 0, w_ = 0, c_ = 0;
@@ -58,13 +68,17 @@ class DatasetWriter {
   std::vector<std::pair<std::string, std::vector<int64_t>>> splits_;
   std::vector<int32_t> labels_;
   std::string class_names_, source_;
+  std::vector<int32_t> tokens_;
+  std::vector<int64_t> tok_off_{0};
+  std::string tokenizer_;
 };
 
 // (Re)writes the optional token datasets of an existing schema-v1 file: /captions/tokens
 // (i32, all captions' ids concatenated), /captions/token_offsets (i64 [M+1], from 0 to the
 // number of tokens) and the attribute /captions@tokenizer. Earlier ones are unlinked
-// first (HDF5 does not reclaim their space; h5repack does). The caller validates the file
-// (DatasetReader) and the token counts against the schema limits.
+// first (HDF5 does not reclaim their space; h5repack does). The change is made on a
+// copy under a temporary name, renamed over `path` when complete. The caller validates
+// the file (DatasetReader) and the token counts against the schema limits.
 void rewrite_caption_tokens(const std::string& path, const std::vector<int32_t>& tokens,
                             const std::vector<int64_t>& offsets, const std::string& tokenizer);
 

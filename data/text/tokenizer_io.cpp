@@ -4,11 +4,15 @@
 // "[^\r\n\p{L}\p{N}]?\p{L}+" is present (digit groups of 3 when "\p{N}{1,3}" appears,
 // as in Llama-3), GPT-2 style otherwise. ByteLevel add_prefix_space is ignored (GPT-2
 // and Qwen2 set it false). Missing bos/eos/pad/image tokens are appended (tokenizer.h).
+// Loading is bounded (file size, id range, dense ids checked before the tables are
+// allocated); every error names the file and the entry. Saving goes through an
+// AtomicFile (core/io/atomic_file.h).
 #include <algorithm>
-#include <fstream>
 #include <sstream>
 
 #include "core/error.h"
+#include "core/file_read.h"
+#include "core/io/atomic_file.h"
 #include "core/json.h"
 #include "data/text/tokenizer.h"
 
@@ -34,18 +38,20 @@ static void collect_regex(const json::Value& j, std::vector<std::string>& out) {
   }
 }
 
+// Large HF vocabularies are ~10-20 MB; ids are dense and below 2^24.
+constexpr size_t kMaxTokenizerBytes = size_t(256) << 20;
+constexpr int64_t kMaxTokenId = (int64_t(1) << 24) - 1;
+
 Tokenizer Tokenizer::load(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  VLM_REQUIRE(f.good(), path, ": cannot open tokenizer file");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return from_json(ss.str(), path);
+  return from_json(read_file_bounded(path, kMaxTokenizerBytes, "tokenizer file"), path);
 }
 
 Tokenizer Tokenizer::from_json(std::string_view text, const std::string& where) {
   json::Limits lim;
-  lim.max_bytes = size_t(256) << 20;  // large HF vocabularies are ~10-20 MB
+  lim.max_bytes = kMaxTokenizerBytes;
   const json::Value root = json::parse(text, where, lim);
+  VLM_REQUIRE(root.is_object(), where, ": expected a JSON object (a tokenizer.json), got a ",
+              json::type_name(root.type()));
   const json::Value* model = root.find("model");
   VLM_REQUIRE(model && model->is_object(), where, ": no 'model' object (not a tokenizer.json?)");
   const json::Value* type = model->find("type");
@@ -60,8 +66,7 @@ Tokenizer Tokenizer::from_json(std::string_view text, const std::string& where) 
   std::vector<std::pair<int64_t, std::string>> entries;
   int64_t max_id = -1;
   for (const auto& [tok, idj] : vocab->as_object()) {
-    const int64_t id = idj.as_int();
-    VLM_REQUIRE(id >= 0 && id < (int64_t(1) << 24), where, ": vocab id ", id, " out of range");
+    const int64_t id = json::int_in(idj, 0, kMaxTokenId, cat(where, ": model.vocab[", json_quote(tok), "]"));
     std::string bytes;
     VLM_REQUIRE(unicode_to_byte(tok, &bytes), where, ": vocab entry '", tok,
                 "' is not byte-level (GPT-2 byte-to-unicode) text");
@@ -70,17 +75,25 @@ Tokenizer Tokenizer::from_json(std::string_view text, const std::string& where) 
   }
   std::vector<std::pair<int64_t, std::string>> added;
   std::vector<bool> added_special;
-  if (const json::Value* at = root.find("added_tokens"); at && at->is_array())
-    for (const json::Value& a : at->as_array()) {
+  if (const json::Value* at = root.find("added_tokens"); at && !at->is_null()) {
+    size_t k = 0;
+    for (const json::Value& a : at->as_array(cat(where, ": added_tokens"))) {
+      const std::string w = cat(where, ": added_tokens[", k++, "]");
       const json::Value* id = a.find("id");
       const json::Value* content = a.find("content");
-      VLM_REQUIRE(id && content, where, ": added_tokens entries need id and content");
-      added.emplace_back(id->as_int(), content->as_string());
+      VLM_REQUIRE(id && content, w, ": needs \"id\" and \"content\"");
+      const std::string& text = content->as_string(cat(w, ".content"));
+      VLM_REQUIRE(!text.empty(), w, ".content: an added token cannot be empty");
+      added.emplace_back(json::int_in(*id, 0, kMaxTokenId, cat(w, ".id")), text);
       const json::Value* sp = a.find("special");
       added_special.push_back(sp && sp->is_bool() ? sp->as_bool() : true);
       max_id = std::max(max_id, added.back().first);
     }
-  VLM_REQUIRE(max_id < (int64_t(1) << 24), where, ": vocabulary too large");
+  }
+  // Dense ids: the largest id is below the number of entries (checked before the
+  // tables of max_id + 1 slots are allocated).
+  VLM_REQUIRE(max_id < int64_t(entries.size() + added.size()), where, ": token id ", max_id, " but only ",
+              entries.size() + added.size(), " tokens (ids must be dense, 0..N-1)");
 
   Tokenizer t;
   t.tokens_.assign(size_t(max_id + 1), std::string());
@@ -132,7 +145,8 @@ Tokenizer Tokenizer::from_json(std::string_view text, const std::string& where) 
       a = s.substr(0, sp), b = s.substr(sp + 1);
     } else {
       VLM_REQUIRE(m.is_array() && m.as_array().size() == 2, where, ": merge entries are 'a b' or [a, b]");
-      a = m.as_array()[0].as_string(), b = m.as_array()[1].as_string();
+      a = m.as_array()[0].as_string(cat(where, ": model.merges entry")),
+      b = m.as_array()[1].as_string(cat(where, ": model.merges entry"));
     }
     std::string ba, bb;
     VLM_REQUIRE(unicode_to_byte(a, &ba) && unicode_to_byte(b, &bb), where, ": merge '", a, " ", b,
@@ -195,11 +209,6 @@ std::string Tokenizer::to_json() const {
   return o.str();
 }
 
-void Tokenizer::save(const std::string& path) const {
-  std::ofstream f(path, std::ios::binary);
-  VLM_REQUIRE(f.good(), path, ": cannot write tokenizer file");
-  f << to_json();
-  VLM_REQUIRE(f.good(), path, ": write failed");
-}
+void Tokenizer::save(const std::string& path) const { write_file_atomic(path, to_json()); }
 
 }  // namespace vlm

@@ -62,6 +62,7 @@ TEST_F(ConfigTest, PrecedenceDefaultFileFileCommandLine) {
   std::string f2 = write("b.cfg", "# second file\n[model]\nd_model = 512 ; inline comment\n");
   Config c;
   register_model(c);
+  c.allow_positionals(1, "RUN");
   // The command line wins even when it comes before the files that set the same key.
   ASSERT_TRUE(parse_args(c, {"--train.lr=0.5", "--config", f1, "--config=" + f2, "run1", "--seed", "9"}));
   EXPECT_EQ(c.get_int("model.n_layer"), 4);     // file 1 only
@@ -124,6 +125,7 @@ TEST_F(ConfigTest, CommandLineErrorsNameTheOption) {
 TEST_F(ConfigTest, FlagsListsAndPositionals) {
   Config c;
   register_model(c);
+  c.allow_positionals(3, "WORD");
   ASSERT_TRUE(parse_args(c, {"a", "--train.resume", "b", "--model.lod=", "--", "--not-an-option"}));
   EXPECT_TRUE(c.get_flag("train.resume"));  // a flag alone does not take the next word
   EXPECT_EQ(c.get_int_list("model.lod"), std::vector<int64_t>{});
@@ -209,6 +211,70 @@ TEST_F(ConfigTest, HelpListsEveryOptionWithDefaultAndRange) {
         "  --train.resume           resume from the latest checkpoint (default false)\n",
         "  --config FILE            read an INI file of options (repeatable)\n"})
     EXPECT_NE(out.find(line), std::string::npos) << line;
+}
+
+TEST_F(ConfigTest, PositionalsMustBeDeclared) {
+  Config c("vlm x");
+  register_model(c);
+  EXPECT_EQ(error_of([&] { parse_args(c, {"--seed", "3", "stray"}); }),
+            "unexpected argument 'stray' (vlm x takes no positional arguments; options are --name value, see --help)");
+  Config d("vlm y");
+  register_model(d);
+  d.allow_positionals(1, "FILE");
+  EXPECT_EQ(error_of([&] { parse_args(d, {"a.h5", "b.h5"}); }), "unexpected argument 'b.h5' (vlm y takes at most 1 FILE argument)");
+  Config e("vlm y");
+  register_model(e);
+  e.allow_positionals(1, "FILE");
+  ASSERT_TRUE(parse_args(e, {"a.h5"}));
+  EXPECT_EQ(e.positional(), std::vector<std::string>{"a.h5"});
+}
+
+TEST_F(ConfigTest, ValuesAreBytesNotLocaleText) {
+  // Non-ASCII and even invalid UTF-8 file names are kept as given, not refused by a
+  // locale conversion.
+  for (const std::string v : {"caf\xC3\xA9.h5", "\xF5x.h5"}) {
+    Config c;
+    register_model(c);
+    ASSERT_TRUE(parse_args(c, {"--train.out", v}));
+    EXPECT_EQ(c.get_string("train.out"), v);
+    Config d;
+    register_model(d);
+    d.read_ini(write("u.cfg", "[train]\nout = " + v + "\n"));
+    EXPECT_EQ(d.get_string("train.out"), v);
+  }
+}
+
+TEST_F(ConfigTest, IniQuotesEndlessFilesAndNul) {
+  Config c;
+  register_model(c);
+  const std::string f = write("q.cfg", "[train]\nout = \"a \"b\" c\" # note\n");
+  c.read_ini(f);
+  EXPECT_EQ(c.get_string("train.out"), "a \"b\" c");  // from the first to the last quote
+  Config d;
+  register_model(d);
+  const std::string g = write("u.cfg", "[train]\nout = \"abc\n");
+  EXPECT_EQ(error_of([&] { d.read_ini(g); }),
+            g + ":2: unterminated quote in the value of 'out' (a value that starts with \" must end with \" on the same line)");
+  const std::string h = write("t.cfg", "[train]\nout = \"a\" b\n");
+  EXPECT_EQ(error_of([&] { d.read_ini(h); }), h + ":2: unexpected 'b' after the closing quote of the value of 'out'");
+  const std::string n = write("n.cfg", std::string("seed = 1\nseed2 = \0\n", 20));
+  EXPECT_EQ(error_of([&] { d.read_ini(n); }), n + ":2: NUL byte (not a text file?)");
+  EXPECT_EQ(error_of([&] { d.read_ini("/dev/zero"); }), "/dev/zero: config file is larger than the limit of 4194304 bytes");
+  // A quote inside an unquoted value is a plain character.
+  const std::string m = write("m.cfg", "[train]\nout = a\"b\n");
+  Config e;
+  register_model(e);
+  e.read_ini(m);
+  EXPECT_EQ(e.get_string("train.out"), "a\"b");
+}
+
+TEST_F(ConfigTest, IntListRange) {
+  Config c;
+  register_model(c);
+  c.add_int_list("ids", "", "token ids", 0, INT32_MAX);
+  EXPECT_EQ(error_of([&] { parse_args(c, {"--ids", "1,4294967297"}); }),
+            "--ids: element 4294967297 is out of range [0, 2147483647]");
+  EXPECT_EQ(error_of([&] { parse_args(c, {"--ids=-1"}); }), "--ids: element -1 is out of range [0, 2147483647]");
 }
 
 }  // namespace

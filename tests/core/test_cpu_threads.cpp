@@ -61,24 +61,24 @@ TEST(CpuThreadsDeathTest, BackendStopsBlasThreads) {
 TEST(CpuThreads, CountIsPerCallingThread) {
   const int dflt = cpu_thread_policy().default_threads;
   {
-    CpuThreadsScope scope(3);
-    EXPECT_EQ(cpu_threads(), 3);
+    ThreadBudgetScope scope(3);
+    EXPECT_EQ(thread_budget(), 3);
     int seen = 0, after = 0;
     std::thread t([&] {
-      seen = cpu_threads();  // a new thread starts from the process default
-      set_cpu_threads(1);
-      after = cpu_threads();
+      seen = thread_budget();  // a new thread starts from the process default
+      set_thread_budget(1);
+      after = thread_budget();
     });
     t.join();
     EXPECT_EQ(seen, dflt);
     EXPECT_EQ(after, 1);
-    EXPECT_EQ(cpu_threads(), 3);  // untouched by the other thread
+    EXPECT_EQ(thread_budget(), 3);  // untouched by the other thread
   }
-  EXPECT_EQ(cpu_threads(), dflt);
+  EXPECT_EQ(thread_budget(), dflt);
 }
 
 TEST(CpuThreads, TasksRunOnceAndConcurrently) {
-  CpuThreadsScope scope(4);
+  ThreadBudgetScope scope(4);
   constexpr int64_t n = 1000;
   std::vector<std::atomic<int>> runs(n);
   std::atomic<int> started{0};
@@ -98,7 +98,7 @@ TEST(CpuThreads, TasksRunOnceAndConcurrently) {
 }
 
 TEST(CpuThreads, NestedCallsRunInline) {
-  CpuThreadsScope scope(3);
+  ThreadBudgetScope scope(3);
   std::atomic<int> bad{0};
   cpu::parallel_tasks(6, 3, [&](int64_t) {
     if (cpu::threads_for(1 << 30, 1) != 1) bad.fetch_add(1);
@@ -111,7 +111,7 @@ TEST(CpuThreads, NestedCallsRunInline) {
 }
 
 TEST(CpuThreads, TaskExceptionReachesCaller) {
-  CpuThreadsScope scope(3);
+  ThreadBudgetScope scope(3);
   for (int64_t thrower : {int64_t(0), int64_t(37)}) {
     EXPECT_THROW(cpu::parallel_tasks(64, 3,
                                      [&](int64_t i) {
@@ -132,7 +132,7 @@ TEST(CpuThreads, ConcurrentCallersEachGetTheirPool) {
   std::vector<double> want = to_vector_f64(ref[0].t);
   std::atomic<int> mismatches{0};
   auto worker = [&](int threads) {
-    set_cpu_threads(threads);
+    set_thread_budget(threads);
     for (int it = 0; it < 20; ++it)
       if (to_vector_f64(c.run(cpu_backend())[0].t) != want) mismatches.fetch_add(1);
   };

@@ -105,11 +105,11 @@ TEST(CpuThreads, ResultsDoNotDependOnThreadCount) {
   for (const OpCase& c : cases) {
     OpOutputs one, three;
     {
-      CpuThreadsScope s(1);
+      ThreadBudgetScope s(1);
       one = c.run(cpu_backend());
     }
     {
-      CpuThreadsScope s(3);
+      ThreadBudgetScope s(3);
       three = c.run(cpu_backend());
     }
     ASSERT_EQ(one.size(), three.size()) << c.name;
@@ -127,7 +127,7 @@ TEST(CpuThreads, ResultsDoNotDependOnThreadCount) {
 // One step's worth of op kinds on tensors made beforehand: the second run makes no C++
 // allocation (scratch and pools are kept; kernels allocate nothing per call).
 TEST(CpuThreads, WarmOpsDoNotAllocate) {
-  CpuThreadsScope scope(2);
+  ThreadBudgetScope scope(2);
   ForceParallel force;  // every parallel path runs, even at these sizes
   CaseCtx c(cpu_backend(), 9500);
   Stream& s = c.stream();

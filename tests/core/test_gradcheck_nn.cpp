@@ -1,7 +1,8 @@
 // Finite-difference checks (f64, CPU) of the layer backwards: layernorm, rmsnorm,
 // softmax, rope, attention (causal and bidirectional, GQA, several samples of different
 // lengths), embedding with a vocab offset, cross-entropy with ignore_index, the four
-// vocab-parallel pieces composed over two shards, conv2d and avgpool2d. Saved
+// vocab-parallel pieces composed over two shards, conv2d, avgpool2d, sigmoid and
+// row_stats. Saved
 // statistics are f64 here so the analytic gradients are exact.
 #include "tests/core/gradcheck.h"
 
@@ -263,6 +264,27 @@ TEST(Gradcheck, Avgpool2d) {
       };
       gradcheck(p, 210);
     }
+}
+
+TEST(Gradcheck, SigmoidAndRowStats) {
+  Rng rng(130);
+  GradProblem p;
+  p.inputs = {host(rng.vec(18, -3, 3), Shape{3, 6})};
+  p.forward = [&] {
+    Tensor o = zeros(Shape{3, 6}), st = zeros(Shape{3, 3});
+    sigmoid_forward(S(), o, p.inputs[0]);
+    row_stats_forward(S(), st, p.inputs[0], 1e-6f);
+    return std::vector<Tensor>{o, st};
+  };
+  p.backward = [&](const std::vector<Tensor>& d) {
+    std::vector<Tensor> o = p.forward();
+    Tensor din = garbage(Shape{3, 6}), din2 = garbage(Shape{3, 6});
+    sigmoid_backward(S(), din, d[0], o[0]);
+    row_stats_backward(S(), din2, d[1], p.inputs[0], o[1]);
+    accumulate(S(), din, din2, 1.f);
+    return std::vector<Tensor>{din};
+  };
+  gradcheck(p, 131);
 }
 
 }  // namespace

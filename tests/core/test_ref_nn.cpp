@@ -1,4 +1,4 @@
-// Forward reference tests (part of test_ops_reference): norms, softmax, rope,
+// Forward reference tests (part of test_ops_reference): norms, softmax, sigmoid, row_stats, rope,
 // attention and embedding against naive double loops from core/ops/*.inc, f32 and
 // f64, odd sizes. Saved statistics (mean, rstd, lse) are checked too.
 #include "tests/core/test_util.h"
@@ -166,6 +166,43 @@ TEST_P(RefNN, EmbeddingShard) {
       Tensor dt_ = host(d0, Shape{V, C}, dt());
       embedding_backward(cpu_stream(), dt_, host(g, Shape{T, C}, dt()), host_i32(ids, Shape{T}), off);
       EXPECT_CLOSE(to_vector_f64(dt_), dref, tol() * 4);
+    }
+}
+
+TEST_P(RefNN, SigmoidAndRowStats) {
+  Rng rng(17);
+  for (int64_t N : {1, 3, 17})
+    for (int64_t C : {1, 3, 33, 100}) {
+      Vec x = r(rng.vec(N * C, -4, 6)), g = r(rng.vec(N * C)), g3 = r(rng.vec(N * 3));
+      Tensor y = zeros(Shape{N, C}, dt()), dy = zeros(Shape{N, C}, dt());
+      sigmoid_forward(cpu_stream(), y, host(x, Shape{N, C}, dt()));
+      Vec ys(x.size()), dys(x.size());
+      for (size_t i = 0; i < x.size(); ++i) ys[i] = 1 / (1 + std::exp(-x[i])), dys[i] = g[i] * ys[i] * (1 - ys[i]);
+      EXPECT_CLOSE(to_vector_f64(y), ys, tol());
+      sigmoid_backward(cpu_stream(), dy, host(g, Shape{N, C}, dt()), host(ys, Shape{N, C}, dt()));
+      EXPECT_CLOSE(to_vector_f64(dy), dys, tol());
+      if (C > 1) x[size_t(C - 1)] = x[0] = 7;  // a tied maximum in row 0: the first one gets the gradient
+      const double eps = double(1e-6f);  // the op takes eps as a float
+      Vec st(size_t(N * 3)), dx(x.size());
+      for (int64_t n = 0; n < N; ++n) {
+        const double* xr = &x[size_t(n * C)];
+        double m = 0, mx = -1e300, v = 0;
+        int64_t arg = 0;
+        for (int64_t c = 0; c < C; ++c) m += xr[c] / double(C);
+        for (int64_t c = 0; c < C; ++c)
+          if (xr[c] > mx) mx = xr[c], arg = c;
+        for (int64_t c = 0; c < C; ++c) v += (xr[c] - m) * (xr[c] - m) / double(C);
+        const double sd = std::sqrt(v + eps);
+        st[size_t(n * 3)] = m, st[size_t(n * 3 + 1)] = mx, st[size_t(n * 3 + 2)] = sd;
+        for (int64_t c = 0; c < C; ++c)
+          dx[size_t(n * C + c)] = g3[size_t(n * 3)] / double(C) + g3[size_t(n * 3 + 2)] * (xr[c] - m) / (double(C) * sd) +
+                                  (c == arg ? g3[size_t(n * 3 + 1)] : 0.0);
+      }
+      Tensor xin = host(x, Shape{N, C}, dt()), o = zeros(Shape{N, 3}, dt()), din = zeros(Shape{N, C}, dt());
+      row_stats_forward(cpu_stream(), o, xin, float(eps));
+      EXPECT_CLOSE(to_vector_f64(o), st, tol());
+      row_stats_backward(cpu_stream(), din, host(g3, Shape{N, 3}, dt()), xin, o);
+      EXPECT_CLOSE(to_vector_f64(din), dx, dt() == DType::F64 ? 1e-9 : 2e-5);
     }
 }
 

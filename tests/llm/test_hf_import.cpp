@@ -102,7 +102,7 @@ TEST(HfConfig, RefusesWhatTheBackboneCannotRepresent) {
       {"{\"model_type\":\"llama\",\"head_dim\":8," + base + "}", "head_dim=8 differs"},
       {"{\"model_type\":\"llama\",\"attention_bias\":true," + base + "}", "attention_bias"},
       {"{\"model_type\":\"qwen2\",\"use_sliding_window\":true," + base + "}", "sliding-window"},
-      {"{\"model_type\":\"llama\",\"vocab_size\":0,\"hidden_size\":8}", "vocab_size: expected > 0"},
+      {"{\"model_type\":\"llama\",\"vocab_size\":0,\"hidden_size\":8}", "vocab_size=0: expected an integer in [1, "},
       {"{\"model_type\":\"llama\",\"hidden_size\":8}", "missing key 'vocab_size'"},
   };
   fs::path p = fs::temp_directory_path() / ("vlm_hfbad_" + std::to_string(::getpid()) + "_" +

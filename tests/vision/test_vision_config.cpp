@@ -1,6 +1,6 @@
 // Tests of VisionConfig (vision/vision_config.h): the `vision.*` options' defaults
 // (SigLIP-B/16 at 224 px), values from the command line and INI files, each bad value
-// refused with a message naming the option, validate() and validate_grid(); and the
+// refused with a message naming the option, validate(); and the
 // range-checked JSON number getters (core/json.h int_in / double_in) they build on.
 #include <gtest/gtest.h>
 
@@ -129,25 +129,6 @@ TEST(VisionOptions, ValidateNamesTheOption) {
   v.patch = 8;
   EXPECT_EQ(error_of([&] { v.validate(k); }),
             "x/config.json: image_size=30 is not divisible by patch_size=8 (the grid has image_size / patch cells per side)");
-}
-
-TEST(VisionOptions, GridMustBeAMultipleOfTheRegion) {
-  VisionConfig v;  // 224 / 16 = 14
-  EXPECT_NO_THROW(v.validate_grid(1, "scorers.region"));
-  EXPECT_NO_THROW(v.validate_grid(2, "scorers.region"));
-  EXPECT_EQ(error_of([&] { v.validate_grid(4, "scorers.region"); }),
-            "scorers.region=4 does not divide the grid G = vision.image_size / vision.patch = 224 / 16 = 14 "
-            "(the regions must tile the G x G grid)");
-  EXPECT_EQ(error_of([&] { v.validate_grid(3, "scorers.region"); }),
-            "scorers.region=3: expected a power of two (regions of R x R grid cells)");
-  EXPECT_EQ(error_of([&] { v.validate_grid(0, "scorers.region"); }),
-            "scorers.region=0: expected a power of two (regions of R x R grid cells)");
-  v.image_size = 512;  // G = 32: R = 4 gives 64 regions
-  EXPECT_NO_THROW(v.validate_grid(4, "scorers.region"));
-  EXPECT_NO_THROW(v.validate_grid(32, "scorers.region"));
-  EXPECT_EQ(error_of([&] { v.validate_grid(64, "scorers.region"); }),
-            "scorers.region=64 does not divide the grid G = vision.image_size / vision.patch = 512 / 16 = 32 "
-            "(the regions must tile the G x G grid)");
 }
 
 TEST(JsonRangeChecks, IntegersAndNumbers) {

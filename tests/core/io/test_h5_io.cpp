@@ -1,6 +1,7 @@
 // Tests of the HDF5 helpers (core/io/h5_io.h) that the dataset tests in tests/data do not
 // reach: the whole-array writer (f32 [T, V], as `vlm lm logits` writes), dataset
-// dtype/rank refusals for f32, unlinking and attribute removal, the read-write open.
+// dtype/rank refusals for f32, unlinking and attribute removal, the read-write open,
+// the atomic whole-file write (temporary name, then rename).
 // Files are checked with the HDF5 C API directly, independently of the helpers.
 #include <gtest/gtest.h>
 #include <hdf5.h>
@@ -111,6 +112,39 @@ TEST(H5Io, OpenErrorsNameTheFile) {
   EXPECT_NE(error_of([&] { h5_open_file(missing); }).find(missing + ": cannot open as an HDF5 file"),
             std::string::npos);
   EXPECT_NE(error_of([&] { h5_create_file(missing); }).find(missing + ": cannot create HDF5 file"),
+            std::string::npos);
+}
+
+// h5_write_file_atomic: the file appears complete under its name; a writer that throws
+// leaves the previous file as it was and no temporary behind.
+TEST(H5Io, AtomicWriteReplacesOnlyWhenComplete) {
+  const std::string path = scratch("atomic.h5");
+  const fs::path dir = fs::path(path).parent_path();
+  auto temporaries = [&] {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(dir)) n += e.path().filename().string().rfind("atomic.h5.tmp", 0) == 0;
+    return n;
+  };
+  const std::vector<int64_t> first{1, 2, 3}, second{4, 5};
+  h5_write_file_atomic(path, [&](H5Handle f) { h5_write_1d(f, "v", H5Elem::I64, first.data(), 3, false); });
+  EXPECT_EQ(h5_read_i64(h5_open_file(path), path, "/v", 10), first);
+  EXPECT_EQ(temporaries(), 0);
+
+  const std::string msg = error_of([&] {
+    h5_write_file_atomic(path, [&](H5Handle f) {
+      h5_write_1d(f, "v", H5Elem::I64, second.data(), 2, false);
+      EXPECT_EQ(temporaries(), 1);  // written beside the file, under another name
+      throw UserError("writer failed");
+    });
+  });
+  EXPECT_EQ(msg, "writer failed");
+  EXPECT_EQ(h5_read_i64(h5_open_file(path), path, "/v", 10), first);
+  EXPECT_EQ(temporaries(), 0);
+
+  h5_write_file_atomic(path, [&](H5Handle f) { h5_write_1d(f, "v", H5Elem::I64, second.data(), 2, false); });
+  EXPECT_EQ(h5_read_i64(h5_open_file(path), path, "/v", 10), second);
+  const std::string bad = scratch("no_such_dir") + "/x.h5";
+  EXPECT_NE(error_of([&] { h5_write_file_atomic(bad, [](H5Handle) {}); }).find("cannot create HDF5 file"),
             std::string::npos);
 }
 

@@ -219,6 +219,13 @@ TEST(Safetensors, RefusesMalformedHeaders) {
       {"meta.st", R"({"__metadata__":{"a":1}})", 0, -1, "__metadata__ 'a'"},
       {"overflow.st", R"({"t":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,16]}})", 16, -1,
        "shape too large"},
+      // The format forbids bytes that belong to no tensor, and a header not starting with '{'.
+      {"hole.st",
+       R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+       12, -1, "4 bytes of the data area before tensor 'b' (from byte 4) belong to no tensor"},
+      {"trailing.st", ok, 24, -1, "the last 8 bytes of the data area (from byte 16) belong to no tensor"},
+      {"leading.st", " " + ok, 16, -1, "must start with '{'"},
+      {"offset_float.st", R"({"t":{"dtype":"F32","shape":[1],"data_offsets":[0,4.0]}})", 4, -1, "data_offsets[1]=4"},
   };
   for (const auto& c : cases) {
     std::string path = c.len == -2 ? (dir / c.name).string() : write_raw(dir, c.name, c.header, c.data, c.len);

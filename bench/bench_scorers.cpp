@@ -1,0 +1,115 @@
+// The scorer front end on one rank: per image, at G = 32 and d_v = 768 (defaults), the
+// forward+backward time of each scorer, the balancer, the LOD allocation (host) and the
+// LOD tokens, and of the whole stage; then the bytes per step each placement moves at
+// tp = 2, 4, 8 (the formulas of scorers/placement.h, which tests/scorers checks against
+// the communicator's counters). Prints figures; asserts nothing.
+#include <mpi.h>
+
+#include <cstdio>
+
+#include "bench/bench_util.h"
+#include "core/config.h"
+#include "core/device_options.h"
+#include "core/error.h"
+#include "parallel/groups.h"
+#include "scorers/stage.h"
+
+using namespace vlm;
+
+int main(int argc, char** argv) {
+  Config cfg("bench_scorers", "per-image time of the scorers, balancer and LOD, and bytes of each placement");
+  register_device_options(cfg);
+  register_scorer_options(cfg);
+  cfg.add_int("grid", 32, "grid side G", 1, 1024);
+  cfg.add_int("width", 768, "cell feature width d_v (and the query width)", 1, 65536);
+  cfg.add_int("images", 4, "images per batch", 1, 4096);
+  cfg.add_float("seconds", 1.0, "time budget per measurement", 0.01, 600);
+  int code = 0;
+  MPI_Init(&argc, &argv);
+  try {
+    if (cfg.parse(argc, argv)) {
+      Backend& b = backend_from_config(cfg);
+      Stream& s = b.default_stream();
+      ScorerOptions o = read_scorer_options(cfg);
+      o.scorers.placement = Placement::Replicated;
+      ScorerDims d;
+      d.G = int(cfg.get_int("grid")), d.d = cfg.get_int("width"), d.dq = d.d, d.hidden = o.scorers.hidden, d.k = o.scorers.k;
+      const int64_t B = cfg.get_int("images"), N = d.cells();
+      const double budget = cfg.get_float("seconds");
+      auto comm = make_communicator(b.device(), MPI_COMM_SELF, "tp", 300);
+      RelevanceStage stage(o, d, *comm);
+      ParamTable t(stage.param_specs(), 1, 0, DType::F32);
+      t.allocate(b);
+      for (const Param& p : t.params()) copy_tensor(p.value, to_host(bench::filled(b, p.value.shape(), DType::F32, 0.05f)));
+      stage.bind(t);
+      Tensor F = bench::filled(b, Shape{B, N, d.d}), dF = Tensor::zeros(b, Shape{B, N, d.d});
+      Tensor tex = bench::filled(b, Shape{B, kTextureChannels, N}, DType::F32, 1.f, 7);
+      Tensor q = bench::filled(b, Shape{B, d.dq}, DType::F32, 1.f, 9), dq = Tensor::zeros(b, Shape{B, d.dq});
+      GivenFeatures enc(F, dF);
+      const std::vector<bool> prompt(size_t(B), true);
+
+      std::printf("bench_scorers on %s\n", b.description().c_str());
+      std::printf("G=%d d_v=%lld dq=%lld hidden=%lld k=%d, %lld images, lod.region=%d tokens %lld..%lld budget %s\n", d.G,
+                  (long long)d.d, (long long)d.dq, (long long)d.hidden, d.k, (long long)B, o.lod.region,
+                  (long long)o.lod.min_tokens, (long long)o.lod.max_tokens,
+                  o.lod.fixed_budget ? std::to_string(o.lod.fixed_budget).c_str() : "relevance");
+      std::printf("%-34s %12s\n", "forward+backward", "ms / image");
+      auto row = [&](const char* what, double sec) { std::printf("%-34s %12.3f\n", what, 1e3 * sec / double(B)); };
+      Tensor logits = Tensor::empty(b, Shape{B, N}), dl = bench::filled(b, Shape{B, N}, DType::F32, 1.f, 11);
+      for (int k = 0; k < kNumScorers; ++k) {
+        Scorer sc(ScorerKind(k), d);
+        sc.bind(t);
+        row(scorer_name(ScorerKind(k)), bench::time_per_call(s, [&] {
+              sc.forward(s, logits, F, tex, q);
+              sc.backward(s, dl, dF, dq);
+            }, 1, 0, budget));
+      }
+      Balancer bal(d);
+      bal.bind(t);
+      Tensor S = bench::filled(b, Shape{B, kNumScorers, N}), dS = Tensor::empty(b, S.shape()), r = Tensor::empty(b, Shape{B, N});
+      row("balancer", bench::time_per_call(s, [&] {
+            bal.forward(s, r, S, q);
+            bal.backward(s, dS, dq, dl);
+          }, 1, 0, budget));
+      LodAllocator alloc(o.lod, d.G);
+      const std::vector<double> rv = to_vector_f64(r);
+      std::vector<ImageLod> lods(static_cast<size_t>(B));
+      row("allocator (host, forward only)", bench::time_per_call(s, [&] {
+            for (int64_t i = 0; i < B; ++i) lods[size_t(i)] = alloc.allocate(rv.data() + i * N, 0);
+          }, 1, 0, budget));
+      LodTokens lt(d, o.lod.region);
+      lt.bind(t);
+      const int64_t T = LodTokens::total_tokens(lods);
+      Tensor tok = Tensor::empty(b, Shape{T, d.d}), dtok = bench::filled(b, Shape{T, d.d}, DType::F32, 1.f, 13);
+      std::vector<int64_t> cu;
+      row("LOD tokens (pool, embed, gate)", bench::time_per_call(s, [&] {
+            lt.forward(s, tok, cu, lods, F);
+            lt.backward(s, dF, r, dtok);
+          }, 1, 0, budget));
+      double tokens = 0;
+      row("whole stage", bench::time_per_call(s, [&] {
+            stage.forward(s, enc, tex, q, prompt, 1);
+            tokens = double(stage.tokens().size(0));
+            Tensor g = Tensor::zeros(b, stage.tokens().shape());
+            stage.backward(s, enc, dq, g);
+          }, 1, 0, budget));
+      std::printf("(%.1f visual tokens per image in the last step)\n", tokens / double(B));
+
+      std::printf("\nbytes per step of each placement (f32, %lld images, P = %lld scorer parameters)\n", (long long)B,
+                  (long long)stage.scorer_param_count());
+      std::printf("%-12s %4s %14s %14s %14s %14s\n", "placement", "tp", "all_gather", "all_reduce", "broadcast", "total");
+      for (Placement p : {Placement::Replicated, Placement::BatchSplit, Placement::Dedicated, Placement::Tp2})
+        for (int tp : {2, 4, 8}) {
+          const PlacementBytes x = placement_bytes(p, tp, B, d, stage.scorer_param_count(), 4);
+          std::printf("%-12s %4d %14llu %14llu %14llu %14llu\n", placement_name(p), tp, (unsigned long long)x.all_gather,
+                      (unsigned long long)x.all_reduce, (unsigned long long)x.broadcast, (unsigned long long)x.total());
+        }
+      std::printf("(tp2: on each pair of ranks; the others: on the TP group)\n");
+    }
+  } catch (const UserError& e) {
+    std::fprintf(stderr, "bench_scorers: error: %s\n", e.what());
+    code = 2;
+  }
+  MPI_Finalize();
+  return code;
+}

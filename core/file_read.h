@@ -1,0 +1,17 @@
+// Bounded reading of a whole file that the user named (config, JSON, tokenizer, captions,
+// image files): a directory, an unreadable path, a file above the caller's limit or
+// above what can be allocated is a UserError naming the path, checked before the bytes
+// are allocated. Devices and pipes (/dev/stdin, <(...)) are read up to the limit, so an
+// endless input such as /dev/zero ends with "larger than" instead of exhausting memory.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace vlm {
+
+// The bytes of `path`; `kind` names what the file should be in messages
+// ("config file", "JSON file", ...): "<path>: <kind> is larger than the limit of N bytes".
+std::string read_file_bounded(const std::string& path, uint64_t max_bytes, std::string_view kind);
+
+}  // namespace vlm

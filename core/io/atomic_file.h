@@ -1,0 +1,49 @@
+// AtomicFile: every file the project writes (datasets, tokenizers, logits, checkpoints,
+// tables) is written under a temporary name in the folder of its final name and renamed
+// over it only when complete, so a command that fails (or is killed) never truncates
+// or half-writes an existing file: readers see the old file or the new one, whole.
+//   AtomicFile out(path);            // checks the folder; picks ".<name>.tmp-<pid>-<n>"
+//   write everything to out.temp_path();
+//   out.commit();                    // fsync, then rename(temp, path)
+// Destroying an AtomicFile that was not committed removes the temporary file. A process
+// killed with SIGKILL may leave one behind (its name starts with '.' and says tmp).
+#pragma once
+#include <string>
+#include <string_view>
+
+namespace vlm {
+
+class AtomicFile {
+ public:
+  // UserError naming `path` when its folder does not exist or `path` is a directory.
+  explicit AtomicFile(std::string path);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  AtomicFile(AtomicFile&& o) noexcept;
+  AtomicFile& operator=(AtomicFile&&) = delete;
+
+  const std::string& path() const { return path_; }
+  const std::string& temp_path() const { return temp_; }
+  bool committed() const { return committed_; }
+  // Flushes the temporary file to disk and renames it over path(); UserError on failure
+  // (the temporary file is then removed).
+  void commit();
+  // The final path of a temporary path made by an AtomicFile, else `path` itself (so
+  // that messages of the writers name the file the user asked for).
+  static std::string final_path_of(const std::string& path);
+  static constexpr const char* kTempInfix = ".tmp-";
+
+ private:
+  std::string path_, temp_;
+  bool committed_ = false;
+};
+
+// The checks of AtomicFile's constructor without creating anything: a command calls it
+// on its output paths before long work, so a bad path fails first.
+void check_output_path(const std::string& path);
+
+// Writes `bytes` to `path` through an AtomicFile.
+void write_file_atomic(const std::string& path, std::string_view bytes);
+
+}  // namespace vlm

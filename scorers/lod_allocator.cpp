@@ -1,0 +1,79 @@
+// The LOD allocation (scorers/lod_allocator.h): budgets, region order and upgrade rounds.
+#include "scorers/lod_allocator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "core/error.h"
+
+namespace vlm {
+
+LodAllocator::LodAllocator(const LodConfig& cfg, int G) : cfg_(cfg), G_(G) {
+  VLM_ASSERT(cfg.region >= 1 && G % cfg.region == 0, "LodAllocator: region ", cfg.region, " for G ", G,
+             " (validate the options first)");
+}
+
+int64_t LodAllocator::budget(double mean_r) const {
+  if (cfg_.fixed_budget > 0) return cfg_.fixed_budget;
+  const double m = std::clamp(mean_r, 0.0, 1.0);
+  const int64_t n = cfg_.min_tokens + int64_t(std::llround(double(cfg_.max_tokens - cfg_.min_tokens) * m));
+  return std::clamp(n, cfg_.min_tokens, cfg_.max_tokens);
+}
+
+ImageLod LodAllocator::allocate(const float* r, uint64_t seed) const {
+  std::vector<double> d(r, r + int64_t(G_) * G_);
+  return allocate(d.data(), seed);
+}
+
+ImageLod LodAllocator::allocate(const double* r, uint64_t seed) const {
+  const int R = cfg_.region, RG = G_ / R, L = levels();
+  const int64_t nreg = regions(), cells = int64_t(G_) * G_;
+  ImageLod out;
+  double mean = 0;
+  for (int64_t i = 0; i < cells; ++i) mean += r[i];
+  out.budget = budget(mean / double(cells));
+
+  std::vector<double> rel(static_cast<size_t>(nreg), 0.0);
+  for (int y = 0; y < G_; ++y)
+    for (int x = 0; x < G_; ++x) rel[size_t((y / R) * RG + x / R)] += r[int64_t(y) * G_ + x];
+  std::vector<int32_t> order(static_cast<size_t>(nreg));
+  std::iota(order.begin(), order.end(), 0);
+  if (cfg_.policy == LodPolicy::Relevance) {
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return rel[size_t(a)] > rel[size_t(b)]; });
+  } else if (cfg_.policy == LodPolicy::Random) {
+    std::mt19937_64 g(seed);  // Fisher-Yates with g() % n: the same on every platform
+    for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[size_t(g() % i)]);
+  }
+
+  out.level.assign(size_t(nreg), 0);
+  int64_t spent = nreg;
+  for (int l = 0; l + 1 < L; ++l) {
+    const int64_t cost = (int64_t(1) << (2 * (l + 1))) - (int64_t(1) << (2 * l));
+    bool full = false;
+    for (int32_t reg : order) {
+      if (spent + cost > out.budget) {
+        full = true;
+        break;
+      }
+      out.level[size_t(reg)] = l + 1;
+      spent += cost;
+    }
+    if (full) break;
+  }
+
+  out.per_level.assign(size_t(L), 0);
+  out.tokens.reserve(size_t(spent));
+  for (int32_t reg = 0; reg < int32_t(nreg); ++reg) {
+    const int l = out.level[size_t(reg)], n = 1 << l, side = R >> l;
+    ++out.per_level[size_t(l)];
+    const int ry = (reg / RG) * R, rx = (reg % RG) * R;
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) out.tokens.push_back({reg, l, ry + i * side, rx + j * side, side});
+  }
+  VLM_ASSERT(int64_t(out.tokens.size()) == spent, "LOD token count");
+  return out;
+}
+
+}  // namespace vlm

@@ -1,0 +1,66 @@
+// The level-of-detail (LOD) rule: how many visual tokens each region of an image gets.
+// Discrete, on the host, without gradient (the gradient reaches the relevance through
+// the gate of scorers/lod_tokens.h).
+//
+// The G x G grid (row-major cells) is tiled by R x R regions, numbered in raster order.
+// A region at level l (0 <= l <= log2 R) emits 4^l tokens: its cells average-pooled in
+// squares of side R / 2^l, in raster order of the squares.
+// Budget of image i: lod.budget=N gives N; lod.budget=relevance gives
+//   N_i = min_tokens + round((max_tokens - min_tokens) * mean(r_i))   (r in (0,1)).
+// Allocation: every region starts at level 0 (so N_i >= number of regions). Regions are
+// visited in an order (policy relevance: region relevance = mean r over its cells,
+// descending, ties in raster order; uniform: raster order; random: a permutation drawn
+// from the seed) in rounds: round l upgrades regions from level l to l+1 (cost
+// 4^(l+1) - 4^l tokens each) in that order; the first upgrade that does not fit the
+// budget ends the allocation. Hence:
+//  - the tokens emitted T_i <= N_i, and T_i > N_i - (cost of the refused upgrade);
+//  - a region never gets fewer tokens than a less relevant one (policy relevance), and a
+//    larger budget never gives fewer tokens;
+//  - T_i depends only on N_i, not on the policy (every upgrade of a round costs the
+//    same), so the baselines spend exactly the tokens of the relevance policy;
+//  - deterministic: the same r (and seed) give the same allocation.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "scorers/options.h"
+
+namespace vlm {
+
+// One emitted token: the square of cells [y0, y0+side) x [x0, x0+side) of `region`.
+struct LodToken {
+  int32_t region = 0, level = 0;
+  int32_t y0 = 0, x0 = 0, side = 0;
+};
+
+struct ImageLod {
+  int64_t budget = 0;              // N_i
+  std::vector<int32_t> level;      // per region (raster order)
+  std::vector<LodToken> tokens;    // T_i tokens, raster order of regions, then of squares
+  std::vector<int64_t> per_level;  // regions at each level (levels() entries)
+};
+
+class LodAllocator {
+ public:
+  // `G` the grid side; `cfg` validated (ScorerOptions::validate).
+  LodAllocator(const LodConfig& cfg, int G);
+
+  int grid() const { return G_; }
+  int region() const { return cfg_.region; }
+  int levels() const { return cfg_.levels(); }
+  int64_t regions() const { return int64_t(G_ / cfg_.region) * (G_ / cfg_.region); }
+  const LodConfig& config() const { return cfg_; }
+
+  // N_i for an image of mean relevance `mean_r`.
+  int64_t budget(double mean_r) const;
+  // Allocation of one image from its relevance r[G*G]; `seed` is used by policy random
+  // only (the caller derives it from the run seed, the step and the image).
+  ImageLod allocate(const double* r, uint64_t seed) const;
+  ImageLod allocate(const float* r, uint64_t seed) const;
+
+ private:
+  LodConfig cfg_;
+  int G_;
+};
+
+}  // namespace vlm

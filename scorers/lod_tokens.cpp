@@ -1,0 +1,116 @@
+// The LOD tokens' forward and backward (scorers/lod_tokens.h): host-built pooling and
+// region-mean matrices, matmuls, the embedding op, the gate.
+#include "scorers/lod_tokens.h"
+
+#include "core/ops.h"
+#include "scorers/scratch.h"
+
+namespace vlm {
+namespace {
+
+GemmOpts opts(bool ta, float beta) {
+  GemmOpts o;
+  o.trans_a = ta, o.beta = beta;
+  return o;
+}
+
+Tensor upload(const std::vector<double>& v, Shape s, DType dt, DeviceKind dev) {
+  Tensor h = dt == DType::F64 ? Tensor::from_vector(v, s) : Tensor::from_vector(std::vector<float>(v.begin(), v.end()), s);
+  return to_backend(backend_for(dev), h);
+}
+
+}  // namespace
+
+std::vector<ParamSpec> lod_param_specs(const ScorerDims& d, int levels) {
+  const int64_t P = 2 * int64_t(d.G) - 1;
+  return {param_spec("scorers.lod.level", Shape{levels, d.d}, -1, InitKind::Normal, 0.02f),
+          param_spec("scorers.lod.pos_y", Shape{P, d.d}, -1, InitKind::Normal, 0.02f),
+          param_spec("scorers.lod.pos_x", Shape{P, d.d}, -1, InitKind::Normal, 0.02f)};
+}
+
+void LodTokens::bind(const ParamTable& t) {
+  auto get = [&](const char* n, Tensor& v, Tensor& g) {
+    const Param& p = t.get(cat("scorers.lod.", n));
+    v = p.value, g = p.grad;
+  };
+  get("level", level_, dlevel_);
+  get("pos_y", pos_y_, dpos_y_);
+  get("pos_x", pos_x_, dpos_x_);
+  ones_ = upload(std::vector<double>(size_t(dims_.d), 1.0), Shape{dims_.d, 1}, t.dtype(), level_.device());
+}
+
+int64_t LodTokens::total_tokens(const std::vector<ImageLod>& lods) {
+  int64_t n = 0;
+  for (const ImageLod& l : lods) n += int64_t(l.tokens.size());
+  return n;
+}
+
+void LodTokens::forward(Stream& st, const Tensor& tokens, std::vector<int64_t>& cu, const std::vector<ImageLod>& lods,
+                        const Tensor& F) {
+  const int64_t B = int64_t(lods.size()), N = dims_.cells(), d = dims_.d, T = total_tokens(lods), G = dims_.G;
+  const DType dt = F.dtype();
+  const DeviceKind dev = F.device();
+  require_shape(F, Shape{B, N, d}, "LOD features F");
+  require_shape(tokens, Shape{T, d}, "LOD tokens");
+  std::vector<double> P(size_t(T * N), 0.0), Q(size_t(T * N), 0.0);
+  std::vector<int32_t> il(static_cast<size_t>(T)), iy(static_cast<size_t>(T)), ix(static_cast<size_t>(T));
+  cu.assign(1, 0);
+  int64_t t = 0;
+  const int RG = int(G) / R_;
+  for (const ImageLod& lod : lods) {
+    for (const LodToken& k : lod.tokens) {
+      const double wp = 1.0 / double(k.side * k.side), wq = 1.0 / double(R_ * R_);
+      for (int y = k.y0; y < k.y0 + k.side; ++y)
+        for (int x = k.x0; x < k.x0 + k.side; ++x) P[size_t(t * N + y * G + x)] = wp;
+      const int ry = (k.region / RG) * R_, rx = (k.region % RG) * R_;
+      for (int y = ry; y < ry + R_; ++y)
+        for (int x = rx; x < rx + R_; ++x) Q[size_t(t * N + y * G + x)] = wq;
+      il[size_t(t)] = k.level, iy[size_t(t)] = 2 * k.y0 + k.side - 1, ix[size_t(t)] = 2 * k.x0 + k.side - 1;
+      ++t;
+    }
+    cu.push_back(t);
+  }
+  cu_ = cu;
+  Backend& be = backend_for(dev);
+  pool_ = upload(P, Shape{T, N}, dt, dev);
+  region_mean_ = upload(Q, Shape{T, N}, dt, dev);
+  ids_level_ = to_backend(be, Tensor::from_vector(il, Shape{T}));
+  ids_y_ = to_backend(be, Tensor::from_vector(iy, Shape{T}));
+  ids_x_ = to_backend(be, Tensor::from_vector(ix, Shape{T}));
+  scratch(saved_, dev, Shape{T, d}, dt);
+  scratch(tmp_, dev, Shape{T, d}, dt);
+  for (int64_t b = 0; b < B; ++b) {
+    if (cu[size_t(b + 1)] == cu[size_t(b)]) continue;
+    matmul(st, tokens.slice(cu[size_t(b)], cu[size_t(b + 1)]), pool_.slice(cu[size_t(b)], cu[size_t(b + 1)]),
+           F.slice(b, b + 1).view(Shape{N, d}), opts(false, 0.f));
+  }
+  embedding_forward(st, tmp_, ids_level_, level_, 0);
+  add(st, tokens, tokens, tmp_);
+  embedding_forward(st, tmp_, ids_y_, pos_y_, 0);
+  add(st, tokens, tokens, tmp_);
+  embedding_forward(st, tmp_, ids_x_, pos_x_, 0);
+  add(st, tokens, tokens, tmp_);
+  copy(st, saved_, tokens);  // the gate multiplies by exactly 1: the value is kept for its backward
+}
+
+void LodTokens::backward(Stream& st, const Tensor& dF, const Tensor& dr, const Tensor& dtokens) {
+  const int64_t B = int64_t(cu_.size()) - 1, N = dims_.cells(), d = dims_.d, T = cu_.back();
+  require_shape(dtokens, Shape{T, d}, "LOD dtokens");
+  require_shape(dF, Shape{B, N, d}, "LOD dF");
+  require_shape(dr, Shape{B, N}, "LOD dr");
+  scratch(rowdot_, dtokens.device(), Shape{T, 1}, dtokens.dtype());
+  // gate: d r_reg(t) = <dtoken_t, token_t>, spread over the region's cells by Q^T
+  mul(st, tmp_, dtokens, saved_);
+  matmul(st, rowdot_, tmp_, ones_, opts(false, 0.f));
+  embedding_backward(st, dlevel_, dtokens, ids_level_, 0);
+  embedding_backward(st, dpos_y_, dtokens, ids_y_, 0);
+  embedding_backward(st, dpos_x_, dtokens, ids_x_, 0);
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t t0 = cu_[size_t(b)], t1 = cu_[size_t(b + 1)];
+    if (t1 == t0) continue;
+    matmul(st, dr.slice(b, b + 1).view(Shape{N, 1}), region_mean_.slice(t0, t1), rowdot_.slice(t0, t1), opts(true, 1.f));
+    matmul(st, dF.slice(b, b + 1).view(Shape{N, d}), pool_.slice(t0, t1), dtokens.slice(t0, t1), opts(true, 1.f));
+  }
+}
+
+}  // namespace vlm

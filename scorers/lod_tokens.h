@@ -1,0 +1,54 @@
+// The visual tokens of the level of detail: for each image, the tokens its allocation
+// (scorers/lod_allocator.h) emits, packed image after image (offsets cu[B+1]):
+//   token t = mean of F over its square of cells            (per-level pooling)
+//           + level[l] + pos_y[cy] + pos_x[cx]               (level and 2-D position)
+//   times the straight-through gate g = 1 + r_reg - stopgrad(r_reg),
+// with (cy, cx) = the token's centre in half-cell units minus 1, (2 y0 + side - 1,
+// 2 x0 + side - 1) in [0, 2G-2], and r_reg the mean relevance over the token's region.
+// The gate's forward value is exactly 1 (the token is not changed); its backward adds
+//   dr[cell] += sum over the region's tokens of <dtoken, token> / R^2  for the region's cells,
+// so the language-model loss reaches the relevance r (and through it the balancer and
+// the scorers). The allocation itself carries no gradient.
+// Pooling and the gate are matmuls by per-image matrices built on the host from the
+// allocation: P [T_i, G*G] (1/side^2 on the token's square) and Q [T_i, G*G] (1/R^2 on
+// its region). Parameters (replicated), "scorers.lod.level" [levels, d],
+// "scorers.lod.pos_y" and "scorers.lod.pos_x" [2G-1, d].
+// Gradients (nn/context.h): parameters +=, dF +=, dr += (the relevance gradient has no
+// other source).
+#pragma once
+#include <vector>
+
+#include "core/tensor.h"
+#include "nn/param_table.h"
+#include "scorers/lod_allocator.h"
+#include "scorers/scorer.h"
+
+namespace vlm {
+
+std::vector<ParamSpec> lod_param_specs(const ScorerDims& dims, int levels);
+
+class LodTokens {
+ public:
+  LodTokens(const ScorerDims& dims, int region) : dims_(dims), R_(region) {}
+  void bind(const ParamTable& t);
+
+  // Total tokens of a batch's allocations.
+  static int64_t total_tokens(const std::vector<ImageLod>& lods);
+  // tokens [sum T_i, d] (overwrite) from F [B,G*G,d]; cu (resized to B+1) the offsets.
+  void forward(Stream& st, const Tensor& tokens, std::vector<int64_t>& cu, const std::vector<ImageLod>& lods,
+               const Tensor& F);
+  // dtokens [sum T_i, d] -> dF [B,G*G,d] (+=), dr [B,G*G] (+=), parameter gradients (+=).
+  void backward(Stream& st, const Tensor& dF, const Tensor& dr, const Tensor& dtokens);
+
+ private:
+  ScorerDims dims_;
+  int R_;
+  Tensor level_, pos_y_, pos_x_, dlevel_, dpos_y_, dpos_x_;
+  Tensor ones_;                       // [d, 1]
+  Tensor pool_, region_mean_;         // P, Q of the batch, [T, G*G]
+  Tensor ids_level_, ids_y_, ids_x_;  // [T] i32
+  Tensor saved_, tmp_, rowdot_;       // [T,d], [T,d], [T,1]
+  std::vector<int64_t> cu_;
+};
+
+}  // namespace vlm

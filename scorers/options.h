@@ -1,0 +1,56 @@
+// The options of the scorers and of the level-of-detail (LOD) allocator, registered once
+// under `lod.*` and `scorers.*` and read into plain structs. The LOD rule itself is
+// written in scorers/lod_allocator.h; the placements in scorers/placement.h.
+//
+// Invariants after validate(G, tp) (each failure is a UserError naming the option):
+//   lod.region R: a power of two dividing G (the regions tile the G x G grid);
+//   lod.min_tokens >= (G/R)^2 (every region starts at level 0, one token);
+//   lod.min_tokens <= lod.max_tokens <= G*G (every region at its finest level);
+//   lod.budget: "relevance" or an integer N in [min_tokens, max_tokens];
+//   scorers.k: odd, at most G (the centre-surround window);
+//   scorers.placement=tp2 needs an even parallel.tp and an even scorers.hidden.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace vlm {
+
+class Config;
+
+enum class LodPolicy { Relevance, Uniform, Random };
+enum class Placement { Replicated, BatchSplit, Dedicated, Tp2 };
+const char* policy_name(LodPolicy p);
+const char* placement_name(Placement p);
+
+struct LodConfig {
+  int region = 4;             // R, cells per region side
+  int64_t min_tokens = 64;    // per image
+  int64_t max_tokens = 400;   // per image
+  int64_t fixed_budget = 0;   // lod.budget=N: every image gets N; 0 = lod.budget=relevance
+  LodPolicy policy = LodPolicy::Relevance;
+
+  int levels() const;                                    // log2(R) + 1 (levels 0..log2 R)
+  int64_t regions(int G) const { return int64_t(G / region) * (G / region); }
+};
+
+struct ScorerConfig {
+  int64_t hidden = 64;  // width of every scorer MLP, of the participatory projection and of the balancer
+  int k = 3;            // centre-surround window of the perspectival scorer (k x k cells)
+  Placement placement = Placement::Replicated;
+};
+
+struct ScorerOptions {
+  LodConfig lod;
+  ScorerConfig scorers;
+  // Throws UserError naming the option (see the invariants above).
+  void validate(int G, int tp) const;
+};
+
+// Registers lod.region, lod.min_tokens, lod.max_tokens, lod.budget, lod.policy,
+// scorers.placement, scorers.hidden, scorers.k.
+void register_scorer_options(Config& cfg);
+// Reads them (lod.budget is parsed here: "relevance" or a positive integer); does not
+// validate (call validate with the grid and the TP size).
+ScorerOptions read_scorer_options(const Config& cfg);
+
+}  // namespace vlm

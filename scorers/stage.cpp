@@ -1,0 +1,105 @@
+// RelevanceStage (scorers/stage.h): the query, the balancer, the allocation and the
+// tokens; the placement-specific scoring is in scorers/placement.cpp.
+#include "scorers/stage.h"
+
+#include "core/ops.h"
+#include "scorers/scratch.h"
+
+namespace vlm {
+
+namespace {
+
+// The widths the options set (scorers.hidden, scorers.k) replace those of `dims`.
+ScorerDims with_options(ScorerDims d, const ScorerOptions& o) {
+  d.hidden = o.scorers.hidden, d.k = o.scorers.k;
+  return d;
+}
+
+}  // namespace
+
+RelevanceStage::RelevanceStage(const ScorerOptions& opts, const ScorerDims& dims_in, Communicator& tp, Communicator* pair)
+    : opts_(opts), dims_(with_options(dims_in, opts)), tp_(tp), alloc_(opts.lod, dims_in.G), balancer_(dims_), lod_(dims_, opts.lod.region) {
+  opts.validate(dims_.G, tp.size());
+  if (opts.scorers.placement == Placement::Tp2) {
+    VLM_ASSERT(pair != nullptr && pair->size() == 2, "placement tp2 needs the 2-rank pair communicator");
+    pair_ = pair;
+  }
+  for (int k = 0; k < kNumScorers; ++k) scorers_.push_back(std::make_unique<Scorer>(ScorerKind(k), dims_, pair_));
+}
+
+std::vector<ParamSpec> RelevanceStage::param_specs() const {
+  std::vector<ParamSpec> v;
+  for (int k = 0; k < kNumScorers; ++k)
+    for (ParamSpec& p : scorer_param_specs(ScorerKind(k), dims_, pair_ != nullptr)) v.push_back(std::move(p));
+  v.push_back(param_spec("scorers.default_query", Shape{dims_.dq}, -1, InitKind::Normal, 0.02f));
+  for (ParamSpec& p : balancer_param_specs(dims_)) v.push_back(std::move(p));
+  for (ParamSpec& p : lod_param_specs(dims_, opts_.lod.levels())) v.push_back(std::move(p));
+  return v;
+}
+
+void RelevanceStage::bind(const ParamTable& t) {
+  for (auto& s : scorers_) s->bind(t);
+  balancer_.bind(t);
+  lod_.bind(t);
+  const Param& q0 = t.get("scorers.default_query");
+  q0_ = q0.value, dq0_ = q0.grad;
+}
+
+int64_t RelevanceStage::scorer_param_count() const {
+  int64_t n = 0;
+  for (const auto& s : scorers_)
+    for (const Param* p : s->params()) n += p->spec.full.numel();
+  return n;
+}
+
+void RelevanceStage::forward(Stream& st, ImageEncoder& enc, const Tensor& tex, const Tensor& query,
+                             const std::vector<bool>& has_prompt, uint64_t seed) {
+  const int64_t B = tex.size(0), N = dims_.cells(), d = dims_.d;
+  const DType dt = q0_.dtype();
+  const DeviceKind dev = q0_.device();
+  require_shape(tex, Shape{B, kTextureChannels, N}, "texture");
+  require_shape(query, Shape{B, dims_.dq}, "query");
+  VLM_ASSERT(int64_t(has_prompt.size()) == B, "has_prompt: one flag per image");
+  tex_ = tex, has_prompt_ = has_prompt;
+  scratch(q_, dev, Shape{B, dims_.dq}, dt);
+  for (int64_t b = 0; b < B; ++b) copy(st, q_.slice(b, b + 1), has_prompt[size_t(b)] ? query.slice(b, b + 1) : q0_);
+  scratch(F_, dev, Shape{B, N, d}, dt);
+  scratch(S_, dev, Shape{B, kNumScorers, N}, dt);
+  scratch(r_, dev, Shape{B, N}, dt);
+  score_forward(st, enc, B);
+  balancer_.forward(st, r_, S_, q_);
+  st.synchronize();  // the allocation reads r on the host
+  const std::vector<double> r = to_vector_f64(r_);
+  lods_.clear();
+  for (int64_t b = 0; b < B; ++b)
+    lods_.push_back(alloc_.allocate(r.data() + b * N, seed * 0x9E3779B97F4A7C15ull + uint64_t(b)));
+  scratch(tokens_, dev, Shape{LodTokens::total_tokens(lods_), d}, dt);
+  lod_.forward(st, tokens_, cu_, lods_, F_);
+}
+
+void RelevanceStage::backward(Stream& st, ImageEncoder& enc, const Tensor& dquery, const Tensor& dtokens) {
+  const int64_t B = S_.size(0), N = dims_.cells(), d = dims_.d;
+  const DType dt = q0_.dtype();
+  const DeviceKind dev = q0_.device();
+  require_shape(dquery, Shape{B, dims_.dq}, "dquery");
+  scratch(dF_, dev, Shape{B, N, d}, dt);
+  scratch(dr_, dev, Shape{B, N}, dt);
+  scratch(dS_, dev, Shape{B, kNumScorers, N}, dt);
+  scratch(dq_, dev, Shape{B, dims_.dq}, dt);
+  fill(st, dF_, 0.f);
+  fill(st, dr_, 0.f);
+  fill(st, dq_, 0.f);
+  lod_.backward(st, dF_, dr_, dtokens);
+  balancer_.backward(st, dS_, dq_, dr_);
+  score_backward(st, enc, B);
+  for (int64_t b = 0; b < B; ++b) {
+    if (has_prompt_[size_t(b)]) {
+      copy(st, dquery.slice(b, b + 1), dq_.slice(b, b + 1));
+    } else {
+      accumulate(st, dq0_, dq_.slice(b, b + 1).view(dq0_.shape()), 1.f);
+      fill(st, dquery.slice(b, b + 1), 0.f);
+    }
+  }
+}
+
+}  // namespace vlm

@@ -1,0 +1,139 @@
+// Malformed tokenizer.json files (data/text/tokenizer.h) given to `vlm data tokenize`,
+// which must leave the dataset it would rewrite unchanged: negative, huge, wrapping or
+// sparse ids, empty added tokens, merges of unknown tokens, files that are not JSON,
+// directories and endless inputs. Valid files are written here from the GPT-2
+// byte-to-unicode table (an independent copy of the mapping).
+#include "robustness.h"
+
+namespace vlm::robustness {
+namespace {
+
+// The GPT-2 byte -> printable character mapping, as UTF-8.
+std::string byte_char(int b) {
+  static std::vector<uint32_t> cp = [] {
+    std::vector<uint32_t> v(256);
+    uint32_t extra = 0;
+    for (uint32_t x = 0; x < 256; ++x) {
+      const bool keep = (x >= '!' && x <= '~') || (x >= 0xA1 && x <= 0xAC) || (x >= 0xAE && x <= 0xFF);
+      v[x] = keep ? x : 256 + extra++;
+    }
+    return v;
+  }();
+  const uint32_t c = cp[size_t(b)];
+  std::string s;
+  if (c < 0x80) s += char(c);
+  else s += char(0xC0 | (c >> 6)), s += char(0x80 | (c & 0x3F));
+  return s;
+}
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// A tokenizer.json with the 256 byte tokens (ids 0..255), `extra_vocab` members after
+// them, the given merges and added_tokens (JSON text of the arrays' contents).
+std::string tokenizer_json(const std::string& extra_vocab = "", const std::string& merges = "",
+                           const std::string& added = "", const std::string& type = "BPE") {
+  std::string vocab;
+  for (int b = 0; b < 256; ++b) vocab += (b ? "," : "") + quoted(byte_char(b)) + ":" + std::to_string(b);
+  if (!extra_vocab.empty()) vocab += "," + extra_vocab;
+  return "{\"added_tokens\": [" + added + "], \"model\": {\"type\": \"" + type + "\", \"vocab\": {" + vocab +
+         "}, \"merges\": [" + merges + "]}}";
+}
+
+class Tok : public Robust {
+ protected:
+  void SetUp() override {
+    Robust::SetUp();
+    make_dataset("ds.h5");
+  }
+  void tokenize(const std::string& tok_text, const std::vector<std::string>& needles) {
+    write("tok.json", tok_text);
+    refused({"data", "tokenize", "ds.h5", "--data.tokenizer", "tok.json"}, needles);
+  }
+};
+
+TEST_F(Tok, ValidFileIsAccepted) {  // the base of every case below loads
+  write("tok.json", tokenizer_json(quoted("ab") + ":256", quoted("a b")));
+  const RunResult r = run_vlm({"data", "tokenize", "ds.h5", "--data.tokenizer", "tok.json"}, dir_);
+  EXPECT_EQ(r.code, 0) << r.err;
+}
+
+TEST_F(Tok, NegativeAddedTokenId) {
+  tokenize(tokenizer_json("", "", R"({"id": -5, "content": "<x>"})"), {"tok.json", "added_tokens[0].id=-5"});
+}
+
+TEST_F(Tok, VocabIdAbove2To32) {
+  tokenize(tokenizer_json(quoted("ab") + ":4294967297"), {"tok.json", "4294967297", "expected an integer"});
+}
+
+TEST_F(Tok, AddedTokenIdAbove2To63) {
+  tokenize(tokenizer_json("", "", R"({"id": 99999999999999999999, "content": "<x>"})"),
+           {"tok.json", "added_tokens[0].id"});
+}
+
+TEST_F(Tok, SparseIds) {
+  tokenize(tokenizer_json(quoted("ab") + ":9000000"), {"tok.json", "9000000", "dense"});
+}
+
+TEST_F(Tok, DuplicateId) {
+  tokenize(tokenizer_json(quoted("ab") + ":7"), {"tok.json", "id 7 appears twice"});
+}
+
+TEST_F(Tok, FractionalId) { tokenize(tokenizer_json(quoted("ab") + ":256.5"), {"tok.json", "256.5"}); }
+
+TEST_F(Tok, EmptyAddedToken) {
+  tokenize(tokenizer_json("", "", R"({"id": 256, "content": ""})"), {"tok.json", "added_tokens[0].content"});
+}
+
+TEST_F(Tok, AddedTokenWithoutContent) {
+  tokenize(tokenizer_json("", "", R"({"id": 256})"), {"tok.json", "added_tokens[0]", "content"});
+}
+
+TEST_F(Tok, MergeOfUnknownTokens) {
+  tokenize(tokenizer_json("", quoted("a b")), {"tok.json", "merge 'a b'"});
+}
+
+TEST_F(Tok, MergeNotAPair) { tokenize(tokenizer_json("", quoted("a b c")), {"tok.json", "merge 'a b c'"}); }
+
+TEST_F(Tok, MissingByteTokens) {
+  tokenize(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}})", {"tok.json", "byte 0 has no token"});
+}
+
+TEST_F(Tok, NotByteLevel) {
+  tokenize(tokenizer_json(quoted("\xE2\x82\xAC") + ":256"), {"tok.json", "not byte-level"});
+}
+
+TEST_F(Tok, WordPieceModel) { tokenize(tokenizer_json("", "", "", "WordPiece"), {"tok.json", "BPE"}); }
+
+TEST_F(Tok, NotJson) { tokenize("{\"model\": ", {"tok.json", "JSON error"}); }
+
+TEST_F(Tok, NotAnObject) { tokenize("[1, 2]", {"tok.json", "object"}); }
+
+TEST_F(Tok, DuplicateVocabKey) {
+  tokenize(tokenizer_json(quoted("ab") + ":256," + quoted("ab") + ":257"), {"tok.json", "duplicate key"});
+}
+
+TEST_F(Tok, TokenizerIsADirectory) {
+  std::filesystem::create_directories(path("tokdir"));
+  refused({"data", "tokenize", "ds.h5", "--data.tokenizer", "tokdir"}, {"tokdir", "is a directory"});
+}
+
+TEST_F(Tok, EndlessTokenizerFile) {
+  refused({"data", "tokenize", "ds.h5", "--data.tokenizer", "/dev/zero"}, {"/dev/zero", "larger than the limit"});
+}
+
+TEST_F(Tok, TrainingOnABrokenDatasetKeepsTheOldTokenizer) {
+  write("tok.json", tokenizer_json());
+  write("bad.h5", "not hdf5");
+  refused({"data", "tokenizer", "--data.train", "bad.h5", "--data.vocab", "300", "--data.out", "tok.json"},
+          {"bad.h5", "HDF5"});
+}
+
+}  // namespace
+}  // namespace vlm::robustness

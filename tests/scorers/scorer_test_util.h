@@ -1,0 +1,35 @@
+// Helpers of the scorer tests: small dimensions, a parameter table filled with seeded
+// uniform values (larger than the init's, so every path carries a visible gradient),
+// and copies of parameter gradients.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "nn/param_table.h"
+#include "scorers/scorer.h"
+#include "tests/support/rng.h"
+
+namespace vlm::test {
+
+inline ScorerDims small_dims() {
+  ScorerDims d;
+  d.G = 8, d.d = 6, d.hidden = 6, d.dq = 4, d.k = 3;
+  return d;
+}
+
+// Full tensors drawn from the seed in table order, each rank keeping its slice (so a
+// table split over a pair holds the same model as a whole one).
+inline void fill_params(ParamTable& t, uint64_t seed, double scale = 0.5) {
+  Rng rng(seed);
+  for (const Param& p : t.params()) {
+    const Vec v = rng.vec(p.spec.full.numel(), -scale, scale);
+    t.set_full(p.spec.name, Tensor::from_vector(std::vector<float>(v.begin(), v.end()), p.spec.full));
+  }
+}
+
+inline Tensor host_tensor(const Vec& v, Shape s, DType dt) {
+  return dt == DType::F64 ? Tensor::from_vector(v, s) : Tensor::from_vector(std::vector<float>(v.begin(), v.end()), s);
+}
+
+}  // namespace vlm::test

@@ -1,0 +1,265 @@
+// The perspectival scorer against the propositional one on a directly computed
+// centre-surround, then f64 finite-difference gradients (tests/core/gradcheck.h) of each scorer (features,
+// query and every parameter), the balancer, the per-level pooling with the level and
+// position embeddings, and the straight-through gate (allocation held fixed; the gate's
+// reference is tokens * (1 + r_reg - r_reg(r0)) with r0 the point of evaluation); then
+// the whole stage at TP=1: every scorer and balancer parameter gets a non-zero gradient
+// through the gate from a loss on the tokens.
+#include "tests/core/gradcheck.h"
+
+#include "scorers/balancer.h"
+#include "scorers/lod_tokens.h"
+#include "scorers/stage.h"
+#include "tests/scorers/scorer_test_util.h"
+#include "tests/support/mpi.h"
+
+namespace vlm::test {
+namespace {
+
+Stream& S() { return cpu_stream(); }
+
+ParamTable table_of(std::vector<ParamSpec> specs, uint64_t seed) {
+  ParamTable t(std::move(specs), 1, 0, DType::F64);
+  t.allocate(cpu_backend());
+  fill_params(t, seed);
+  return t;
+}
+
+// Inputs = extra tensors followed by every parameter's value (perturbed in place); the
+// backward returns the extra gradients followed by every parameter's gradient.
+void add_params(GradProblem& p, const ParamTable& t) {
+  for (const Param& q : t.params()) p.inputs.push_back(q.value);
+}
+std::vector<Tensor> grads_of(ParamTable& t) {
+  std::vector<Tensor> g;
+  for (const Param& q : t.params()) g.push_back(to_host(q.grad));
+  return g;
+}
+
+TEST(ScorerGrad, EachScorer) {
+  const ScorerDims d = small_dims();
+  const int64_t B = 2, N = d.cells();
+  for (int k = 0; k < kNumScorers; ++k) {
+    SCOPED_TRACE(scorer_name(ScorerKind(k)));
+    ParamTable t = table_of(scorer_param_specs(ScorerKind(k), d), 10 + uint64_t(k));
+    Scorer sc(ScorerKind(k), d);
+    sc.bind(t);
+    Rng rng(20 + uint64_t(k));
+    GradProblem p;
+    p.inputs = {host(rng.vec(B * N * d.d), Shape{B, N, d.d}), host(rng.vec(B * kTextureChannels * N), Shape{B, kTextureChannels, N}),
+                host(rng.vec(B * d.dq), Shape{B, d.dq})};
+    add_params(p, t);
+    p.forward = [&] {
+      Tensor s = zeros(Shape{B, N});
+      sc.forward(S(), s, p.inputs[0], p.inputs[1], p.inputs[2]);
+      return std::vector<Tensor>{s};
+    };
+    p.backward = [&](const std::vector<Tensor>& dout) {
+      p.forward();
+      t.zero_grads();
+      Tensor dF, dq;
+      dF = accumulated(Shape{B, N, d.d}, [&](const Tensor& gF) {
+        dq = accumulated(Shape{B, d.dq}, [&](const Tensor& gq) { sc.backward(S(), dout[0], gF, gq); });
+      });
+      std::vector<Tensor> g{dF, Tensor{}, k == int(ScorerKind::Participatory) ? dq : Tensor{}};
+      for (Tensor& x : grads_of(t)) g.push_back(x);
+      return g;
+    };
+    gradcheck(p, 30 + uint64_t(k));
+  }
+}
+
+TEST(ScorerGrad, PerspectivalIsPropositionalOnCentreSurround) {
+  // independent reference of the centre-surround: X = F - mean of the clipped k x k window
+  ScorerDims d = small_dims();
+  d.k = 5;
+  const int64_t B = 2, N = d.cells(), G = d.G, h = d.k / 2;
+  ParamTable tp = table_of(scorer_param_specs(ScorerKind::Perspectival, d), 80);
+  ParamTable tq = table_of(scorer_param_specs(ScorerKind::Propositional, d), 81);
+  for (size_t i = 0; i < tp.params().size(); ++i) copy_tensor(tq.params()[i].value, tp.params()[i].value);
+  Scorer persp(ScorerKind::Perspectival, d), prop(ScorerKind::Propositional, d);
+  persp.bind(tp);
+  prop.bind(tq);
+  Rng rng(82);
+  const Vec f = rng.vec(B * N * d.d);
+  Vec x(f.size());
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t y = 0; y < G; ++y)
+      for (int64_t c = 0; c < G; ++c)
+        for (int64_t e = 0; e < d.d; ++e) {
+          double m = 0;
+          int n = 0;
+          for (int64_t yy = std::max<int64_t>(0, y - h); yy <= std::min(G - 1, y + h); ++yy)
+            for (int64_t cc = std::max<int64_t>(0, c - h); cc <= std::min(G - 1, c + h); ++cc, ++n)
+              m += f[size_t(((b * N) + yy * G + cc) * d.d + e)];
+          const size_t i = size_t(((b * N) + y * G + c) * d.d + e);
+          x[i] = f[i] - m / n;
+        }
+  Tensor tex = host(rng.vec(B * kTextureChannels * N), Shape{B, kTextureChannels, N}), q = zeros(Shape{B, d.dq});
+  Tensor s1 = zeros(Shape{B, N}), s2 = zeros(Shape{B, N});
+  persp.forward(S(), s1, host(f, Shape{B, N, d.d}), tex, q);
+  prop.forward(S(), s2, host(x, Shape{B, N, d.d}), tex, q);
+  EXPECT_CLOSE(to_vector_f64(s1), to_vector_f64(s2), 1e-12);
+}
+
+TEST(ScorerGrad, Balancer) {
+  const ScorerDims d = small_dims();
+  const int64_t B = 3, N = d.cells();
+  ParamTable t = table_of(balancer_param_specs(d), 40);
+  Balancer bal(d);
+  bal.bind(t);
+  Rng rng(41);
+  GradProblem p;
+  p.inputs = {host(rng.vec(B * kNumScorers * N, -2, 2), Shape{B, kNumScorers, N}), host(rng.vec(B * d.dq), Shape{B, d.dq})};
+  add_params(p, t);
+  p.forward = [&] {
+    Tensor r = zeros(Shape{B, N});
+    bal.forward(S(), r, p.inputs[0], p.inputs[1]);
+    return std::vector<Tensor>{r};
+  };
+  p.backward = [&](const std::vector<Tensor>& dout) {
+    p.forward();
+    t.zero_grads();
+    Tensor dS = garbage(Shape{B, kNumScorers, N});
+    Tensor dq = accumulated(Shape{B, d.dq}, [&](const Tensor& g) { bal.backward(S(), dS, g, dout[0]); });
+    std::vector<Tensor> g{dS, dq};
+    for (Tensor& x : grads_of(t)) g.push_back(x);
+    return g;
+  };
+  gradcheck(p, 42);
+}
+
+// Fixed allocations with every level present: R = 4 on G = 8 (4 regions, levels 0..2);
+// image 0 with budget 13 (one region at level 0, three at level 1), image 1 with 28
+// (three at level 1, one at level 2).
+std::vector<ImageLod> fixed_lods(const ScorerDims& d) {
+  Rng rng(50);
+  std::vector<ImageLod> v;
+  for (int64_t budget : {13, 28}) {
+    LodConfig c;
+    c.region = 4, c.min_tokens = 4, c.max_tokens = 64, c.fixed_budget = budget;
+    Vec r = rng.vec(d.cells(), 0.05, 0.95);
+    v.push_back(LodAllocator(c, d.G).allocate(r.data(), 0));
+  }
+  return v;
+}
+
+TEST(ScorerGrad, PoolingAndEmbeddings) {
+  const ScorerDims d = small_dims();
+  const std::vector<ImageLod> lods = fixed_lods(d);
+  EXPECT_EQ(lods[0].per_level, (std::vector<int64_t>{1, 3, 0}));
+  EXPECT_EQ(lods[1].per_level, (std::vector<int64_t>{0, 3, 1}));
+  const int64_t B = 2, N = d.cells(), T = LodTokens::total_tokens(lods);
+  ParamTable t = table_of(lod_param_specs(d, 3), 51);
+  LodTokens lt(d, 4);
+  lt.bind(t);
+  Rng rng(52);
+  GradProblem p;
+  p.inputs = {host(rng.vec(B * N * d.d), Shape{B, N, d.d})};
+  add_params(p, t);
+  std::vector<int64_t> cu;
+  p.forward = [&] {
+    Tensor tok = zeros(Shape{T, d.d});
+    lt.forward(S(), tok, cu, lods, p.inputs[0]);
+    return std::vector<Tensor>{tok};
+  };
+  p.backward = [&](const std::vector<Tensor>& dout) {
+    p.forward();
+    t.zero_grads();
+    Tensor dr = zeros(Shape{B, N});
+    Tensor dF = accumulated(Shape{B, N, d.d}, [&](const Tensor& g) { lt.backward(S(), g, dr, dout[0]); });
+    std::vector<Tensor> g{dF};
+    for (Tensor& x : grads_of(t)) g.push_back(x);
+    return g;
+  };
+  gradcheck(p, 53);
+  EXPECT_EQ(cu, (std::vector<int64_t>{0, 13, 41}));
+}
+
+TEST(ScorerGrad, GateWithAllocationFixed) {
+  const ScorerDims d = small_dims();
+  const std::vector<ImageLod> lods = fixed_lods(d);
+  const int64_t B = 2, N = d.cells(), T = LodTokens::total_tokens(lods);
+  ParamTable t = table_of(lod_param_specs(d, 3), 60);
+  LodTokens lt(d, 4);
+  lt.bind(t);
+  Rng rng(61);
+  Tensor F = host(rng.vec(B * N * d.d), Shape{B, N, d.d});
+  const Vec r0 = rng.vec(B * N, 0.1, 0.9);
+  GradProblem p;
+  p.inputs = {host(r0, Shape{B, N})};
+  std::vector<int64_t> cu;
+  // the gate's definition: token * (1 + r_reg - stopgrad(r_reg)), stopgrad = value at r0
+  auto region_mean = [&](const Vec& r, int64_t b, const LodToken& k) {
+    double m = 0;
+    const int y0 = (k.y0 / 4) * 4, x0 = (k.x0 / 4) * 4;
+    for (int y = y0; y < y0 + 4; ++y)
+      for (int x = x0; x < x0 + 4; ++x) m += r[size_t(b * N + y * d.G + x)] / 16.0;
+    return m;
+  };
+  p.forward = [&] {
+    Tensor tok = zeros(Shape{T, d.d});
+    lt.forward(S(), tok, cu, lods, F);
+    const Vec r = to_vector_f64(p.inputs[0]);
+    double* x = tok.ptr<double>();
+    int64_t row = 0;
+    for (int64_t b = 0; b < B; ++b)
+      for (const LodToken& k : lods[size_t(b)].tokens) {
+        const double g = 1 + region_mean(r, b, k) - region_mean(r0, b, k);
+        for (int64_t c = 0; c < d.d; ++c) x[row * d.d + c] *= g;
+        ++row;
+      }
+    return std::vector<Tensor>{tok};
+  };
+  p.backward = [&](const std::vector<Tensor>& dout) {
+    Tensor tok = zeros(Shape{T, d.d});
+    lt.forward(S(), tok, cu, lods, F);  // at r0 the gate's value is exactly 1
+    Tensor dF = zeros(Shape{B, N, d.d});
+    Tensor dr = accumulated(Shape{B, N}, [&](const Tensor& g) { lt.backward(S(), dF, g, dout[0]); });
+    return std::vector<Tensor>{dr};
+  };
+  gradcheck(p, 62);
+}
+
+TEST(ScorerGrad, StageGivesEveryScorerAndTheBalancerAGradient) {
+  ScorerOptions o;
+  o.lod.region = 4, o.lod.min_tokens = 4, o.lod.max_tokens = 40;
+  const ScorerDims d = small_dims();
+  o.scorers.hidden = d.hidden, o.scorers.k = d.k;
+  auto comm = self_comm();
+  RelevanceStage stage(o, d, *comm);
+  ParamTable t = table_of(stage.param_specs(), 70);
+  stage.bind(t);
+  const int64_t B = 2, N = d.cells();
+  Rng rng(71);
+  Tensor F = host(rng.vec(B * N * d.d), Shape{B, N, d.d}), dF = zeros(Shape{B, N, d.d});
+  GivenFeatures enc(F, dF);
+  Tensor tex = host(rng.vec(B * kTextureChannels * N), Shape{B, kTextureChannels, N});
+  Tensor query = host(rng.vec(B * d.dq), Shape{B, d.dq});
+  stage.forward(S(), enc, tex, query, {true, false}, 1);
+  const Tensor& tok = stage.tokens();
+  // tokens have the value of the ungated tokens: the gate is exactly 1
+  LodTokens lt(d, 4);
+  lt.bind(t);
+  Tensor ref = zeros(tok.shape());
+  std::vector<int64_t> cu;
+  lt.forward(S(), ref, cu, stage.allocations(), F);
+  EXPECT_EQ(to_vector_f64(ref), to_vector_f64(tok));
+  EXPECT_EQ(cu, stage.offsets());
+  Tensor dtok = host(rng.vec(tok.numel()), tok.shape()), dquery = garbage(Shape{B, d.dq});
+  t.zero_grads();
+  stage.backward(S(), enc, dquery, dtok);
+  for (const Param& p : t.params()) {
+    double s = 0;
+    for (double v : to_vector_f64(p.grad)) s += std::fabs(v);
+    EXPECT_GT(s, 1e-8) << p.spec.name << " has no gradient";
+  }
+  const Vec dq = to_vector_f64(dquery);
+  double row0 = 0, row1 = 0;
+  for (int64_t c = 0; c < d.dq; ++c) row0 += std::fabs(dq[size_t(c)]), row1 += std::fabs(dq[size_t(d.dq + c)]);
+  EXPECT_GT(row0, 0);   // image 0 has a prompt: its query gets the gradient
+  EXPECT_EQ(row1, 0);   // image 1 has none: the default query gets it (checked above)
+}
+
+}  // namespace
+}  // namespace vlm::test

@@ -1,0 +1,258 @@
+// The vision modules in f64 on CPU (TP = 1 over a size-1 MPI communicator):
+//  - Central finite differences (tests/core/gradcheck.h) of every parameter of the patch
+//    embedding (patch weight and bias, position table), of the texture map (its weight
+//    set away from zero so that its path carries gradient), of a tiny encoder (2
+//    blocks, post norm) and of a LLaVA-style readout (1 of 2 blocks, no post norm), and
+//    of the projector (input and parameters). Parameter gradients are checked to
+//    ACCUMULATE (they start from random values subtracted after), dx to be overwritten.
+//  - The patch embedding against an independent reference: conv2d (stride P) of the
+//    normalised NCHW image + the position row + the texture channels times W_tex.
+//  - The zero-initialised texture map leaves the encoder's features unchanged, and a
+//    texture change then moves no feature (while it does once the map is non-zero).
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "tests/core/gradcheck.h"
+#include "tests/support/mpi.h"
+#include "vision/encoder.h"
+#include "vision/projector.h"
+
+namespace vlm::test {
+namespace {
+
+constexpr int64_t kImages = 2;
+
+VisionConfig tiny_vision() {
+  VisionConfig v;
+  v.image_size = 8;
+  v.patch = 4;  // G = 2: 4 cells per image
+  v.d_model = 8;
+  v.n_layers = 2;
+  v.n_heads = 2;
+  v.d_ff = 16;
+  v.texture = true;
+  v.image_mean = {0.48f, 0.46f, 0.41f};
+  v.image_std = {0.27f, 0.26f, 0.28f};
+  v.validate();
+  return v;
+}
+
+Tensor random_pixels(uint64_t seed, int64_t B, int64_t S) {
+  Rng rng(seed);
+  Tensor t = Tensor::empty(cpu_backend(), Shape{B, S, S, 3}, DType::U8);
+  for (int64_t i = 0; i < t.numel(); ++i) t.ptr<uint8_t>()[i] = uint8_t(rng.randint(0, 255));
+  return t;
+}
+Tensor random_texture(uint64_t seed, const VisionConfig& v) {
+  const int64_t G = v.grid();
+  return host(Rng(seed).vec(kImages * kVisionTextureChannels * G * G, -2, 2),
+              Shape{kImages, kVisionTextureChannels, G, G});
+}
+
+// Every parameter of `t` random (norm weights near 1), the texture map included.
+void randomize(const ParamTable& t, uint64_t seed) {
+  Rng rng(seed);
+  for (const Param& p : t.params()) {
+    const bool scale = p.spec.init == InitKind::Ones;
+    copy_tensor(p.value, host(rng.vec(p.local.numel(), scale ? 0.7 : -0.5, scale ? 1.3 : 0.5), p.local));
+  }
+}
+
+// Analytic gradients of every parameter of `t` from `backward`, checked to accumulate:
+// they start from random values, which are subtracted after.
+std::vector<Tensor> param_grads(const ParamTable& t, uint64_t seed, const std::function<void()>& backward) {
+  Rng rng(seed);
+  std::vector<Vec> start;
+  for (const Param& q : t.params()) {
+    start.push_back(rng.vec(q.local.numel()));
+    copy_tensor(q.grad, host(start.back(), q.local));
+  }
+  backward();
+  std::vector<Tensor> g;
+  for (size_t i = 0; i < t.params().size(); ++i) {
+    const Param& q = t.params()[i];
+    Vec v = to_vector_f64(q.grad);
+    for (size_t j = 0; j < v.size(); ++j) v[j] -= start[i][j];
+    g.push_back(host(v, q.local));
+  }
+  return g;
+}
+
+// A PatchEmbed with its own table and plan (what the encoder does around it).
+struct EmbedRig {
+  VisionConfig cfg;
+  PatchEmbed embed;
+  ParamTable table;
+  ActPlan plan;
+  Tensor out;  // [T, d]
+  Tensor pixels = random_pixels(3, kImages, tiny_vision().image_size);
+  Tensor texture = random_texture(4, tiny_vision());
+
+  EmbedRig() : cfg(tiny_vision()), embed(cfg), table(embed.param_specs(0.02f), 1, 0, DType::F64) {
+    table.allocate(cpu_backend());
+    embed.bind(table);
+    embed.plan(plan);
+    plan.add(&out, ActPlan::Rows::T, {cfg.d_model});
+    const int64_t T = kImages * cfg.tokens();
+    plan.allocate(cpu_backend(), T, T, DType::F64);
+    randomize(table, 5);
+  }
+  Tensor forward() {
+    embed.forward(cpu_stream(), out, pixels, texture);
+    return to_host(out);
+  }
+};
+
+TEST(VisionGrad, PatchEmbeddingAndTextureMap) {
+  EmbedRig rig;
+  EXPECT_EQ(rig.table.params().size(), 4u);  // patch weight, bias, positions, texture map
+  GradProblem p;
+  for (const Param& q : rig.table.params()) p.inputs.push_back(q.value);
+  p.forward = [&] { return std::vector<Tensor>{rig.forward()}; };
+  p.backward = [&](const std::vector<Tensor>& d) {
+    rig.forward();
+    return param_grads(rig.table, 6, [&] { rig.embed.backward(cpu_stream(), d[0], rig.texture); });
+  };
+  gradcheck(p, 7);
+}
+
+TEST(VisionGrad, PatchEmbeddingMatchesConvolutionReference) {
+  EmbedRig rig;
+  const VisionConfig& v = rig.cfg;
+  const int64_t S = v.image_size, P = v.patch, G = v.grid(), d = v.d_model, B = kImages;
+  const Vec got = to_vector_f64(rig.forward());
+  // Normalised NCHW image, conv2d with stride P, then [B, d, G, G] -> [B*G*G, d].
+  Vec nchw(size_t(B * 3 * S * S));
+  const uint8_t* px = rig.pixels.ptr<uint8_t>();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t c = 0; c < 3; ++c)
+      for (int64_t y = 0; y < S; ++y)
+        for (int64_t x = 0; x < S; ++x)
+          nchw[size_t(((b * 3 + c) * S + y) * S + x)] =
+              (double(px[((b * S + y) * S + x) * 3 + c]) * double(1.f / 255.f) - double(v.image_mean[size_t(c)])) /
+              double(v.image_std[size_t(c)]);
+  Tensor conv = zeros(Shape{B, d, G, G});
+  conv2d_forward(cpu_stream(), conv, host(nchw, Shape{B, 3, S, S}), rig.table.get(kPatchWeight).value,
+                 rig.table.get(kPatchBias).value, int(P), 0);
+  const Vec cv = to_vector_f64(conv), pos = to_vector_f64(rig.table.get(kPositionTable).value);
+  const Vec tex = to_vector_f64(rig.texture), wt = to_vector_f64(rig.table.get(kTextureWeight).value);
+  Vec want(got.size());
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t cell = 0; cell < G * G; ++cell)
+      for (int64_t j = 0; j < d; ++j) {
+        double x = cv[size_t((b * d + j) * G * G + cell)] + pos[size_t(cell * d + j)];
+        for (int64_t k = 0; k < kVisionTextureChannels; ++k)
+          x += tex[size_t((b * kVisionTextureChannels + k) * G * G + cell)] * wt[size_t(j * kVisionTextureChannels + k)];
+        want[size_t((b * G * G + cell) * d + j)] = x;
+      }
+  EXPECT_CLOSE(got, want, 1e-12);
+}
+
+// An encoder in f64 with random parameters and inputs.
+struct EncoderRig {
+  std::unique_ptr<Communicator> self = self_comm();
+  VisionEncoder enc;
+  Tensor pixels, texture;
+
+  explicit EncoderRig(VisionReadout r = {}, bool random_texture_map = true)
+      : enc(tiny_vision(), cpu_backend(), *self, kImages, r, DType::F64),
+        pixels(random_pixels(11, kImages, tiny_vision().image_size)),
+        texture(random_texture(12, tiny_vision())) {
+    randomize(enc.params(), 13);
+    if (!random_texture_map) fill(cpu_stream(), enc.params().get(kTextureWeight).value, 0.f);
+  }
+  Tensor forward() {
+    enc.forward(cpu_stream(), pixels, texture);
+    return to_host(enc.features());
+  }
+};
+
+void check_encoder(VisionReadout r, uint64_t seed) {
+  EncoderRig rig(r);
+  GradProblem p;
+  for (const Param& q : rig.enc.params().params()) p.inputs.push_back(q.value);
+  p.forward = [&] { return std::vector<Tensor>{rig.forward()}; };
+  p.backward = [&](const std::vector<Tensor>& d) {
+    rig.forward();
+    return param_grads(rig.enc.params(), seed, [&] { rig.enc.backward(cpu_stream(), d[0], rig.texture); });
+  };
+  gradcheck(p, seed + 1);
+}
+
+TEST(VisionGrad, EncoderTwoBlocksPostNorm) {
+  EncoderRig rig;
+  EXPECT_EQ(rig.enc.blocks(), 2);
+  EXPECT_EQ(rig.enc.params().params().size(), size_t(4 + 2 * 16 + 2));
+  // Cost formula (encoder.h) for n = 4 tokens, K = 48, d = 8, F = 16, 2 blocks:
+  // embed 4*48*8 + 13*4*8 = 1952; block 4*(4*64 + 2*8*16) + 2*16*8 = 2304.
+  EXPECT_EQ(rig.enc.forward_macs_per_image(), 1952.0 + 2 * 2304.0);
+  EXPECT_EQ(rig.enc.backward_macs_per_image(), 1952.0 + 4 * 2304.0);
+  check_encoder({}, 21);
+}
+
+TEST(VisionGrad, EncoderLlavaReadoutOneBlockNoPostNorm) {
+  EncoderRig rig({1, false});
+  EXPECT_EQ(rig.enc.blocks(), 1);
+  EXPECT_FALSE(rig.enc.params().has(kPostNormWeight));
+  EXPECT_FALSE(rig.enc.params().has("encoder.layers.1.mlp.fc1.weight"));
+  check_encoder({1, false}, 31);
+}
+
+TEST(VisionGrad, ZeroTextureMapLeavesTheFeaturesUnchanged) {
+  // After init the texture map is zero: features do not depend on the texture array.
+  EncoderRig rig({}, false);
+  const Vec f0 = to_vector_f64(rig.forward());
+  rig.texture = random_texture(99, tiny_vision());
+  EXPECT_TRUE(to_vector_f64(rig.forward()) == f0);
+  // ... but it receives gradient, so training moves it away from zero.
+  rig.enc.zero_grads();
+  rig.enc.backward(cpu_stream(), host(Rng(5).vec(rig.enc.features().numel()), rig.enc.features().shape()),
+                   rig.texture);
+  double g = 0;
+  for (double x : to_vector_f64(rig.enc.params().get(kTextureWeight).grad)) g = std::max(g, std::fabs(x));
+  EXPECT_GT(g, 1e-3);
+  // The same after init(): zero-initialised, by the table's spec.
+  rig.enc.init(7);
+  for (double x : to_vector_f64(rig.enc.params().get(kTextureWeight).value)) EXPECT_EQ(x, 0.0);
+  // A non-zero map makes the texture matter.
+  EncoderRig moved;
+  const Vec m0 = to_vector_f64(moved.forward());
+  moved.texture = random_texture(99, tiny_vision());
+  EXPECT_GT(max_err(to_vector_f64(moved.forward()), m0), 1e-3);
+}
+
+TEST(VisionGrad, Projector) {
+  const int64_t N = 5, d_in = 6, d_out = 4;
+  Projector proj(d_in, d_out, 0.5f, cpu_backend(), 8, DType::F64);
+  randomize(proj.params(), 41);
+  GradProblem p;
+  p.inputs.push_back(host(Rng(42).vec(N * d_in, -2, 2), Shape{N, d_in}));
+  for (const Param& q : proj.params().params()) p.inputs.push_back(q.value);
+  Tensor y = zeros(Shape{N, d_out});
+  p.forward = [&] {
+    proj.forward(cpu_stream(), y, p.inputs[0]);
+    return std::vector<Tensor>{to_host(y)};
+  };
+  p.backward = [&](const std::vector<Tensor>& d) {
+    proj.forward(cpu_stream(), y, p.inputs[0]);
+    Tensor dx = garbage(Shape{N, d_in});  // overwritten
+    std::vector<Tensor> g = param_grads(proj.params(), 43, [&] { proj.backward(cpu_stream(), dx, d[0], p.inputs[0]); });
+    g.insert(g.begin(), dx);
+    return g;
+  };
+  gradcheck(p, 44);
+  // Without dx the parameter gradients are the same.
+  proj.forward(cpu_stream(), y, p.inputs[0]);
+  const Tensor dy = host(Rng(45).vec(N * d_out), Shape{N, d_out});
+  proj.zero_grads();
+  proj.backward(cpu_stream(), zeros(Shape{N, d_in}), dy, p.inputs[0]);
+  std::vector<Vec> with_dx;
+  for (const Param& q : proj.params().params()) with_dx.push_back(to_vector_f64(q.grad));
+  proj.zero_grads();
+  proj.backward(cpu_stream(), Tensor{}, dy, p.inputs[0]);
+  for (size_t i = 0; i < with_dx.size(); ++i) EXPECT_TRUE(to_vector_f64(proj.params().params()[i].grad) == with_dx[i]);
+}
+
+}  // namespace
+}  // namespace vlm::test
