@@ -1,16 +1,31 @@
 # Finds every external dependency once; sets VLM_HAS_CUDA.
 find_package(Threads REQUIRED)
-find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(MPI REQUIRED COMPONENTS C)
 find_package(HDF5 REQUIRED COMPONENTS C)
 find_package(OpenCV REQUIRED COMPONENTS core imgproc imgcodecs)
 find_package(Boost REQUIRED COMPONENTS program_options)
 find_package(GTest REQUIRED)
 
-# CBLAS from OpenBLAS (Debian: libopenblas-dev provides cblas.h and libopenblas.so).
-set(BLA_VENDOR OpenBLAS)
-find_package(BLAS REQUIRED)
-find_path(CBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES openblas REQUIRED)
+# BLAS: OpenBLAS, its pthreads build (Debian/Ubuntu: libopenblas-pthread-dev, the
+# default build of libopenblas-dev), held to one thread per call: the CPU backend runs
+# BLAS calls on its own thread pool, cut into blocks (core/cpu/blas.cpp), and stops
+# OpenBLAS's own threads at start-up, so the two never fight (README "CPU
+# performance"). Not the sequential build: Debian's is not safe to call from several
+# threads at once. Debian installs the builds side by side under
+# <libdir>/openblas-{pthread,openmp,serial}; this one is linked by its full path and its
+# folder goes into the binaries' RPATH (core/CMakeLists.txt), so they load it whichever
+# build the system's libopenblas.so.0 alternative names. Elsewhere:
+# -DVLM_BLAS_LIBRARY=<libopenblas> -DVLM_BLAS_INCLUDE_DIR=<folder of its cblas.h>.
+set(_vlm_blas_lib /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-pthread)
+set(_vlm_blas_inc /usr/include/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-pthread)
+find_library(VLM_BLAS_LIBRARY NAMES openblas PATHS ${_vlm_blas_lib} NO_DEFAULT_PATH)
+find_path(VLM_BLAS_INCLUDE_DIR cblas.h PATHS ${_vlm_blas_inc} NO_DEFAULT_PATH)
+if(NOT VLM_BLAS_LIBRARY OR NOT VLM_BLAS_INCLUDE_DIR)
+  message(FATAL_ERROR "VLM: OpenBLAS (pthreads build) not found in ${_vlm_blas_lib} "
+    "(Debian/Ubuntu: apt-get install libopenblas-pthread-dev, as ./run setup does; elsewhere "
+    "pass -DVLM_BLAS_LIBRARY=<libopenblas> -DVLM_BLAS_INCLUDE_DIR=<folder of its cblas.h>)")
+endif()
+message(STATUS "VLM: BLAS ${VLM_BLAS_LIBRARY} (one thread per call; threads from the CPU backend's pool)")
 
 # CUDA: AUTO = build when nvcc is found.
 set(VLM_HAS_CUDA OFF)

@@ -58,7 +58,7 @@ class Stream {
 // Options of Backend::create_async_stream.
 struct AsyncStreamOptions {
   bool high_priority = false;  // CUDA: the greatest stream priority (communication)
-  int threads = 0;             // CPU: the worker's OpenMP/BLAS budget (set_thread_budget); 0 = keep
+  int threads = 0;             // CPU: the worker's thread budget (set_thread_budget); 0 = keep
 };
 
 class Backend {
@@ -84,12 +84,13 @@ class Backend {
 };
 
 Backend& cpu_backend();
-// The calling thread's budget of OpenMP threads for the CPU ops it runs (the threads of
-// its parallel regions; BLAS follows OpenMP in this build). A worker of an asynchronous
-// CPU stream calls it once at start with AsyncStreamOptions::threads; n <= 0 keeps the
-// current value. The policy that picks n lives with the scheduler (scheduler/streams.h).
+// The calling thread's budget of threads for the CPU ops it runs (its own pool, the
+// caller included; BLAS calls run on those threads: core/cpu_threads.h). A worker of an
+// asynchronous CPU stream calls it once at start with AsyncStreamOptions::threads;
+// n <= 0 keeps the current value. The policy that picks n lives with the scheduler
+// (scheduler/streams.h).
 void set_thread_budget(int n);
-// The number of OpenMP threads a parallel region of the calling thread would use.
+// The number of threads a parallel loop of the calling thread may use.
 int thread_budget();
 // True when the CUDA backend was compiled in and at least one GPU is visible.
 bool cuda_available();

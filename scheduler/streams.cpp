@@ -1,8 +1,6 @@
 // Stream names, the scheduler's mode and the StreamSet with its thread policy (streams.h).
 #include "scheduler/streams.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <exception>
 
@@ -36,10 +34,6 @@ int threads_per_stream(int total, int streams) { return std::max(1, total / std:
 StreamSet::StreamSet(Backend& backend, int threads) : backend_(backend) {
   const bool cpu = backend.device() == DeviceKind::CPU;
   threads_ = threads > 0 ? threads : threads_per_stream(thread_budget());
-  if (cpu) {
-    saved_blas_threads_ = openblas_get_num_threads();
-    openblas_set_num_threads(threads_);
-  }
   for (const auto& name : stream_names()) {
     AsyncStreamOptions opt;
     opt.high_priority = name == "comm";
@@ -49,8 +43,7 @@ StreamSet::StreamSet(Backend& backend, int threads) : backend_(backend) {
 }
 
 StreamSet::~StreamSet() {
-  streams_.clear();  // joins the CPU workers first
-  if (saved_blas_threads_ > 0) openblas_set_num_threads(saved_blas_threads_);
+  streams_.clear();  // joins the CPU workers
 }
 
 Stream& StreamSet::stream(std::string_view name) const {

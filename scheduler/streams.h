@@ -6,11 +6,10 @@
 //    create_async_stream): on CPU a worker thread each, on CUDA a cudaStream each, `comm`
 //    at the greatest priority.
 //  - Thread policy (CPU): the streams run at once, so the cores are divided among them.
-//    Each worker gets set_thread_budget(max(1, T / S)) OpenMP threads, where T is the
-//    budget of the thread that creates the set (OMP_NUM_THREADS or the core count) and
-//    S the number of streams (6); OpenBLAS's thread count is process-wide in this build,
-//    so the set caps it to the same per-stream share while it lives and restores it after.
-//    `threads` in the constructor overrides the per-stream share.
+//    Each worker gets set_thread_budget(max(1, T / S)) threads, where T is the budget of
+//    the thread that creates the set (OMP_NUM_THREADS or the core count) and S the
+//    number of streams (6); the worker's ops, BLAS included, run on its own pool of that
+//    size (core/cpu_threads.h). `threads` in the constructor overrides the share.
 #pragma once
 #include <array>
 #include <memory>
@@ -35,12 +34,12 @@ const std::array<std::string, kNumStreams>& stream_names();
 // Index of a stream name in stream_names(), -1 when unknown.
 int stream_index(std::string_view name);
 
-// The per-stream OpenMP budget of the policy above for a creator budget of `total`.
+// The per-stream thread budget of the policy above for a creator budget of `total`.
 int threads_per_stream(int total, int streams = kNumStreams);
 
 class StreamSet {
  public:
-  // threads: the OpenMP/BLAS threads of each CPU worker; 0 = the policy above.
+  // threads: the thread budget of each CPU worker; 0 = the policy above.
   explicit StreamSet(Backend& backend, int threads = 0);
   ~StreamSet();
   StreamSet(const StreamSet&) = delete;
@@ -56,7 +55,6 @@ class StreamSet {
  private:
   Backend& backend_;
   int threads_ = 1;
-  int saved_blas_threads_ = 0;
   std::vector<std::unique_ptr<Stream>> streams_;
 };
 

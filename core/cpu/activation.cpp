@@ -26,11 +26,13 @@ void gelu_forward(Stream& s, const Tensor& out, const Tensor& in) {
     const int64_t n = in.numel();
     if constexpr (std::is_same_v<T, float>) {  // vectorised (vec_math.h), chunks of kChunk
       const int64_t nc = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (n > kOmpMin)
-      for (int64_t c = 0; c < nc; ++c) gelu_f32(o + c * kChunk, x + c * kChunk, std::min(kChunk, n - c * kChunk));
+      parallel_for(nc, kGrainMath / kChunk, [&](int64_t c0, int64_t c1) {
+        for (int64_t c = c0; c < c1; ++c) gelu_f32(o + c * kChunk, x + c * kChunk, std::min(kChunk, n - c * kChunk));
+      });
     } else {
-#pragma omp parallel for schedule(static) if (n > kOmpMin)
-      for (int64_t i = 0; i < n; ++i) o[i] = gelu_tanh(x[i]);
+      parallel_for(n, kGrainMath, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) o[i] = gelu_tanh(x[i]);
+      });
     }
   });
 }
@@ -46,12 +48,14 @@ void gelu_backward(Stream& s, const Tensor& din, const Tensor& in, const Tensor&
     const int64_t n = in.numel();
     if constexpr (std::is_same_v<T, float>) {
       const int64_t nc = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (n > kOmpMin)
-      for (int64_t c = 0; c < nc; ++c)
-        gelu_grad_f32(d + c * kChunk, x + c * kChunk, g + c * kChunk, std::min(kChunk, n - c * kChunk));
+      parallel_for(nc, kGrainMath / kChunk, [&](int64_t c0, int64_t c1) {
+        for (int64_t c = c0; c < c1; ++c)
+          gelu_grad_f32(d + c * kChunk, x + c * kChunk, g + c * kChunk, std::min(kChunk, n - c * kChunk));
+      });
     } else {
-#pragma omp parallel for schedule(static) if (n > kOmpMin)
-      for (int64_t i = 0; i < n; ++i) d[i] = g[i] * gelu_tanh_grad(x[i]);
+      parallel_for(n, kGrainMath, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) d[i] = g[i] * gelu_tanh_grad(x[i]);
+      });
     }
   });
 }
@@ -65,11 +69,12 @@ void swiglu_forward(Stream& s, const Tensor& out, const Tensor& gate, const Tens
     T* o = out.ptr<T>();
     const T *g = gate.ptr<T>(), *u = up.ptr<T>();
     const int64_t n = gate.numel();
-#pragma omp parallel for schedule(static) if (n > kOmpMin)
-    for (int64_t i = 0; i < n; ++i) {
-      T sig = T(1) / (T(1) + std::exp(-g[i]));
-      o[i] = g[i] * sig * u[i];
-    }
+    parallel_for(n, kGrainMath, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        T sig = T(1) / (T(1) + std::exp(-g[i]));
+        o[i] = g[i] * sig * u[i];
+      }
+    });
   });
 }
 
@@ -85,13 +90,14 @@ void swiglu_backward(Stream& s, const Tensor& dgate, const Tensor& dup, const Te
     T *dg = dgate.ptr<T>(), *du = dup.ptr<T>();
     const T *g = gate.ptr<T>(), *u = up.ptr<T>(), *d = dout.ptr<T>();
     const int64_t n = gate.numel();
-#pragma omp parallel for schedule(static) if (n > kOmpMin)
-    for (int64_t i = 0; i < n; ++i) {
-      const T x = g[i], dy = d[i], ui = u[i];  // read all before writing (aliasing)
-      T sig = T(1) / (T(1) + std::exp(-x));
-      dg[i] = dy * ui * sig * (T(1) + x * (T(1) - sig));
-      du[i] = dy * x * sig;
-    }
+    parallel_for(n, kGrainMath, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const T x = g[i], dy = d[i], ui = u[i];  // read all before writing (aliasing)
+        T sig = T(1) / (T(1) + std::exp(-x));
+        dg[i] = dy * ui * sig * (T(1) + x * (T(1) - sig));
+        du[i] = dy * x * sig;
+      }
+    });
   });
 }
 

@@ -9,15 +9,13 @@
 //             f32 or f64), O = P V;
 //   backward: P = exp(S - lse) recomputed, D = rowsum(dO * O), dV += P^T dO,
 //             dS = P (dO V^T - D), dQ = scale dS K, dK += scale dS^T Q.
-// Parallel (OpenMP) over (sample, head) in forward and (sample, kv head) in backward;
-// a backward unit sums its group's query heads and query blocks into dK/dV in a fixed
-// order, so there are no races and the output is bitwise the same for any thread count
-// (each element of a BLAS product is computed whole by one thread: see blas.h).
+// Parallel over (sample, head) in forward and (sample, kv head) in backward (pool
+// tasks, core/cpu/thread_pool.h); a backward unit sums its group's query heads and query
+// blocks into dK/dV in a fixed order, so there are no races and the output is bitwise
+// the same for any thread count (each element of a BLAS product is computed whole by
+// one call: see blas.h). Scratch (scores, unit order) is per-thread and kept.
 #include <algorithm>
 #include <cmath>
-#include <vector>
-
-#include <omp.h>
 
 #include "core/cpu/blas.h"
 #include "core/cpu/cpu_util.h"
@@ -52,40 +50,33 @@ AttnDims attn_dims(const char* op, const Tensor& q, const Tensor& k, const Tenso
   return d;
 }
 
-// Runs f(unit, scratch) for the units in `order`. With enough units and work, OpenMP
-// over them (dynamic: `order` puts the longest first) with OpenBLAS held to one thread
-// (no nested pools); otherwise in order, each BLAS call free to use OpenBLAS threads.
-// A unit's result does not depend on which thread runs it, so both give the same bits.
-template <typename F>
-void for_units(const std::vector<int64_t>& order, int64_t work, F&& f) {
-  const int64_t n = int64_t(order.size());
-  const int nt = omp_get_max_threads();
-  if (nt > 1 && n >= nt && work > kOmpMin) {
-    BlasThreads one(1);
-#pragma omp parallel
-    {
-      std::vector<char> scratch;
-#pragma omp for schedule(dynamic, 1)
-      for (int64_t i = 0; i < n; ++i) f(order[size_t(i)], scratch);
-    }
-  } else {
-    std::vector<char> scratch;
-    for (int64_t i = 0; i < n; ++i) f(order[size_t(i)], scratch);
+// Units u = b * per_sample + x, longest sample first (load balance of the task loop),
+// in per-thread scratch slot 0: order[0, B * per_sample).
+const int64_t* unit_order(const AttnDims& d, int64_t per_sample) {
+  int64_t* samples = thread_scratch<int64_t>(0, d.B * (per_sample + 1));
+  int64_t* order = samples + d.B;
+  auto len = [&](int64_t b) { return d.cu[b + 1] - d.cu[b]; };
+  for (int64_t b = 0; b < d.B; ++b) {  // stable insertion sort, longest first (no allocation)
+    int64_t i = b;
+    for (; i > 0 && len(samples[i - 1]) < len(b); --i) samples[i] = samples[i - 1];
+    samples[i] = b;
   }
+  for (int64_t i = 0; i < d.B; ++i)
+    for (int64_t x = 0; x < per_sample; ++x) order[i * per_sample + x] = samples[i] * per_sample + x;
+  return order;
 }
 
-// Units u = b * per_sample + x, longest sample first (load balance of the dynamic loop).
-std::vector<int64_t> unit_order(const AttnDims& d, int64_t per_sample) {
-  std::vector<int64_t> samples(size_t(d.B));
-  for (int64_t b = 0; b < d.B; ++b) samples[size_t(b)] = b;
-  std::stable_sort(samples.begin(), samples.end(), [&](int64_t a, int64_t b) {
-    return d.cu[a + 1] - d.cu[a] > d.cu[b + 1] - d.cu[b];
-  });
-  std::vector<int64_t> order;
-  order.reserve(size_t(d.B * per_sample));
-  for (int64_t b : samples)
-    for (int64_t x = 0; x < per_sample; ++x) order.push_back(b * per_sample + x);
-  return order;
+// Runs f(unit) for the n units of `order`: as pool tasks (claimed in order, longest
+// first) when there is a unit per thread and enough work; otherwise in order on the
+// caller, whose BLAS calls then split over the pool. A unit's result does not depend on
+// which thread runs it, so both give the same bits.
+template <typename F>
+void for_units(const int64_t* order, int64_t n, int64_t work, F&& f) {
+  const int nt = threads_for(work, kGrainMath * 64);
+  if (nt > 1 && n >= nt)
+    parallel_tasks(n, nt, [&](int64_t i) { f(order[i]); });
+  else
+    for (int64_t i = 0; i < n; ++i) f(order[i]);
 }
 
 // x[j] = exp(x[j] - m), j < n; returns sum_j x[j] in double (f32: exp_v4 from
@@ -103,13 +94,6 @@ inline double exp_shifted(float* x, int64_t n, float m) {
     for (int64_t i = 0; i < w; ++i) lane[i] += double(v[i]);
   });
   return (lane[0] + lane[1]) + (lane[2] + lane[3]);
-}
-
-// Typed view of a byte scratch buffer grown to hold n elements of T.
-template <typename T>
-T* scratch_of(std::vector<char>& buf, int64_t n) {
-  if (buf.size() < size_t(n) * sizeof(T)) buf.resize(size_t(n) * sizeof(T));
-  return reinterpret_cast<T*>(buf.data());
 }
 
 // Query block rows [i0, i1) of a sample of length L see keys [0, kl): the sample
@@ -138,11 +122,11 @@ void attention_forward(Stream& s, const Tensor& out, const Tensor& lse, const Te
     const T *pq = q.ptr<T>(), *pk = k.ptr<T>(), *pv = v.ptr<T>();
     T* po = out.ptr<T>();
     // Unit u = (sample b, head h): S[kRows, L] = scale Q K^T, softmax in place, O = P V.
-    for_units(unit_order(d, NH), work, [&](int64_t u, std::vector<char>& buf) {
+    for_units(unit_order(d, NH), d.B * NH, work, [&](int64_t u) {
       const int64_t b = u / NH, h = u % NH, kh = h / group;
       const int64_t t0 = d.cu[b], L = d.cu[b + 1] - t0;
       if (L == 0) return;
-      T* S = scratch_of<T>(buf, std::min(L, kRows) * L);
+      T* S = thread_scratch<T>(1, std::min(L, kRows) * L);
       const T *K = pk + (t0 * NKV + kh) * HS, *V = pv + (t0 * NKV + kh) * HS;
       for (int64_t i0 = 0; i0 < L; i0 += kRows) {
         const int64_t i1 = std::min(L, i0 + kRows), m = i1 - i0;
@@ -188,12 +172,12 @@ void attention_backward(Stream& s, const Tensor& dq, const Tensor& dk, const Ten
     const T *pq = q.ptr<T>(), *pk = k.ptr<T>(), *pv = v.ptr<T>(), *po = out.ptr<T>(), *pg = dout.ptr<T>();
     T *pdq = dq.ptr<T>(), *pdk = dk.ptr<T>(), *pdv = dv.ptr<T>();
     // Unit u = (sample b, kv head kh): owns dK, dV of its rows and dQ of its group's heads.
-    for_units(unit_order(d, NKV), work * 3, [&](int64_t u, std::vector<char>& buf) {
+    for_units(unit_order(d, NKV), d.B * NKV, work * 3, [&](int64_t u) {
       const int64_t b = u / NKV, kh = u % NKV;
       const int64_t t0 = d.cu[b], L = d.cu[b + 1] - t0;
       if (L == 0) return;
       const int64_t bs = std::min(L, kRows);
-      T* P = scratch_of<T>(buf, 2 * bs * L);
+      T* P = thread_scratch<T>(1, 2 * bs * L);
       T* dS = P + bs * L;
       const T *K = pk + (t0 * NKV + kh) * HS, *V = pv + (t0 * NKV + kh) * HS;
       T *dK = pdk + (t0 * NKV + kh) * HS, *dV = pdv + (t0 * NKV + kh) * HS;

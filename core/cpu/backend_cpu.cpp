@@ -1,5 +1,6 @@
-// The CPU backend: host memory (256-byte aligned), two kinds of stream and events that
-// are real completion flags.
+// The CPU backend: host memory (256-byte aligned; blocks of 8 MiB and more 2 MiB-aligned
+// and marked for transparent huge pages, which the arenas, weights and optimizer state
+// are), two kinds of stream and events that are real completion flags.
 //  - The synchronous stream (default_stream, create_stream) runs work when enqueued;
 //    record completes the event at once and stamps the host time (steady clock).
 //  - The asynchronous stream (create_async_stream) owns one worker thread that runs an
@@ -9,12 +10,14 @@
 //    rethrown by synchronize(); the items after it still run, so every event recorded
 //    on the stream completes and no other stream waits forever. synchronize() called by
 //    a closure running on the stream itself returns at once (the work before it is done).
+//    The worker's ops run on its own thread pool of AsyncStreamOptions::threads threads
+//    (set_thread_budget).
 //  - An event counts records (generations): record() arms generation g+1 at enqueue
 //    time, its completion publishes g+1; wait() and query() refer to the generation
 //    armed when they are called, as cudaStreamWaitEvent does.
-#include <cblas.h>
-#include <omp.h>
-
+// Large copies and zero fills (a gradient arena is cleared every step) are split over
+// the caller's thread pool (core/cpu/thread_pool.h), in chunks of whole cache lines.
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -26,11 +29,17 @@
 #include <new>
 #include <thread>
 
+#include <sys/mman.h>
+
 #include "core/backend.h"
+#include "core/cpu/blas.h"
+#include "core/cpu/thread_pool.h"
 #include "core/error.h"
 
 namespace vlm {
 namespace {
+
+using cpu::parallel_for;
 
 class CpuEvent final : public Event {
  public:
@@ -82,6 +91,16 @@ CpuEvent& cpu_event(Event& e) {
   auto* c = dynamic_cast<CpuEvent*>(&e);
   VLM_ASSERT(c, "CpuStream: event of another backend");
   return *c;
+}
+
+// f(begin, end) over [0, bytes) in chunks of whole 64-byte lines, in parallel when large.
+template <typename F>
+void for_byte_chunks(size_t bytes, F&& f) {
+  const int64_t lines = int64_t((bytes + 63) / 64);
+  parallel_for(lines, cpu::kGrainStream * 4 / 64, [&](int64_t l0, int64_t l1) {
+    const size_t b = size_t(l0) * 64, e = std::min(bytes, size_t(l1) * 64);
+    f(b, e);
+  });
 }
 
 class CpuStream final : public Stream {
@@ -201,25 +220,39 @@ class AsyncCpuStream final : public Stream {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend() : default_("default") {}
+  CpuBackend() : default_("default") { cpu::blas_init(); }
   DeviceKind device() const override { return DeviceKind::CPU; }
   std::string description() const override {
-    return cat("cpu (OpenBLAS ", openblas_get_num_threads(), " threads, OpenMP ", omp_get_max_threads(),
-               " threads)");
+    return cat("cpu (", cpu_thread_summary(), ")");
   }
   void* allocate(size_t bytes) override {
+    if (bytes >= kHugeMin) {  // 2 MiB pages: fewer TLB misses in the big arenas' sweeps
+      const size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
+      void* p = std::aligned_alloc(kHuge, rounded);
+      if (!p) throw std::bad_alloc();
+      madvise(p, rounded, MADV_HUGEPAGE);
+      return p;
+    }
     size_t rounded = (bytes + 255) / 256 * 256;
     void* p = std::aligned_alloc(256, rounded ? rounded : 256);
     if (!p) throw std::bad_alloc();
     return p;
   }
+  static constexpr size_t kHuge = size_t(2) << 20, kHugeMin = size_t(8) << 20;
   void deallocate(void* p) override { std::free(p); }
   void copy(void* dst, DeviceKind dst_dev, const void* src, DeviceKind src_dev, size_t bytes) override {
     VLM_ASSERT(dst_dev == DeviceKind::CPU && src_dev == DeviceKind::CPU, "cpu backend copies host memory only");
-    if (bytes) std::memmove(dst, src, bytes);
+    if (!bytes) return;
+    const char *s = static_cast<const char*>(src), *e = s + bytes;
+    char* d = static_cast<char*>(dst);
+    if (d + bytes <= s || e <= d)  // disjoint: chunks in parallel
+      for_byte_chunks(bytes, [&](size_t b, size_t f) { std::memcpy(d + b, s + b, f - b); });
+    else
+      std::memmove(dst, src, bytes);
   }
   void memset_zero(void* p, size_t bytes) override {
-    if (bytes) std::memset(p, 0, bytes);
+    char* c = static_cast<char*>(p);
+    for_byte_chunks(bytes, [&](size_t b, size_t e) { std::memset(c + b, 0, e - b); });
   }
   Stream& default_stream() override { return default_; }
   std::unique_ptr<Stream> create_stream(const std::string& name) override {
@@ -245,11 +278,5 @@ Backend& cpu_backend() {
   static CpuBackend b;
   return b;
 }
-
-void set_thread_budget(int n) {
-  if (n > 0) omp_set_num_threads(n);
-}
-
-int thread_budget() { return omp_get_max_threads(); }
 
 }  // namespace vlm

@@ -1,41 +1,31 @@
-// Thin row-major wrappers over OpenBLAS cblas_sgemm / cblas_dgemm for the CPU ops
-// (gemm.cpp, conv.cpp, attention.cpp):
+// Row-major GEMM for the CPU ops (gemm.cpp, conv.cpp, attention.cpp) on OpenBLAS held
+// to one thread per call (core/cpu/blas.cpp):
 //  - blas_gemm: C[M,N] = alpha op(A) op(B) + beta C, contiguous operands;
 //  - blas_gemm_ld: the same with explicit leading dimensions (strided row views, e.g.
-//    one head of a packed [T,NH,HS] tensor has ld = NH*HS); K == 0 applies beta by hand;
-//  - BlasThreads: RAII cap on OpenBLAS threads (restored on exit), used around OpenMP
-//    regions that call BLAS from several threads, so the two pools do not nest.
-// OpenBLAS splits M/N between its threads, never K, so every element of C is computed
-// whole by one thread, in the same order, for any thread count (deterministic).
+//    one head of a packed [T,NH,HS] tensor has ld = NH*HS); K == 0 applies beta by hand.
+// Threads: a product big enough is cut into blocks of C whose layout depends only on
+// its shape (and the machine's core count), one single-threaded BLAS call per block, run by
+// the caller's pool (core/cpu/thread_pool.h) or in order inside a pool task. Never
+// split over K, so C is bitwise the same for any thread count.
 #pragma once
-#include <cblas.h>
-
 #include <cstdint>
 
 namespace vlm::cpu {
 
-inline void blas_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const float* A,
-                      const float* B, double beta, float* C) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N),
-              int(K), float(alpha), A, int(ta ? M : K), B, int(tb ? K : N), float(beta), C, int(N));
-}
+// Threads of one BLAS call (1 once blas_init() ran; other values mean a second pool).
+int blas_threads();
+// Holds OpenBLAS to one thread per call and stops its own threads; once per process,
+// before the first product (gemm_ld calls it; the CPU backend calls it at start-up).
+void blas_init();
 
-inline void blas_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double* A,
-                      const double* B, double beta, double* C) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N),
-              int(K), alpha, A, int(ta ? M : K), B, int(tb ? K : N), beta, C, int(N));
-}
+// Blocks an M x N x K product is cut into (1: one BLAS call).
+int64_t gemm_blocks(int64_t M, int64_t N, int64_t K);
 
-namespace detail {
-inline void gemm_ld(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, double alpha, const float* A,
-                    int lda, const float* B, int ldb, double beta, float* C, int ldc) {
-  cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, float(alpha), A, lda, B, ldb, float(beta), C, ldc);
-}
-inline void gemm_ld(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, double alpha, const double* A,
-                    int lda, const double* B, int ldb, double beta, double* C, int ldc) {
-  cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-}
-}  // namespace detail
+// C (row stride ldc) = alpha op(A) op(B) + beta C; requires M, N, K >= 1.
+void gemm_ld(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const float* A, int64_t lda,
+             const float* B, int64_t ldb, double beta, float* C, int64_t ldc);
+void gemm_ld(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double* A, int64_t lda,
+             const double* B, int64_t ldb, double beta, double* C, int64_t ldc);
 
 // C[M,N] (row stride ldc) = alpha op(A) op(B) + beta C; A, B with row strides lda, ldb.
 // beta == 0 with K == 0 writes zeros (BLAS may skip the call entirely).
@@ -48,19 +38,14 @@ void blas_gemm_ld(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alph
       for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0 ? T(0) : T(beta) * C[i * ldc + j];
     return;
   }
-  detail::gemm_ld(ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N), int(K), alpha, A,
-                  int(lda), B, int(ldb), beta, C, int(ldc));
+  gemm_ld(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-class BlasThreads {
- public:
-  explicit BlasThreads(int n) : saved_(openblas_get_num_threads()) { openblas_set_num_threads(n); }
-  ~BlasThreads() { openblas_set_num_threads(saved_); }
-  BlasThreads(const BlasThreads&) = delete;
-  BlasThreads& operator=(const BlasThreads&) = delete;
-
- private:
-  int saved_;
-};
+// Contiguous operands: A is [M,K] ([K,M] when ta), B is [K,N] ([N,K] when tb), C [M,N].
+template <typename T>
+void blas_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const T* A, const T* B,
+               double beta, T* C) {
+  blas_gemm_ld(ta, tb, M, N, K, alpha, A, ta ? M : K, B, tb ? K : N, beta, C, N);
+}
 
 }  // namespace vlm::cpu

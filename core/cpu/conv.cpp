@@ -6,8 +6,8 @@
 // overwritten and skipped when undefined; bias/dbias may be undefined.
 // avgpool2d: k x k windows with a stride, no padding; backward spreads dout/(k*k) over
 // each window (parallel over (b, c) planes; overlapping windows add in a fixed order).
+// The im2col buffer is per-thread scratch, kept between calls.
 #include <algorithm>
-#include <vector>
 
 #include "core/cpu/blas.h"
 #include "core/cpu/cpu_util.h"
@@ -40,40 +40,42 @@ ConvDims conv_dims(const char* op, const Tensor& in, const Tensor& w, int stride
 // col[(ci*KH+kh)*KW+kw, oy*Wo+ox] = in[ci, oy*stride-pad+kh, ox*stride-pad+kw] (0 outside).
 template <typename T>
 void im2col(const ConvDims& d, const T* in, T* col, int stride, int pad) {
-#pragma omp parallel for schedule(static) if (d.K * d.P > kOmpMin)
-  for (int64_t r = 0; r < d.K; ++r) {
-    const int64_t ci = r / (d.KH * d.KW), kh = (r / d.KW) % d.KH, kw = r % d.KW;
-    for (int64_t oy = 0; oy < d.Ho; ++oy) {
-      const int64_t y = oy * stride - pad + kh;
-      for (int64_t ox = 0; ox < d.Wo; ++ox) {
-        const int64_t x = ox * stride - pad + kw;
-        const bool inside = y >= 0 && y < d.H && x >= 0 && x < d.W;
-        col[r * d.P + oy * d.Wo + ox] = inside ? in[(ci * d.H + y) * d.W + x] : T(0);
+  parallel_for(d.K, row_grain(d.P, kGrainStream), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t ci = r / (d.KH * d.KW), kh = (r / d.KW) % d.KH, kw = r % d.KW;
+      for (int64_t oy = 0; oy < d.Ho; ++oy) {
+        const int64_t y = oy * stride - pad + kh;
+        for (int64_t ox = 0; ox < d.Wo; ++ox) {
+          const int64_t x = ox * stride - pad + kw;
+          const bool inside = y >= 0 && y < d.H && x >= 0 && x < d.W;
+          col[r * d.P + oy * d.Wo + ox] = inside ? in[(ci * d.H + y) * d.W + x] : T(0);
+        }
       }
     }
-  }
+  });
 }
 
 // din[ci] = sum over the col rows of channel ci (overwrite).
 template <typename T>
 void col2im(const ConvDims& d, const T* col, T* din, int stride, int pad) {
-#pragma omp parallel for schedule(static) if (d.K * d.P > kOmpMin)
-  for (int64_t ci = 0; ci < d.Cin; ++ci) {
-    T* plane = din + ci * d.H * d.W;
-    std::fill(plane, plane + d.H * d.W, T(0));
-    for (int64_t kh = 0; kh < d.KH; ++kh)
-      for (int64_t kw = 0; kw < d.KW; ++kw) {
-        const T* cr = col + ((ci * d.KH + kh) * d.KW + kw) * d.P;
-        for (int64_t oy = 0; oy < d.Ho; ++oy) {
-          const int64_t y = oy * stride - pad + kh;
-          if (y < 0 || y >= d.H) continue;
-          for (int64_t ox = 0; ox < d.Wo; ++ox) {
-            const int64_t x = ox * stride - pad + kw;
-            if (x >= 0 && x < d.W) plane[y * d.W + x] += cr[oy * d.Wo + ox];
+  parallel_for(d.Cin, row_grain(d.KH * d.KW * d.P, kGrainStream), [&](int64_t c0, int64_t c1) {
+    for (int64_t ci = c0; ci < c1; ++ci) {
+      T* plane = din + ci * d.H * d.W;
+      std::fill(plane, plane + d.H * d.W, T(0));
+      for (int64_t kh = 0; kh < d.KH; ++kh)
+        for (int64_t kw = 0; kw < d.KW; ++kw) {
+          const T* cr = col + ((ci * d.KH + kh) * d.KW + kw) * d.P;
+          for (int64_t oy = 0; oy < d.Ho; ++oy) {
+            const int64_t y = oy * stride - pad + kh;
+            if (y < 0 || y >= d.H) continue;
+            for (int64_t ox = 0; ox < d.Wo; ++ox) {
+              const int64_t x = ox * stride - pad + kw;
+              if (x >= 0 && x < d.W) plane[y * d.W + x] += cr[oy * d.Wo + ox];
+            }
           }
         }
-      }
-  }
+    }
+  });
 }
 
 }  // namespace
@@ -88,17 +90,17 @@ void conv2d_forward(Stream& s, const Tensor& out, const Tensor& in, const Tensor
   if (bias.defined()) check_tensor(bias, in.dtype(), d.Cout, op, "bias");
   dispatch_float(in.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
-    std::vector<T> col(size_t(d.K * d.P));
+    T* col = thread_scratch<T>(0, d.K * d.P);
     const T *pi = in.ptr<T>(), *pw = w.ptr<T>(), *pb = bias.defined() ? bias.ptr<T>() : nullptr;
     T* po = out.ptr<T>();
     for (int64_t b = 0; b < d.B; ++b) {
       T* ob = po + b * d.Cout * d.P;
-      im2col(d, pi + b * d.Cin * d.H * d.W, col.data(), stride, pad);
+      im2col(d, pi + b * d.Cin * d.H * d.W, col, stride, pad);
       if (pb)
         for (int64_t co = 0; co < d.Cout; ++co) std::fill(ob + co * d.P, ob + (co + 1) * d.P, pb[co]);
       else
         std::fill(ob, ob + d.Cout * d.P, T(0));
-      if (d.K > 0 && d.P > 0) blas_gemm(false, false, d.Cout, d.P, d.K, 1.0, pw, col.data(), 1.0, ob);
+      if (d.K > 0 && d.P > 0) blas_gemm(false, false, d.Cout, d.P, d.K, 1.0, pw, col, 1.0, ob);
     }
   });
 }
@@ -113,7 +115,7 @@ void conv2d_backward(Stream& s, const Tensor& din, const Tensor& dw, const Tenso
   if (dbias.defined()) check_tensor(dbias, in.dtype(), d.Cout, op, "dbias");
   dispatch_float(in.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
-    std::vector<T> col(size_t(d.K * d.P));
+    T* col = thread_scratch<T>(0, d.K * d.P);
     const T *pi = in.ptr<T>(), *pw = w.ptr<T>(), *pg = dout.ptr<T>();
     T* pdw = dw.ptr<T>();
     for (int64_t b = 0; b < d.B; ++b) {
@@ -127,11 +129,11 @@ void conv2d_backward(Stream& s, const Tensor& din, const Tensor& dw, const Tenso
         }
       }
       if (d.K == 0 || d.P == 0) continue;
-      im2col(d, pi + b * d.Cin * d.H * d.W, col.data(), stride, pad);
-      blas_gemm(false, true, d.Cout, d.K, d.P, 1.0, gb, col.data(), 1.0, pdw);
+      im2col(d, pi + b * d.Cin * d.H * d.W, col, stride, pad);
+      blas_gemm(false, true, d.Cout, d.K, d.P, 1.0, gb, col, 1.0, pdw);
       if (din.defined()) {
-        blas_gemm(true, false, d.K, d.P, d.Cout, 1.0, pw, gb, 0.0, col.data());
-        col2im(d, col.data(), din.ptr<T>() + b * d.Cin * d.H * d.W, stride, pad);
+        blas_gemm(true, false, d.K, d.P, d.Cout, 1.0, pw, gb, 0.0, col);
+        col2im(d, col, din.ptr<T>() + b * d.Cin * d.H * d.W, stride, pad);
       }
     }
   });
@@ -151,15 +153,16 @@ void avgpool2d_forward(Stream& s, const Tensor& out, const Tensor& in, int k, in
     const T* pi = in.ptr<T>();
     T* po = out.ptr<T>();
     const double inv = 1.0 / double(k * k);
-#pragma omp parallel for schedule(static) if (in.numel() > kOmpMin)
-    for (int64_t pc = 0; pc < BC; ++pc)
-      for (int64_t oy = 0; oy < Ho; ++oy)
-        for (int64_t ox = 0; ox < Wo; ++ox) {
-          double acc = 0;
-          for (int64_t i = 0; i < k; ++i)
-            for (int64_t j = 0; j < k; ++j) acc += double(pi[(pc * H + oy * stride + i) * W + ox * stride + j]);
-          po[(pc * Ho + oy) * Wo + ox] = T(acc * inv);
-        }
+    parallel_for(BC, row_grain(H * W, kGrainStream), [&](int64_t p0, int64_t p1) {
+      for (int64_t pc = p0; pc < p1; ++pc)
+        for (int64_t oy = 0; oy < Ho; ++oy)
+          for (int64_t ox = 0; ox < Wo; ++ox) {
+            double acc = 0;
+            for (int64_t i = 0; i < k; ++i)
+              for (int64_t j = 0; j < k; ++j) acc += double(pi[(pc * H + oy * stride + i) * W + ox * stride + j]);
+            po[(pc * Ho + oy) * Wo + ox] = T(acc * inv);
+          }
+    });
   });
 }
 
@@ -179,17 +182,18 @@ void avgpool2d_backward(Stream& s, const Tensor& din, const Tensor& dout, int k,
     const T* pg = dout.ptr<T>();
     T* pd = din.ptr<T>();
     const T inv = T(1.0 / double(k * k));
-#pragma omp parallel for schedule(static) if (din.numel() > kOmpMin)
-    for (int64_t pc = 0; pc < BC; ++pc) {
-      T* plane = pd + pc * H * W;
-      std::fill(plane, plane + H * W, T(0));
-      for (int64_t oy = 0; oy < Ho; ++oy)
-        for (int64_t ox = 0; ox < Wo; ++ox) {
-          const T g = pg[(pc * Ho + oy) * Wo + ox] * inv;
-          for (int64_t i = 0; i < k; ++i)
-            for (int64_t j = 0; j < k; ++j) plane[(oy * stride + i) * W + ox * stride + j] += g;
-        }
-    }
+    parallel_for(BC, row_grain(H * W, kGrainStream), [&](int64_t p0, int64_t p1) {
+      for (int64_t pc = p0; pc < p1; ++pc) {
+        T* plane = pd + pc * H * W;
+        std::fill(plane, plane + H * W, T(0));
+        for (int64_t oy = 0; oy < Ho; ++oy)
+          for (int64_t ox = 0; ox < Wo; ++ox) {
+            const T g = pg[(pc * Ho + oy) * Wo + ox] * inv;
+            for (int64_t i = 0; i < k; ++i)
+              for (int64_t j = 0; j < k; ++j) plane[(oy * stride + i) * W + ox * stride + j] += g;
+          }
+      }
+    });
   });
 }
 

@@ -65,8 +65,9 @@ void convert(Stream& s, const Tensor& dst, const Tensor& src) {
       D* d = dst.ptr<D>();
       const S* p = src.ptr<S>();
       const int64_t n = src.numel();
-#pragma omp parallel for schedule(static) if (n > kOmpMin)
-      for (int64_t i = 0; i < n; ++i) d[i] = convert_one<D>(p[i]);
+      parallel_for(n, kGrainStream, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) d[i] = convert_one<D>(p[i]);
+      });
     });
   });
 }

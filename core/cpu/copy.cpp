@@ -1,6 +1,7 @@
 // CPU copy (core/ops/elementwise.inc): dst = src as bytes, any dtype. Large tensors are
-// copied in fixed 1 MiB chunks spread over the OpenMP threads; the result does not
-// depend on the thread count (every byte is written once, from the same source byte).
+// copied in fixed 1 MiB chunks spread over the thread pool (core/cpu/thread_pool.h);
+// the result does not depend on the thread count (every byte is written once, from the
+// same source byte).
 #include <algorithm>
 #include <cstring>
 
@@ -21,11 +22,12 @@ void copy(Stream& s, const Tensor& dst, const Tensor& src) {
   VLM_ASSERT(n == 0 || d + n <= p || p + n <= d, "copy: dst ", dst.str(), " and src ", src.str(), " overlap");
   constexpr size_t kChunk = size_t(1) << 20;
   const int64_t chunks = int64_t((n + kChunk - 1) / kChunk);
-#pragma omp parallel for schedule(static) if (chunks > 1)
-  for (int64_t c = 0; c < chunks; ++c) {
-    const size_t at = size_t(c) * kChunk;
-    std::memcpy(d + at, p + at, std::min(kChunk, n - at));
-  }
+  parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      const size_t at = size_t(c) * kChunk;
+      std::memcpy(d + at, p + at, std::min(kChunk, n - at));
+    }
+  });
 }
 
 }  // namespace vlm::cpu

@@ -6,19 +6,42 @@
 //    accepted, so f64 gradient checks are exact.
 //  - check_cpu / check_same: shape, dtype and device asserts (internal errors).
 //  - gelu_tanh / gelu_tanh_grad: the GPT-2 tanh GELU and its derivative.
-//  - kOmpMin: below this many elements a loop runs on one thread.
+//  - thread_scratch<T>(slot, n): per-thread scratch memory kept between calls.
+//  - VLM_CPU_CLONES: compile a function once per x86-64 level and pick at run time.
+// Threads: parallel loops go through core/cpu/thread_pool.h (included here).
 // Invariant: every loop that reduces does so in a fixed order, independent of the
 // thread count, so the same input gives bitwise the same output.
 #pragma once
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
+#include "core/cpu/thread_pool.h"
 #include "core/error.h"
 #include "core/tensor.h"
 
+// Function multi-versioning: the compiler emits an AVX2+FMA (x86-64-v3) and a baseline
+// body, and the dynamic loader binds the best one for the CPU at start-up, so the binary
+// runs on any x86-64 CPU. The kernels are compiled with -ffp-contract=off
+// (core/CMakeLists.txt), so both bodies round every element the same way. Off under
+// the sanitizers, whose run time is not ready when the loader runs the ifunc resolvers.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && \
+    !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+#define VLM_CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define VLM_CPU_CLONES
+#endif
+
 namespace vlm::cpu {
 
-inline constexpr int64_t kOmpMin = 1 << 14;
+// Scratch of `bytes` for the calling thread in slot 0..3, grown when a larger size is
+// asked and kept, so an op allocates only the first time it sees a size. One op uses a
+// slot at a time on a thread: slot 0 in an op's serial part, slots 1..3 inside tasks.
+char* thread_scratch_bytes(int slot, size_t bytes);
+template <typename T>
+T* thread_scratch(int slot, int64_t n) {
+  return reinterpret_cast<T*>(thread_scratch_bytes(slot, size_t(n) * sizeof(T)));
+}
 
 template <typename F>
 void dispatch_float(DType t, const char* op, F&& f) {

@@ -5,8 +5,10 @@
 // the declaration allows it (each element is read before it is written).
 // sum_squares reduces in fixed chunks of kChunk elements, then adds the chunk sums in
 // order, so its result does not depend on the number of threads.
+// Threads: streaming loops split into one contiguous chunk per thread of at least
+// kGrainStream elements (core/cpu/thread_pool.h); the loop bodies are plain indexed
+// loops the compiler vectorises.
 #include <algorithm>
-#include <vector>
 
 #include "core/cpu/cpu_util.h"
 #include "core/ops.h"
@@ -14,11 +16,20 @@
 namespace vlm::cpu {
 namespace {
 
-// out[i] = f(i) over n elements, in parallel when large.
+// f(i) for every i in [0, n): contiguous chunks, in parallel when large.
 template <typename F>
 void for_each(int64_t n, F&& f) {
-#pragma omp parallel for schedule(static) if (n > kOmpMin)
-  for (int64_t i = 0; i < n; ++i) f(i);
+  parallel_for(n, kGrainStream, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) f(i);
+  });
+}
+
+// f(r) for every row r in [0, N) of rows of C elements, in parallel when large.
+template <typename F>
+void for_rows(int64_t N, int64_t C, F&& f) {
+  parallel_for(N, row_grain(C, kGrainStream), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) f(r);
+  });
 }
 
 }  // namespace
@@ -85,9 +96,9 @@ void bias_add(Stream& s, const Tensor& out, const Tensor& in, const Tensor& bias
     using T = decltype(tag);
     T* o = out.ptr<T>();
     const T *pi = in.ptr<T>(), *pb = bias.ptr<T>();
-#pragma omp parallel for schedule(static) if (N * C > kOmpMin)
-    for (int64_t n = 0; n < N; ++n)
+    for_rows(N, C, [&](int64_t n) {
       for (int64_t c = 0; c < C; ++c) o[n * C + c] = pi[n * C + c] + pb[c];
+    });
   });
 }
 
@@ -101,9 +112,7 @@ void slice_cols(Stream& s, const Tensor& dst, const Tensor& src, int64_t offset)
     using T = decltype(tag);
     T* d = dst.ptr<T>();
     const T* p = src.ptr<T>();
-#pragma omp parallel for schedule(static) if (N * w > kOmpMin)
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t c = 0; c < w; ++c) d[n * w + c] = p[n * W + offset + c];
+    for_rows(N, w, [&](int64_t n) { std::copy(p + n * W + offset, p + n * W + offset + w, d + n * w); });
   });
 }
 
@@ -117,9 +126,7 @@ void unslice_cols(Stream& s, const Tensor& dst, const Tensor& src, int64_t offse
     using T = decltype(tag);
     T* d = dst.ptr<T>();
     const T* p = src.ptr<T>();
-#pragma omp parallel for schedule(static) if (N * w > kOmpMin)
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t c = 0; c < w; ++c) d[n * W + offset + c] = p[n * w + c];
+    for_rows(N, w, [&](int64_t n) { std::copy(p + n * w, p + (n + 1) * w, d + n * W + offset); });
   });
 }
 
@@ -132,16 +139,17 @@ void sum_squares(Stream& s, const Tensor& out, const Tensor& x) {
     const int64_t n = x.numel(), nchunks = (n + kChunk - 1) / kChunk;
     const T* p = x.ptr<T>();
     // Each chunk is summed in double, in order; then the chunk sums are added in order.
-    std::vector<double> part(size_t(nchunks), 0.0);
-#pragma omp parallel for schedule(static) if (n > kOmpMin)
-    for (int64_t ch = 0; ch < nchunks; ++ch) {
-      double acc = 0;
-      const int64_t e = std::min(n, (ch + 1) * kChunk);
-      for (int64_t i = ch * kChunk; i < e; ++i) acc += double(p[i]) * double(p[i]);
-      part[size_t(ch)] = acc;
-    }
+    double* part = thread_scratch<double>(0, nchunks);
+    parallel_for(nchunks, kGrainStream / kChunk, [&](int64_t c0, int64_t c1) {
+      for (int64_t ch = c0; ch < c1; ++ch) {
+        double acc = 0;
+        const int64_t e = std::min(n, (ch + 1) * kChunk);
+        for (int64_t i = ch * kChunk; i < e; ++i) acc += double(p[i]) * double(p[i]);
+        part[ch] = acc;
+      }
+    });
     double total = 0;
-    for (double v : part) total += v;
+    for (int64_t ch = 0; ch < nchunks; ++ch) total += part[ch];
     out.ptr<T>()[0] += T(total);
   });
 }

@@ -24,14 +24,15 @@ void embedding_forward(Stream& s, const Tensor& out, const Tensor& ids, const Te
     using T = decltype(tag);
     const T* tb = table.ptr<T>();
     T* o = out.ptr<T>();
-#pragma omp parallel for schedule(static) if (T_ * C > kOmpMin)
-    for (int64_t t = 0; t < T_; ++t) {
-      const int64_t r = int64_t(id[t]) - vocab_offset;
-      if (r >= 0 && r < V)
-        std::copy(tb + r * C, tb + (r + 1) * C, o + t * C);
-      else
-        std::fill(o + t * C, o + (t + 1) * C, T(0));
-    }
+    parallel_for(T_, row_grain(C, kGrainStream), [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t r = int64_t(id[t]) - vocab_offset;
+        if (r >= 0 && r < V)
+          std::copy(tb + r * C, tb + (r + 1) * C, o + t * C);
+        else
+          std::fill(o + t * C, o + (t + 1) * C, T(0));
+      }
+    });
   });
 }
 
@@ -49,15 +50,16 @@ void embedding_backward(Stream& s, const Tensor& dtable, const Tensor& dout, con
     T* dt = dtable.ptr<T>();
     constexpr int64_t kBlock = 64;
     const int64_t nblocks = (C + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static) if (T_ * C > kOmpMin)
-    for (int64_t blk = 0; blk < nblocks; ++blk) {
-      const int64_t c0 = blk * kBlock, c1 = std::min(C, c0 + kBlock);
-      for (int64_t t = 0; t < T_; ++t) {
-        const int64_t r = int64_t(id[t]) - vocab_offset;
-        if (r < 0 || r >= V) continue;
-        for (int64_t c = c0; c < c1; ++c) dt[r * C + c] += g[t * C + c];
+    parallel_for(nblocks, row_grain(T_ * kBlock, kGrainStream), [&](int64_t b0, int64_t b1) {
+      for (int64_t blk = b0; blk < b1; ++blk) {
+        const int64_t c0 = blk * kBlock, c1 = std::min(C, c0 + kBlock);
+        for (int64_t t = 0; t < T_; ++t) {
+          const int64_t r = int64_t(id[t]) - vocab_offset;
+          if (r < 0 || r >= V) continue;
+          for (int64_t c = c0; c < c1; ++c) dt[r * C + c] += g[t * C + c];
+        }
       }
-    }
+    });
   });
 }
 

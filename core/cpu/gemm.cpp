@@ -7,8 +7,8 @@
 //    (f32 GELU through the 4-lane vec_math.h kernel).
 //  - beta == 0 never reads C (BLAS overwrites it; K == 0 zeroes it), so NaN garbage
 //    cannot leak in.
-// Deterministic: OpenBLAS splits M/N between its threads, never K; bias_backward sums
-// the rows of each column in row order.
+// Deterministic: a GEMM is split between threads by output blocks, never over K
+// (blas.h); bias_backward sums the rows of each column in row order.
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -53,18 +53,19 @@ void matmul_impl(const Tensor& C, const Tensor& A, const Tensor& B, const GemmOp
     pre = o.pre_gelu->ptr<T>();
   }
   const int64_t rows = nb * M;
-#pragma omp parallel for schedule(static) if (rows * N > kOmpMin)
-  for (int64_t r = 0; r < rows; ++r) {
-    T* row = pc + r * N;
-    if (bias)
-      for (int64_t j = 0; j < N; ++j) row[j] += bias[j];
-    if (!o.gelu) continue;
-    if (pre) std::copy(row, row + N, pre + r * N);
-    if constexpr (std::is_same_v<T, float>)
-      gelu_f32(row, row, N);  // vectorised (vec_math.h)
-    else
-      for (int64_t j = 0; j < N; ++j) row[j] = gelu_tanh(row[j]);
-  }
+  parallel_for(rows, row_grain(N, o.gelu ? kGrainMath : kGrainStream), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      T* row = pc + r * N;
+      if (bias)
+        for (int64_t j = 0; j < N; ++j) row[j] += bias[j];
+      if (!o.gelu) continue;
+      if (pre) std::copy(row, row + N, pre + r * N);
+      if constexpr (std::is_same_v<T, float>)
+        gelu_f32(row, row, N);  // vectorised (vec_math.h)
+      else
+        for (int64_t j = 0; j < N; ++j) row[j] = gelu_tanh(row[j]);
+    }
+  });
 }
 
 template <typename T>
@@ -76,14 +77,15 @@ void bias_backward_impl(const Tensor& dbias, const Tensor& dout) {
   // Column blocks in parallel; inside a block rows are summed in order (fixed order).
   constexpr int64_t kBlock = 64;
   const int64_t nblocks = (N + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static) if (R * N > kOmpMin)
-  for (int64_t blk = 0; blk < nblocks; ++blk) {
-    const int64_t j0 = blk * kBlock, j1 = std::min(N, j0 + kBlock);
-    T acc[kBlock] = {};
-    for (int64_t r = 0; r < R; ++r)
-      for (int64_t j = j0; j < j1; ++j) acc[j - j0] += g[r * N + j];
-    for (int64_t j = j0; j < j1; ++j) db[j] += acc[j - j0];
-  }
+  parallel_for(nblocks, row_grain(R * kBlock, kGrainStream), [&](int64_t b0, int64_t b1) {
+    for (int64_t blk = b0; blk < b1; ++blk) {
+      const int64_t j0 = blk * kBlock, j1 = std::min(N, j0 + kBlock);
+      T acc[kBlock] = {};
+      for (int64_t r = 0; r < R; ++r)
+        for (int64_t j = j0; j < j1; ++j) acc[j - j0] += g[r * N + j];
+      for (int64_t j = j0; j < j1; ++j) db[j] += acc[j - j0];
+    }
+  });
 }
 
 }  // namespace

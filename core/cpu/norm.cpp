@@ -19,21 +19,30 @@ constexpr int64_t kColBlock = 64;
 template <typename T, typename Xhat>
 void reduce_param_grads(int64_t N, int64_t C, const T* dout, T* dw, T* db, Xhat&& xhat) {
   const int64_t nblocks = (C + kColBlock - 1) / kColBlock;
-#pragma omp parallel for schedule(static) if (N * C > kOmpMin)
-  for (int64_t blk = 0; blk < nblocks; ++blk) {
-    const int64_t c0 = blk * kColBlock, c1 = std::min(C, c0 + kColBlock);
-    double aw[kColBlock] = {}, ab[kColBlock] = {};
-    for (int64_t n = 0; n < N; ++n)
+  parallel_for(nblocks, row_grain(N * kColBlock, kGrainMath), [&](int64_t b0, int64_t b1) {
+    for (int64_t blk = b0; blk < b1; ++blk) {
+      const int64_t c0 = blk * kColBlock, c1 = std::min(C, c0 + kColBlock);
+      double aw[kColBlock] = {}, ab[kColBlock] = {};
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t c = c0; c < c1; ++c) {
+          const double g = double(dout[n * C + c]);
+          aw[c - c0] += g * xhat(n, c);
+          ab[c - c0] += g;
+        }
       for (int64_t c = c0; c < c1; ++c) {
-        const double g = double(dout[n * C + c]);
-        aw[c - c0] += g * xhat(n, c);
-        ab[c - c0] += g;
+        dw[c] += T(aw[c - c0]);
+        if (db) db[c] += T(ab[c - c0]);
       }
-    for (int64_t c = c0; c < c1; ++c) {
-      dw[c] += T(aw[c - c0]);
-      if (db) db[c] += T(ab[c - c0]);
     }
-  }
+  });
+}
+
+// f(n) for every row n in [0, N) of C elements, in parallel when large.
+template <typename F>
+void for_rows(int64_t N, int64_t C, F&& f) {
+  parallel_for(N, row_grain(C, kGrainMath), [&](int64_t b, int64_t e) {
+    for (int64_t n = b; n < e; ++n) f(n);
+  });
 }
 
 }  // namespace
@@ -50,8 +59,7 @@ void layernorm_forward(Stream& s, const Tensor& out, const Tensor& mean, const T
     using T = decltype(tag);
     const T *x = in.ptr<T>(), *pw = w.ptr<T>(), *pb = b.defined() ? b.ptr<T>() : nullptr;
     T* o = out.ptr<T>();
-#pragma omp parallel for schedule(static) if (N * C > kOmpMin)
-    for (int64_t n = 0; n < N; ++n) {
+    for_rows(N, C, [&](int64_t n) {
       const T* xr = x + n * C;
       double mu = 0, var = 0;
       for (int64_t c = 0; c < C; ++c) mu += double(xr[c]);
@@ -66,7 +74,7 @@ void layernorm_forward(Stream& s, const Tensor& out, const Tensor& mean, const T
       }
       sm.set(n, mu);
       sr.set(n, r);
-    }
+    });
   });
 }
 
@@ -88,8 +96,7 @@ void layernorm_backward(Stream& s, const Tensor& din, const Tensor& dw, const Te
     auto xhat = [&](int64_t n, int64_t c) { return (double(x[n * C + c]) - sm.get(n)) * sr.get(n); };
     // Parameter gradients first: din may alias dout.
     reduce_param_grads<T>(N, C, g, dw.ptr<T>(), db.defined() ? db.ptr<T>() : nullptr, xhat);
-#pragma omp parallel for schedule(static) if (N * C > kOmpMin)
-    for (int64_t n = 0; n < N; ++n) {
+    for_rows(N, C, [&](int64_t n) {
       double mdx = 0, mdxx = 0;
       for (int64_t c = 0; c < C; ++c) {
         const double d = double(g[n * C + c]) * double(pw[c]);
@@ -103,7 +110,7 @@ void layernorm_backward(Stream& s, const Tensor& din, const Tensor& dw, const Te
         const double d = double(g[n * C + c]) * double(pw[c]);
         dx[n * C + c] = T(r * (d - mdx - xhat(n, c) * mdxx));
       }
-    }
+    });
   });
 }
 
@@ -118,14 +125,13 @@ void rmsnorm_forward(Stream& s, const Tensor& out, const Tensor& rstd, const Ten
     using T = decltype(tag);
     const T *x = in.ptr<T>(), *pw = w.ptr<T>();
     T* o = out.ptr<T>();
-#pragma omp parallel for schedule(static) if (N * C > kOmpMin)
-    for (int64_t n = 0; n < N; ++n) {
+    for_rows(N, C, [&](int64_t n) {
       double ms = 0;
       for (int64_t c = 0; c < C; ++c) ms += double(x[n * C + c]) * double(x[n * C + c]);
       const double r = 1.0 / std::sqrt(ms / double(C) + double(eps));
       for (int64_t c = 0; c < C; ++c) o[n * C + c] = T(double(x[n * C + c]) * r * double(pw[c]));
       sr.set(n, r);
-    }
+    });
   });
 }
 
@@ -144,15 +150,14 @@ void rmsnorm_backward(Stream& s, const Tensor& din, const Tensor& dw, const Tens
     T* dx = din.ptr<T>();
     auto xhat = [&](int64_t n, int64_t c) { return double(x[n * C + c]) * sr.get(n); };
     reduce_param_grads<T>(N, C, g, dw.ptr<T>(), nullptr, xhat);
-#pragma omp parallel for schedule(static) if (N * C > kOmpMin)
-    for (int64_t n = 0; n < N; ++n) {
+    for_rows(N, C, [&](int64_t n) {
       double mdxx = 0;
       for (int64_t c = 0; c < C; ++c) mdxx += double(g[n * C + c]) * double(pw[c]) * xhat(n, c);
       mdxx /= double(C);
       const double r = sr.get(n);
       for (int64_t c = 0; c < C; ++c)
         dx[n * C + c] = T(r * (double(g[n * C + c]) * double(pw[c]) - xhat(n, c) * mdxx));
-    }
+    });
   });
 }
 

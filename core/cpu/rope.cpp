@@ -3,9 +3,9 @@
 // angle = pos * theta^(-2i/HS) (computed in double):
 //   forward:  out[i] = x[i] cos - x[i+h] sin;   out[i+h] = x[i+h] cos + x[i] sin
 //   backward: din[i] = d[i] cos + d[i+h] sin;   din[i+h] = d[i+h] cos - d[i] sin
-// out may alias in (each pair is read before it is written). Parallel over tokens.
+// out may alias in (each pair is read before it is written). Parallel over tokens; the
+// angle tables live in per-thread scratch (no allocation per call).
 #include <cmath>
-#include <vector>
 
 #include "core/cpu/cpu_util.h"
 #include "core/ops.h"
@@ -21,30 +21,32 @@ void rope_apply(const char* op, const Tensor& out, const Tensor& in, const Tenso
   const int64_t T_ = in.size(0), NH = in.size(1), HS = in.size(2), h = HS / 2;
   VLM_ASSERT(HS % 2 == 0, op, ": head size ", HS, " must be even");
   check_tensor(pos, DType::I32, T_, op, "pos");
-  std::vector<double> inv_freq(static_cast<size_t>(h));
-  for (int64_t i = 0; i < h; ++i) inv_freq[size_t(i)] = std::pow(double(theta), -2.0 * double(i) / double(HS));
+  double* inv_freq = thread_scratch<double>(0, h);
+  for (int64_t i = 0; i < h; ++i) inv_freq[i] = std::pow(double(theta), -2.0 * double(i) / double(HS));
   const int32_t* p = pos.ptr<int32_t>();
   dispatch_float(in.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     const T* x = in.ptr<T>();
     T* o = out.ptr<T>();
-#pragma omp parallel for schedule(static) if (in.numel() > kOmpMin)
-    for (int64_t t = 0; t < T_; ++t) {
-      std::vector<double> cs(static_cast<size_t>(h)), sn(static_cast<size_t>(h));
-      for (int64_t i = 0; i < h; ++i) {
-        const double a = double(p[t]) * inv_freq[size_t(i)];
-        cs[size_t(i)] = std::cos(a);
-        sn[size_t(i)] = sign * std::sin(a);
-      }
-      for (int64_t hd = 0; hd < NH; ++hd) {
-        const int64_t base = (t * NH + hd) * HS;
+    parallel_for(T_, row_grain(NH * HS + 8 * h, kGrainMath), [&](int64_t t0, int64_t t1) {
+      double* cs = thread_scratch<double>(1, 2 * h);
+      double* sn = cs + h;
+      for (int64_t t = t0; t < t1; ++t) {
         for (int64_t i = 0; i < h; ++i) {
-          const double x1 = double(x[base + i]), x2 = double(x[base + i + h]);
-          o[base + i] = T(x1 * cs[size_t(i)] - x2 * sn[size_t(i)]);
-          o[base + i + h] = T(x2 * cs[size_t(i)] + x1 * sn[size_t(i)]);
+          const double a = double(p[t]) * inv_freq[i];
+          cs[i] = std::cos(a);
+          sn[i] = sign * std::sin(a);
+        }
+        for (int64_t hd = 0; hd < NH; ++hd) {
+          const int64_t base = (t * NH + hd) * HS;
+          for (int64_t i = 0; i < h; ++i) {
+            const double x1 = double(x[base + i]), x2 = double(x[base + i + h]);
+            o[base + i] = T(x1 * cs[i] - x2 * sn[i]);
+            o[base + i + h] = T(x2 * cs[i] + x1 * sn[i]);
+          }
         }
       }
-    }
+    });
   });
 }
 

@@ -18,17 +18,18 @@ void softmax_forward(Stream& s, const Tensor& out, const Tensor& in) {
     using T = decltype(tag);
     const T* x = in.ptr<T>();
     T* o = out.ptr<T>();
-#pragma omp parallel for schedule(static) if (N * C > kOmpMin)
-    for (int64_t n = 0; n < N; ++n) {
-      const T* xr = x + n * C;
-      T* orow = o + n * C;
-      double mx = -INFINITY;
-      for (int64_t c = 0; c < C; ++c) mx = std::max(mx, double(xr[c]));
-      double sum = 0;
-      for (int64_t c = 0; c < C; ++c) sum += std::exp(double(xr[c]) - mx);
-      const double inv = 1.0 / sum;
-      for (int64_t c = 0; c < C; ++c) orow[c] = T(std::exp(double(xr[c]) - mx) * inv);
-    }
+    parallel_for(N, row_grain(C, kGrainMath), [&](int64_t n0, int64_t n1) {
+      for (int64_t n = n0; n < n1; ++n) {
+        const T* xr = x + n * C;
+        T* orow = o + n * C;
+        double mx = -INFINITY;
+        for (int64_t c = 0; c < C; ++c) mx = std::max(mx, double(xr[c]));
+        double sum = 0;
+        for (int64_t c = 0; c < C; ++c) sum += std::exp(double(xr[c]) - mx);
+        const double inv = 1.0 / sum;
+        for (int64_t c = 0; c < C; ++c) orow[c] = T(std::exp(double(xr[c]) - mx) * inv);
+      }
+    });
   });
 }
 
@@ -41,12 +42,13 @@ void softmax_backward(Stream& s, const Tensor& din, const Tensor& dout, const Te
     using T = decltype(tag);
     const T *y = out.ptr<T>(), *g = dout.ptr<T>();
     T* d = din.ptr<T>();
-#pragma omp parallel for schedule(static) if (N * C > kOmpMin)
-    for (int64_t n = 0; n < N; ++n) {
-      double dot = 0;
-      for (int64_t c = 0; c < C; ++c) dot += double(g[n * C + c]) * double(y[n * C + c]);
-      for (int64_t c = 0; c < C; ++c) d[n * C + c] = T(double(y[n * C + c]) * (double(g[n * C + c]) - dot));
-    }
+    parallel_for(N, row_grain(C, kGrainStream), [&](int64_t n0, int64_t n1) {
+      for (int64_t n = n0; n < n1; ++n) {
+        double dot = 0;
+        for (int64_t c = 0; c < C; ++c) dot += double(g[n * C + c]) * double(y[n * C + c]);
+        for (int64_t c = 0; c < C; ++c) d[n * C + c] = T(double(y[n * C + c]) * (double(g[n * C + c]) - dot));
+      }
+    });
   });
 }
 

@@ -1,0 +1,129 @@
+/* BLAS candidates for the CPU backend, side by side (not built by CMake: a C file, so
+ * bench/CMakeLists.txt's *.cpp glob skips it; compiled and run by
+ * bench/blas_candidates.sh, once per library). For each GEMM shape of the
+ * language-model step (y[M,N] = x[M,K] @ W[N,K]^T and the two backward products at
+ * T = 128 and 512, GPT-2 widths) and the 2048^3 square, prints GFLOP/s; then the
+ * "mixed" loop that a training step is: a GEMM followed by an OpenMP elementwise
+ * region over its output, repeated, where a BLAS with its own thread pool fights the
+ * OpenMP pool (ms per GEMM + region).
+ * With a third argument `safety`: instead, 3 threads call the BLAS at once (one thread
+ * per call: the script sets the thread variables to 1), 50000 products each over a
+ * mix of shapes and transposes, and every result is compared with the same product
+ * computed alone; prints the wrong ones (a BLAS the pool can use must print 0).
+ * Threads: OMP_NUM_THREADS (OpenMP builds) and OPENBLAS_NUM_THREADS (pthreads build),
+ * set by the script. */
+#include <cblas.h>
+#include <omp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static float* filled(long n, unsigned seed) {
+  float* p = aligned_alloc(256, (size_t)((n * 4 + 255) / 256 * 256));
+  for (long i = 0; i < n; ++i) seed = seed * 1664525u + 1013904223u, p[i] = (float)(seed >> 8) / (1 << 24) - 0.5f;
+  return p;
+}
+
+/* C[M,N] = op(A) op(B): ta/tb as in the ops (row-major). */
+static void gemm(int ta, int tb, int M, int N, int K, const float* A, const float* B, float* C) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, 1.f, A,
+              ta ? M : K, B, tb ? K : N, 0.f, C, N);
+}
+
+static double seconds_per_call(int ta, int tb, int M, int N, int K, const float* A, const float* B, float* C,
+                               double budget) {
+  gemm(ta, tb, M, N, K, A, B, C);
+  int n = 0;
+  double t0 = now(), t;
+  do {
+    gemm(ta, tb, M, N, K, A, B, C);
+    ++n;
+  } while ((t = now() - t0) < budget);
+  return t / n;
+}
+
+/* The safety check: NCASES products, references computed alone, then 3 threads. */
+enum { NCASES = 32, CALLS = 50000 };
+static struct {
+  int m, n, k, ta, tb;
+  float *a, *b, *ref;
+} sc[NCASES];
+static int wrong[3];
+
+static void* safety_worker(void* arg) {
+  const int id = (int)(long)arg;
+  float* c = malloc(sizeof(float) * 128 * 768); /* the largest C of the mix */
+  for (int it = 0; it < CALLS; ++it) {
+    const int i = (it * 7 + id * 13) % NCASES;
+    gemm(sc[i].ta, sc[i].tb, sc[i].m, sc[i].n, sc[i].k, sc[i].a, sc[i].b, c);
+    for (long j = 0; j < (long)sc[i].m * sc[i].n; ++j)
+      if (c[j] != sc[i].ref[j]) {
+        wrong[id]++;
+        break;
+      }
+  }
+  free(c);
+  return NULL;
+}
+
+static int safety(const char* name) {
+  static const int dims[8][3] = {{150, 145, 200}, {64, 51, 16}, {10, 10, 24}, {300, 290, 200},
+                                 {70, 130, 16},   {5, 5, 16},   {51, 51, 16}, {128, 768, 64}};
+  for (int i = 0; i < NCASES; ++i) {
+    sc[i].m = dims[i / 4][0], sc[i].n = dims[i / 4][1], sc[i].k = dims[i / 4][2];
+    sc[i].ta = i & 1, sc[i].tb = (i >> 1) & 1;
+    sc[i].a = filled((long)sc[i].m * sc[i].k, 10 + i), sc[i].b = filled((long)sc[i].n * sc[i].k, 50 + i);
+    sc[i].ref = filled((long)sc[i].m * sc[i].n, 0);
+    gemm(sc[i].ta, sc[i].tb, sc[i].m, sc[i].n, sc[i].k, sc[i].a, sc[i].b, sc[i].ref);
+  }
+  pthread_t th[3];
+  for (long t = 0; t < 3; ++t) pthread_create(&th[t], NULL, safety_worker, (void*)t);
+  for (int t = 0; t < 3; ++t) pthread_join(th[t], NULL);
+  printf("%-16s %d of %d products wrong with 3 threads calling at once\n", name, wrong[0] + wrong[1] + wrong[2],
+         3 * CALLS);
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  const char* name = argc > 1 ? argv[1] : "?";
+  if (argc > 3) return safety(name);
+  const double budget = argc > 2 ? atof(argv[2]) : 0.3;
+  /* {ta, tb, M, N, K, what} */
+  struct {
+    int ta, tb, m, n, k;
+    const char* what;
+  } cases[] = {
+      {0, 1, 128, 2304, 768, "qkv fwd T=128"},      {0, 1, 128, 3072, 768, "mlp up fwd T=128"},
+      {0, 1, 128, 768, 3072, "mlp down fwd T=128"}, {0, 0, 128, 768, 3072, "mlp up dX T=128"},
+      {1, 0, 3072, 768, 128, "mlp up dW T=128"},    {0, 1, 128, 50304, 768, "lm head fwd T=128"},
+      {0, 1, 512, 2304, 768, "qkv fwd T=512"},      {0, 1, 512, 768, 3072, "mlp down fwd T=512"},
+      {0, 1, 2048, 2048, 2048, "square 2048"},
+  };
+  const int ncases = (int)(sizeof cases / sizeof cases[0]);
+  /* A: at most 2048 x 2048, B: the lm head's 50304 x 768, C: 128 x 50304 (> 2048 x 2048). */
+  float *A = filled(2048L * 2048, 1), *B = filled(50304L * 768, 2), *C = filled(128L * 50304, 3);
+  for (int i = 0; i < ncases; ++i) {
+    double s = seconds_per_call(cases[i].ta, cases[i].tb, cases[i].m, cases[i].n, cases[i].k, A, B, C, budget);
+    printf("%-16s %-20s %5d %5d %5d  %8.3f ms  %7.1f GFLOP/s\n", name, cases[i].what, cases[i].m, cases[i].n,
+           cases[i].k, s * 1e3, 2.0 * cases[i].m * cases[i].n * cases[i].k / s / 1e9);
+  }
+  /* Mixed: GEMM (mlp up, T=128) then an OpenMP region over its output, 200 times. */
+  const int M = 128, N = 3072, K = 768, reps = 200;
+  double t0 = now();
+  for (int r = 0; r < reps; ++r) {
+    gemm(0, 1, M, N, K, A, B, C);
+#pragma omp parallel for schedule(static)
+    for (long j = 0; j < (long)M * N; ++j) C[j] = C[j] * 0.5f + A[j];
+  }
+  printf("%-16s %-20s %5d %5d %5d  %8.3f ms per GEMM + OpenMP region\n", name, "mixed", M, N, K,
+         (now() - t0) / reps * 1e3);
+  free(A), free(B), free(C);
+  return 0;
+}
