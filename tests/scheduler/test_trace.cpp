@@ -90,7 +90,9 @@ TEST(TraceFile, RealRunIsValidTraceEventJsonWithOverlap) {
       continue;
     }
     slices.push_back({e.at("name").as_string(), pid, tid, e.at("ts").as_double(), e.at("dur").as_double()});
-    if (e.at("name").as_string() == "reduce") EXPECT_EQ(e.at("args").at("bytes").as_int(), 4096);
+    if (e.at("name").as_string() == "reduce") {
+      EXPECT_EQ(e.at("args").at("bytes").as_int(), 4096);
+    }
     EXPECT_EQ(e.at("args").at("micro_batch").as_int(), 0);
   }
   EXPECT_EQ(steps, 3);
@@ -116,7 +118,9 @@ TEST(TraceFile, RealRunIsValidTraceEventJsonWithOverlap) {
   EXPECT_GE(find(0, "encode", 1).ts, find(0, "backbone", 0).ts);
   for (const auto& a : slices)
     for (const auto& c : slices)
-      if (a.pid == 1 && c.pid == 1 && &a != &c) EXPECT_FALSE(overlap(a, c)) << a.name << " / " << c.name;
+      if (a.pid == 1 && c.pid == 1 && &a != &c) {
+        EXPECT_FALSE(overlap(a, c)) << a.name << " / " << c.name;
+      }
 }
 
 TEST(TraceFile, UnwritablePathIsAUserError) {
