@@ -45,7 +45,7 @@ void register_train_options(Config& cfg) {
   cfg.add_string("llm.hf", "", "Hugging Face Llama/Qwen2/GPT-2 checkpoint directory for the backbone");
 
   cfg.add_string("eval.split", "test", "split of the caption accuracy after training (empty = none)");
-  cfg.add_int("eval.images", 0, "images of the caption accuracy (0 = the whole split)", 0, int64_t(1) << 40);
+  cfg.add_int("eval.images", 0, "images of the caption accuracy per DP rank (0 = the whole split)", 0, int64_t(1) << 40);
   cfg.add_int("eval.pictures", 8, "relevance pictures written after training", 0, 4096);
   cfg.add_int("eval.max_new", 24, "greedy decoding: tokens generated at most", 1, 4096);
 }

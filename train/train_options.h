@@ -28,7 +28,7 @@ struct DataOptions {
 
 struct EvalOptions {
   std::string split = "test";  // caption accuracy after training ("" = none)
-  int64_t images = 0;          // 0 = the whole split
+  int64_t images = 0;          // per DP rank; 0 = the whole split
   int pictures = 8;            // relevance pictures of the first images
   int max_new = 24;            // greedy decoding length limit
 };

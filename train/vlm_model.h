@@ -12,10 +12,11 @@
 //   forward, backbone forward + backward, projector backward), scorers_backward,
 //   query_backward, vision_backward
 // and finish_grads() once per optimizer step, after the last micro-batch's backward.
-// Which of them communicate on the TP group: query_forward/backward (no, without SP the
-// embedding's backward is local; with it, yes), llm_forward_backward (yes), the relevance
-// stage unless scorers.placement=replicated, and finish_grads (yes). The step issues them
-// from one stream so that every rank posts its TP collectives in the same order.
+// Which of them communicate on the TP group: query_forward (the all-reduce of the
+// vocab-parallel lookup), llm_forward_backward, the relevance stage unless
+// scorers.placement=replicated, and finish_grads; query_backward does not (the prompt
+// rows are never sequence-sharded). The step issues these from one stream so that every
+// rank posts its TP collectives in the same order.
 //
 // Loss: the backbone's cross-entropy over caption tokens only, divided by
 // MicroBatch::loss_norm (the caption tokens of the whole optimizer step over every DP
