@@ -175,8 +175,7 @@ void VlmModel::scorers_forward(Stream& s) {
   scorers_finish(s);
 }
 
-void VlmModel::build_input(Stream& s) {
-  (void)s;
+void VlmModel::build_input() {
   const std::vector<int64_t>& cu = stage_->offsets();
   for (int64_t b = 0; b < B_; ++b) samples_[size_t(b)].n_visual = int32_t(cu[size_t(b + 1)] - cu[size_t(b)]);
   const int64_t Tv = cu[size_t(B_)];
@@ -194,7 +193,7 @@ void VlmModel::build_input(Stream& s) {
 float VlmModel::llm_forward_backward(Stream& s, bool backward) {
   const int64_t Tv = stage_->offsets()[size_t(B_)];
   projector_->forward(s, visual_.slice(0, Tv), stage_->tokens());
-  build_input(s);
+  build_input();
   const float loss = llm_->forward(s, input_);
   if (backward) {
     llm_->backward(s, input_, dvisual_.slice(0, Tv));

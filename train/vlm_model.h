@@ -123,7 +123,7 @@ class VlmModel {
 
  private:
   class FeatureSource;  // the ImageEncoder the stage reads F through
-  void build_input(Stream& s);
+  void build_input();  // the LmInput of the current micro-batch (host work + upload)
 
   VlmConfig cfg_;
   Backend& backend_;

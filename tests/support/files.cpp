@@ -1,6 +1,8 @@
 // The file helpers of the tests (see files.h).
 #include "tests/support/files.h"
 
+#include <cstdlib>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -43,6 +45,16 @@ std::string TempDirTest::write(const std::string& name, const std::string& text)
   const std::string path = (dir_ / name).string();
   write_file(path, text);
   return path;
+}
+
+CommandResult run_command(const std::string& cmd, const std::string& dir) {
+  const std::string o = dir + "/stdout.txt", e = dir + "/stderr.txt";
+  const int rc = std::system((cmd + " >" + o + " 2>" + e).c_str());
+  CommandResult r;
+  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  r.out = read_file(o);
+  r.err = read_file(e);
+  return r;
 }
 
 }  // namespace vlm::test

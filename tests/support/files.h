@@ -14,6 +14,14 @@ std::string scratch_dir(const std::string& name);
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& bytes);
 
+// Runs `cmd` through the shell, its stdout and stderr captured in <dir>/stdout.txt and
+// <dir>/stderr.txt; status is the exit status (-1 when it did not exit normally).
+struct CommandResult {
+  int status = -1;
+  std::string out, err;
+};
+CommandResult run_command(const std::string& cmd, const std::string& dir);
+
 // A fresh folder per test (named after the test), removed after it.
 class TempDirTest : public ::testing::Test {
  protected:

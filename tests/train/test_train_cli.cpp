@@ -27,19 +27,7 @@
 namespace vlm {
 namespace {
 
-struct Result {
-  int rc = -1;
-  std::string out, err;
-};
-
-Result sh(const std::string& cmd, const std::string& dir) {
-  const std::string o = dir + "/stdout.txt", e = dir + "/stderr.txt";
-  const int status = std::system((cmd + " >" + o + " 2>" + e).c_str());
-  Result r;
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = test::read_file(o), r.err = test::read_file(e);
-  return r;
-}
+using Result = test::CommandResult;
 
 std::string vlm() { return VLM_BINARY; }
 std::string mpirun(int n) { return std::string(VLM_MPIEXEC) + " -n " + std::to_string(n) + " --oversubscribe "; }
@@ -53,8 +41,8 @@ class TrainCli : public ::testing::Test {
          {vlm() + " data build --data.from fashion-mnist --data.limit 400 --data.out " + data_,
           vlm() + " data tokenizer --data.train " + data_ + " --data.vocab 300 --data.out " + tok_,
           vlm() + " data tokenize " + data_ + " --data.tokenizer " + tok_}) {
-      const Result r = sh(c, dir_);
-      ASSERT_EQ(r.rc, 0) << c << "\n" << r.err;
+      const Result r = test::run_command(c, dir_);
+      ASSERT_EQ(r.status, 0) << c << "\n" << r.err;
     }
   }
   // `vlm train` with configs/tiny.cfg on the subset; run name `run`.
@@ -94,8 +82,8 @@ TEST_F(TrainCli, EveryLayoutGivesTheSameLosses) {
   };
   std::vector<double> ref;
   for (const Case& c : cases) {
-    const Result r = sh(c.cmd, dir_);
-    ASSERT_EQ(r.rc, 0) << c.cmd << "\n" << r.out << r.err;
+    const Result r = test::run_command(c.cmd, dir_);
+    ASSERT_EQ(r.status, 0) << c.cmd << "\n" << r.out << r.err;
     const std::vector<double> l = losses(c.run);
     ASSERT_EQ(l.size(), 20u) << c.run;
     if (ref.empty()) ref = l;
@@ -112,10 +100,10 @@ TEST_F(TrainCli, SerialAndOverlapGiveBitwiseEqualLosses) {
     std::vector<double> l[2];
     for (int k = 0; k < 2; ++k) {
       const std::string run = layout + (k ? "_serial" : "_overlap");
-      const Result r = sh(mpirun(n) + train(run, "--tp " + std::to_string(tp) + " --train.batch 4 --train.steps 5 " +
+      const Result r = test::run_command(mpirun(n) + train(run, "--tp " + std::to_string(tp) + " --train.batch 4 --train.steps 5 " +
                                                     (k ? "--scheduler.mode serial" : "--scheduler.mode overlap")),
                           dir_);
-      ASSERT_EQ(r.rc, 0) << r.out << r.err;
+      ASSERT_EQ(r.status, 0) << r.out << r.err;
       l[k] = losses(run);
     }
     ASSERT_EQ(l[0].size(), 5u);
@@ -126,8 +114,8 @@ TEST_F(TrainCli, SerialAndOverlapGiveBitwiseEqualLosses) {
 // The TensorBoard file of a run, read back with our reader (CRC-checked): the scalars
 // equal metrics.jsonl's (as floats), the validation loss and the relevance images are there.
 TEST_F(TrainCli, TensorBoardFilesReadBack) {
-  const Result r = sh(train("tb", "--train.steps 4 --train.eval_every 2 --eval.pictures 2"), dir_);
-  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  const Result r = test::run_command(train("tb", "--train.steps 4 --train.eval_every 2 --eval.pictures 2"), dir_);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
   std::string file;
   for (const auto& e : std::filesystem::directory_iterator(dir_ + "/runs/tb"))
     if (e.path().filename().string().rfind("events.out.tfevents.", 0) == 0) file = e.path().string();
@@ -160,7 +148,7 @@ TEST_F(TrainCli, TensorBoardFilesReadBack) {
 // Exit status 2 and one line from vlm on stderr ("vlm train: error: ..." holding `what`;
 // under mpirun, mpirun's own notice of the status may follow).
 void expect_refused(const Result& r, const std::string& what) {
-  EXPECT_EQ(r.rc, 2) << r.out << r.err;
+  EXPECT_EQ(r.status, 2) << r.out << r.err;
   size_t lines = 0, at = 0;
   std::string line;
   while (at < r.err.size()) {
@@ -175,7 +163,7 @@ void expect_refused(const Result& r, const std::string& what) {
 }
 
 TEST_F(TrainCli, BadRunsExitWithOneLine) {
-  expect_refused(sh(train("bad", "--data.path " + dir_ + "/missing.h5"), dir_), dir_ + "/missing.h5");
+  expect_refused(test::run_command(train("bad", "--data.path " + dir_ + "/missing.h5"), dir_), dir_ + "/missing.h5");
   {  // a valid dataset with images but no caption
     const std::string p = dir_ + "/nocaptions.h5";
     DatasetWriter w = DatasetWriter::raw(p, 28, 28, 1);
@@ -184,12 +172,12 @@ TEST_F(TrainCli, BadRunsExitWithOneLine) {
     w.add_raw(px.data());
     w.set_split("/splits/train", {0, 1});
     w.finish();
-    expect_refused(sh(train("bad", "--data.path " + p), dir_), "no captions");
+    expect_refused(test::run_command(train("bad", "--data.path " + p), dir_), "no captions");
   }
-  expect_refused(sh(train("bad", "--model.vocab_size 100"), dir_), "exceeds the model's (model.vocab_size=100)");
-  expect_refused(sh(train("bad", "--train.global_batch 7"), dir_), "--train.global_batch=7 must equal");
-  expect_refused(sh(mpirun(8) + train("bad", "--tp 8"), dir_), "n_heads");
-  expect_refused(sh(train("bad", "--train.freeze vision,eyes"), dir_), "--train.freeze: unknown module 'eyes'");
+  expect_refused(test::run_command(train("bad", "--model.vocab_size 100"), dir_), "exceeds the model's (model.vocab_size=100)");
+  expect_refused(test::run_command(train("bad", "--train.global_batch 7"), dir_), "--train.global_batch=7 must equal");
+  expect_refused(test::run_command(mpirun(8) + train("bad", "--tp 8"), dir_), "n_heads");
+  expect_refused(test::run_command(train("bad", "--train.freeze vision,eyes"), dir_), "--train.freeze: unknown module 'eyes'");
 }
 
 }  // namespace

@@ -27,25 +27,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct RunOut {
-  int status = -1;
-  std::string out, err;
-};
-
 // Runs `vlm <args>` with stdout and stderr captured in files of `dir`. The command starts
 // MPI (a multi-rank command), so in an ASan build its leaks are not checked (Open MPI does
 // not free its memory at exit; tests/lsan.supp); memory errors still are.
-RunOut run_vlm(const std::string& dir, const std::string& args) {
-  const std::string o = dir + "/stdout.txt", e = dir + "/stderr.txt";
+CommandResult run_vlm(const std::string& dir, const std::string& args) {
   const char* asan = std::getenv("ASAN_OPTIONS");
   const std::string env = std::string("ASAN_OPTIONS='") + (asan ? asan : "") + ":detect_leaks=0' ";
-  const std::string cmd = env + VLM_BINARY + " " + args + " >" + o + " 2>" + e;
-  const int rc = std::system(cmd.c_str());
-  RunOut r;
-  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  r.out = read_file(o);
-  r.err = read_file(e);
-  return r;
+  return run_command(env + VLM_BINARY + " " + args, dir);
 }
 
 std::vector<float> read_f32(const std::string& path, const std::string& name, std::vector<int64_t>* dims) {
@@ -79,7 +67,7 @@ TEST(VisionCli, FeaturesOfTheFixtures) {
   const std::string img = fixture("siglip") + "/image.png";
   for (const char* name : {"siglip", "llava"}) {
     const std::string out = dir + "/" + name + ".h5";
-    const RunOut r = run_vlm(dir, cat("vision features --device cpu --vision.hf ", fixture(name), " --image ", img,
+    const CommandResult r = run_vlm(dir, cat("vision features --device cpu --vision.hf ", fixture(name), " --image ", img,
                                       " --out ", out));
     ASSERT_EQ(r.status, 0) << r.err;
     EXPECT_NE(r.out.find("features [16, 32]"), std::string::npos) << r.out;
@@ -109,7 +97,7 @@ TEST(VisionCli, EncoderFromOptionsAndSeed) {
                                "/image.png --out ", dir, "/");
   std::vector<std::vector<float>> f;
   for (const char* run : {"a.h5 --seed 3", "b.h5 --seed 3", "c.h5 --seed 4"}) {
-    const RunOut r = run_vlm(dir, base + run);
+    const CommandResult r = run_vlm(dir, base + run);
     ASSERT_EQ(r.status, 0) << r.err;
     std::vector<int64_t> d(2);
     f.push_back(read_f32(dir + "/" + std::string(run).substr(0, 4), "features", &d));
@@ -146,7 +134,7 @@ TEST(VisionCli, BadInputsExitTwoWithOneLine) {
   cases.push_back({"missing image", "--vision.hf " + fixture("siglip"), root + "/absent.png", {root + "/absent.png"}});
   for (const Case& c : cases) {
     const std::string out = root + "/out.h5";
-    const RunOut r = run_vlm(root, cat("vision features --device cpu ", c.args, " --image ", c.image, " --out ", out));
+    const CommandResult r = run_vlm(root, cat("vision features --device cpu ", c.args, " --image ", c.image, " --out ", out));
     EXPECT_EQ(r.status, 2) << c.name << ": " << r.err;
     // stderr: the backend line of --device, then the error in one line.
     const size_t at = r.err.find("vlm vision features: error: ");
