@@ -6,6 +6,8 @@
 
 #include "core/config.h"
 #include "core/error.h"
+#include "llm/hf_config.h"
+#include "vision/siglip_config.h"
 
 namespace vlm {
 
@@ -118,6 +120,32 @@ void TrainOptions::check(int dp) const {
   VLM_REQUIRE(!all, "--train.freeze: every module is frozen, nothing would train");
   VLM_REQUIRE(!run.empty() && run.find('/') == std::string::npos, "--train.run: a name without '/' is expected, got '",
               run, "'");
+}
+
+VlmConfig resolve_vlm_config(const Config& cfg, const TrainOptions& t, const Tokenizer& tok, int tp) {
+  VlmConfig v;
+  v.vision = resolve_vision_config(cfg);
+  v.llm = t.llm_hf.empty() ? read_model_config(cfg) : read_hf_config(t.llm_hf);
+  if (t.llm_hf.empty() && !cfg.is_set("model.vocab_size")) v.llm.vocab_size = tok.vocab_size();
+  v.llm.validate(tp);
+  VLM_REQUIRE(tok.vocab_size() <= v.llm.vocab_size, "the tokenizer's vocabulary (", tok.vocab_size(),
+              " tokens) exceeds the model's (model.vocab_size=", v.llm.vocab_size, ")");
+  v.scorers = read_scorer_options(cfg);
+  v.scorers.validate(v.vision.grid(), tp);
+  VLM_REQUIRE(v.scorers.scorers.placement != Placement::Tp2,
+              "--scorers.placement=tp2 is not supported by vlm train (use replicated, batch-split or dedicated)");
+  v.max_images = t.batch, v.max_text = t.max_text;
+  const int64_t longest = v.scorers.lod.max_tokens + t.max_text;
+  VLM_REQUIRE(v.llm.is_llama() || longest <= v.llm.max_pos, "lod.max_tokens + train.max_text = ", longest,
+              " exceeds model.max_pos=", v.llm.max_pos, " (the learned position table)");
+  return v;
+}
+
+TextRule text_rule(const DataOptions& d, const TrainOptions& t, const Tokenizer& tok) {
+  TextRule r;
+  r.bos = tok.bos(), r.max_text = t.max_text;
+  r.instruction = tok.encode(d.prompt);
+  return r;
 }
 
 int64_t TrainOptions::total_steps(int64_t steps_per_epoch) const {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "scheduler/streams.h"
+#include "train/batch.h"
 #include "train/optimizer.h"
 #include "train/vlm_model.h"
 
@@ -56,5 +57,12 @@ void register_train_options(Config& cfg);
 DataOptions read_data_options(const Config& cfg);
 EvalOptions read_eval_options(const Config& cfg);
 TrainOptions read_train_options(const Config& cfg);
+
+// The model of a run from its options (model.*, vision.*, scorers.*, lod.*; the
+// config.json of llm.hf / vision.hf when set), validated for tp and the tokenizer, planned
+// for train.batch images of train.max_text tokens. UserError naming the options otherwise.
+VlmConfig resolve_vlm_config(const Config& cfg, const TrainOptions& t, const Tokenizer& tok, int tp);
+// The text of every sample: BOS, data.prompt's tokens, then the caption (train/batch.h).
+TextRule text_rule(const DataOptions& d, const TrainOptions& t, const Tokenizer& tok);
 
 }  // namespace vlm

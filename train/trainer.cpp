@@ -12,7 +12,6 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "data/storage/dataset.h"
-#include "llm/hf_config.h"
 #include "llm/hf_import.h"
 #include "parallel/groups.h"
 #include "parallel/runtime.h"
@@ -123,22 +122,8 @@ Trainer::Trainer(const Config& cfg, Runtime& rt) : st_(std::make_unique<State>(c
     VLM_REQUIRE(!ds.split_captions(S.data.train_split).empty(), S.data.path, ": split '", S.data.train_split,
                 "' has no captions (--data.train_split)");
     S.tok = find_tokenizer(S.data, ds);
-    S.vcfg.vision = resolve_vision_config(cfg);
-    S.vcfg.llm = S.train.llm_hf.empty() ? read_model_config(cfg) : read_hf_config(S.train.llm_hf);
-    if (S.train.llm_hf.empty() && !cfg.is_set("model.vocab_size")) S.vcfg.llm.vocab_size = S.tok->vocab_size();
-    S.vcfg.llm.validate(tp);
-    VLM_REQUIRE(S.tok->vocab_size() <= S.vcfg.llm.vocab_size, "the tokenizer's vocabulary (", S.tok->vocab_size(),
-                " tokens) exceeds the model's (model.vocab_size=", S.vcfg.llm.vocab_size, ")");
-    S.vcfg.scorers = read_scorer_options(cfg);
-    S.vcfg.scorers.validate(S.vcfg.vision.grid(), tp);
-    VLM_REQUIRE(S.vcfg.scorers.scorers.placement != Placement::Tp2,
-                "--scorers.placement=tp2 is not supported by vlm train (use replicated, batch-split or dedicated)");
-    S.vcfg.max_images = S.train.batch, S.vcfg.max_text = S.train.max_text;
-    const int64_t longest = S.vcfg.scorers.lod.max_tokens + S.train.max_text;
-    VLM_REQUIRE(S.vcfg.llm.is_llama() || longest <= S.vcfg.llm.max_pos, "lod.max_tokens + train.max_text = ", longest,
-                " exceeds model.max_pos=", S.vcfg.llm.max_pos, " (the learned position table)");
-    S.rule.bos = S.tok->bos(), S.rule.max_text = S.train.max_text;
-    S.rule.instruction = S.tok->encode(S.data.prompt);
+    S.vcfg = resolve_vlm_config(cfg, S.train, *S.tok, tp);
+    S.rule = text_rule(S.data, S.train, *S.tok);
   });
 
   Backend& b = rt.backend();
