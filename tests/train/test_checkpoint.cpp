@@ -11,7 +11,8 @@
 //  - bad checkpoints (not HDF5, truncated, not a checkpoint, another version, a missing /
 //    reshaped / extra / wrong-type tensor, flipped data bytes, a non-finite value, another
 //    model configuration, a dangling `latest`, another global batch) exit 2 with one line
-//    naming the file and, where one is at fault, the tensor.
+//    naming the file and, where one is at fault, the tensor; a checkpoint of huge finite
+//    weights stops the resumed run at its first step with a non-finite loss.
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
@@ -237,6 +238,10 @@ TEST_F(Checkpoint, BadCheckpointsExitWithOneLine) {
     test::write_file(bad, b);
     refused(bad, "", bad + ": tensor " + tensor + " is corrupt");
   }
+  // Finite but huge weights (a diverged run): the resumed step's loss overflows, and the
+  // run stops before the optimizer step, naming it.
+  refused(edited(good, bad, [](hid_t f) { write_f32(f, kTensor, {32, 32}, 3e38f, true); }), "",
+          "step 4: the loss is not finite");
   refused(good, "--train.batch 8 --model.d_model 48", good + ": tensor /model/");
   refused(good, "--train.batch 4", good + ": saved with a global batch of 8");
   fs::create_directories(dir_ + "/dangling");
