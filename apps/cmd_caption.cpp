@@ -41,7 +41,7 @@ constexpr uint64_t kMaxImageFileBytes = uint64_t(256) << 20;  // as `vlm data bu
 void caption_options(Config& cfg) {
   cfg.add_string("checkpoint", "", "checkpoint file (step_N.h5) or folder (its `latest`) of vlm train");
   cfg.add_string("image", "", "the image to caption (PNG or JPEG)");
-  cfg.add_string("prompt", "", "the instruction (default: the run's data.prompt)");
+  cfg.add_string("prompt", "", "the instruction (empty: the run's data.prompt)");
   cfg.add_string("save-relevance", "", "write the relevance picture (heatmap + level-of-detail grid) to this PNG");
   cfg.add_float("temperature", 0, "0: greedy decoding; > 0: sample from softmax(logits / T)", 0, 100);
   cfg.add_int("top-k", 0, "sample among the K most likely tokens (0 = all; with --temperature)", 0, INT32_MAX);
