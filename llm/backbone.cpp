@@ -44,7 +44,9 @@ void Backbone::cut(int64_t T) {
   last_T_ = T;
 }
 
-float Backbone::forward(Stream& s, const LmInput& in) {
+float Backbone::forward(Stream& s, const LmInput& in) { return run_forward(s, in, Tensor{}, true); }
+
+float Backbone::run_forward(Stream& s, const LmInput& in, const Tensor& cache_slots, bool loss) {
   const int64_t T = in.n_tokens;
   VLM_REQUIRE(T > 0 && T <= max_tokens_, "backbone: micro-batch of ", T, " tokens, planned for at most ",
               max_tokens_);
@@ -80,11 +82,11 @@ float Backbone::forward(Stream& s, const LmInput& in) {
     embedding_forward(s, sc.dtmp, in.positions.slice(row0, row0 + Ts), wpe_, 0);
     add(s, h0, h0, sc.dtmp);
   }
-  stack_.forward(ctx, seq);
+  stack_.forward(ctx, seq, cache_slots.defined() ? cache_.get() : nullptr, cache_slots);
 
   lnf_.forward(s, a.ln, a.ln_mean, a.ln_rstd, stack_.output());
   out_.forward(ctx, a.logits, a.ln_full, a.ln, a.pad_fill);
-  if (!in.targets.defined()) return 0.f;
+  if (!loss || !in.targets.defined()) return 0.f;
   VocabParallelCrossEntropy::forward(ctx, a.losses, a.rowmax, a.stats, a.logits, in.targets, out_.vocab_offset);
   const double norm = in.loss_norm > 0 ? in.loss_norm : double(in.n_counted);
   if (norm <= 0) return 0.f;

@@ -32,6 +32,15 @@
 //          all_reduce = 4*3T + 4*(R + S)  (S: elements of norms, row biases and
 //           positions, partial on sequence shards)
 // Full recomputation adds the forward collectives of every block once more.
+//
+// Decoding with a KV cache (nn/kv_cache.h, llm/README.md "KV cache"): plan_decoding once
+// (the cache for max_seqs sequences of max_len rows, the activations of a step of up to
+// max_seqs rows, the gather buffers: decode_bytes()); prefill(in) is forward(in) (SP as
+// configured, no loss) that also keeps every layer's k/v; decode_step then costs one
+// row's forward per sequence, always without SP (the N rows of a step are replicated on
+// every rank, so any tp works and nothing is padded). Per step of N rows, tp > 1:
+//   all_reduce = 4*N*C*(1 + 2L)  (embedding, o_proj and down_proj of every block)
+// and gather_step_logits adds all_gather = 4*N*Vl.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -43,6 +52,7 @@
 #include "llm/loss_parallel.h"
 #include "llm/model_config.h"
 #include "nn/act_plan.h"
+#include "nn/kv_cache.h"
 #include "nn/norm.h"
 #include "nn/param_table.h"
 #include "nn/stack.h"
@@ -88,6 +98,21 @@ class Backbone {
   // (a collective; for checks and the `vlm lm logits` command, not for training).
   Tensor gather_logits(Stream& s);
 
+  // Decoding with a KV cache (above). prefill: sample b < n_seqs of `in` becomes cached
+  // sequence b (later samples, e.g. SP padding, are not kept); decode_step: token ids[i]
+  // appended to cached sequence seqs[i] (distinct). After either, step_logits() holds
+  // this rank's logits [N, Vl] of the new last row of each sequence (row i: prefill's
+  // sample i, or the step's seqs[i]); gather_step_logits gathers them over the TP group
+  // into a host [N, V] view (a collective; valid until the next call). Collective calls
+  // in the same order on every TP rank, like forward.
+  void plan_decoding(int64_t max_seqs, int64_t max_len);
+  void prefill(Stream& s, const LmInput& in, int64_t n_seqs);
+  void decode_step(Stream& s, const std::vector<int32_t>& seqs, const std::vector<int32_t>& ids);
+  Tensor step_logits() const { return dec_.logits; }
+  Tensor gather_step_logits(Stream& s);
+  const KvCache* kv_cache() const { return cache_.get(); }
+  size_t decode_bytes() const;
+
   size_t param_bytes() const { return params_->param_bytes(); }
   size_t activation_bytes() const { return acts_.bytes(); }
   int64_t max_tokens() const { return max_tokens_; }
@@ -103,8 +128,17 @@ class Backbone {
     Tensor losses, dlosses;       // [T]
     Tensor dres;                  // [Ts,C] residual-stream gradient
   };
+  // One decode step's output head, N rows (the blocks' are the stack's decode activations).
+  struct DecodeHead {
+    Tensor ln, ln_mean, ln_rstd;  // [N,C], [N] (LayerNorm only), [N]
+    Tensor logits;                // [N,Vl]
+    Tensor pad_fill;              // [N,Vl-valid] the constant -1e30 (only with padding columns)
+    Tensor pos;                   // [N,C] learned positions (gpt2)
+  };
   void bind_params();
   void plan_activations();
+  // forward and prefill: cache_slots defined = keep k/v there; loss = compute the loss.
+  float run_forward(Stream& s, const LmInput& in, const Tensor& cache_slots, bool loss);
   // Cuts every activation view to T tokens (Ts on the residual stream).
   void cut(int64_t T);
   int64_t stream_rows(int64_t T) const { return sp_ ? T / tp_.size() : T; }
@@ -123,6 +157,15 @@ class Backbone {
   HeadActs head_;
   ActPlan acts_;
   int64_t last_T_ = 0;
+  // Decoding (plan_decoding).
+  std::unique_ptr<KvCache> cache_;
+  ActPlan dec_acts_;
+  DecodeHead dec_;
+  Tensor dec_ids_;                           // [max_seqs] i32: a step's ids, or a prefill's last rows
+  Tensor dec_gather_;                        // [tp*max_seqs, Vl] (tp > 1)
+  std::vector<float> dec_all_, dec_full_;    // host [tp*max_seqs*Vl], [max_seqs*V]
+  std::vector<int32_t> dec_cu_, dec_rows_;   // host staging (reserved)
+  int64_t dec_n_ = 0;
 };
 
 }  // namespace vlm

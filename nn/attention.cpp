@@ -21,6 +21,22 @@ void Attention::core_forward(Stream& s, const PackedSeqs& seq, const AttentionAc
   attention_forward(s, c.att, c.lse, a.q, a.k, a.v, seq.cu_seqlens, seq.max_seqlen, causal);
 }
 
+void Attention::decode(TpContext& ctx, const DecodeRows& rows, const Tensor& x, const Tensor& y,
+                       const AttentionActs& a, const Tensor& att, const Scratch& sc, const Tensor& k_cache,
+                       const Tensor& v_cache) const {
+  VLM_ASSERT(causal && !ctx.seq_parallel(), "attention decode: causal attention without sequence parallelism only");
+  Stream& s = ctx.stream;
+  column_parallel_forward(ctx, a.x_full, x, {{&q, a.q}, {&k, a.k}, {&v, a.v}});
+  if (rope) {
+    rope_forward(s, a.q, a.q, rows.positions, rope_theta);
+    rope_forward(s, a.k, a.k, rows.positions, rope_theta);
+  }
+  scatter_rows(s, k_cache, a.k, rows.slots);
+  scatter_rows(s, v_cache, a.v, rows.slots);
+  attention_decode(s, att, a.q, k_cache, v_cache, rows.key_start, rows.key_len, rows.max_len);
+  row_parallel_forward(ctx, y, sc.partial, att, o);
+}
+
 void Attention::backward(TpContext& ctx, const PackedSeqs& seq, const Tensor& dx, const Tensor& dy,
                          const AttentionActs& a, const AttentionCore& c, const Scratch& sc) const {
   Stream& s = ctx.stream;

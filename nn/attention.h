@@ -9,10 +9,13 @@
 //   positions restart per sample) -> varlen attention, causal or bidirectional (never
 //   crosses samples, cu_seqlens) -> att [T,NHl,HS] -> row-parallel output projection
 //   -> y [Ts,C] (+bias once).
+// Decoding with a KV cache (decode, nn/kv_cache.h): the same layers on N new rows, one
+// per sequence, whose k/v are written into the cache before the attention reads it.
 // Gradients follow the rule of nn/context.h.
 #pragma once
 #include "nn/activations.h"
 #include "nn/context.h"
+#include "nn/kv_cache.h"
 #include "nn/linear.h"
 
 namespace vlm {
@@ -35,6 +38,12 @@ struct Attention {
                const AttentionCore& c, const Scratch& sc) const;
   // c.att, c.lse from the saved q, k, v (the "core"; selective recomputation re-runs it).
   void core_forward(Stream& s, const PackedSeqs& seq, const AttentionActs& a, const AttentionCore& c) const;
+  // One decode step: x [N,C] (the new rows, replicated on every rank: ctx without SP)
+  // -> q/k/v -> RoPE at rows.positions -> k/v into k_cache/v_cache (this layer's, at
+  // rows.slots) -> attention of each row over its cached keys -> att [N,NHl,HS] ->
+  // row-parallel output y [N,C]. a and sc as in forward, cut to N rows (no backward).
+  void decode(TpContext& ctx, const DecodeRows& rows, const Tensor& x, const Tensor& y, const AttentionActs& a,
+              const Tensor& att, const Scratch& sc, const Tensor& k_cache, const Tensor& v_cache) const;
   // dy [Ts,C] -> dx [Ts,C] (overwrite), parameter grads +=.
   void backward(TpContext& ctx, const PackedSeqs& seq, const Tensor& dx, const Tensor& dy, const AttentionActs& a,
                 const AttentionCore& c, const Scratch& sc) const;

@@ -86,6 +86,17 @@ void Block::forward(TpContext& ctx, const PackedSeqs& seq, const Tensor& h_in, c
   add(s, h_out, a.h_mid, sc.y);
 }
 
+void Block::decode(TpContext& ctx, const DecodeRows& rows, const Tensor& h, const BlockActs& a, const Tensor& att,
+                   const Scratch& sc, const Tensor& k_cache, const Tensor& v_cache) const {
+  Stream& s = ctx.stream;
+  ln1.forward(s, a.ln1, a.ln1_mean, a.ln1_rstd, h);
+  attn.decode(ctx, rows, a.ln1, sc.y, a.attn, att, sc, k_cache, v_cache);
+  add(s, a.h_mid, h, sc.y);
+  ln2.forward(s, a.ln2, a.ln2_mean, a.ln2_rstd, a.h_mid);
+  mlp.forward(ctx, a.ln2, sc.y, a.mlp, sc);
+  add(s, h, a.h_mid, sc.y);  // h_in is not read after h_mid: the update is in place
+}
+
 void Block::backward(TpContext& ctx, const PackedSeqs& seq, const Tensor& dres, const Tensor& h_in,
                      const BlockActs& a, const AttentionCore& c, const Scratch& sc) const {
   Stream& s = ctx.stream;

@@ -57,6 +57,10 @@ struct Block {
                const AttentionCore& c, const Scratch& sc) const;
   void backward(TpContext& ctx, const PackedSeqs& seq, const Tensor& dres, const Tensor& h_in, const BlockActs& a,
                 const AttentionCore& c, const Scratch& sc) const;
+  // One decode step on the rows' residual stream h [N,C], in place (Attention::decode):
+  // the same computation as forward for the new rows, keys and values from the cache.
+  void decode(TpContext& ctx, const DecodeRows& rows, const Tensor& h, const BlockActs& a, const Tensor& att,
+              const Scratch& sc, const Tensor& k_cache, const Tensor& v_cache) const;
 };
 
 }  // namespace vlm

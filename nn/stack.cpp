@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/ops.h"
 
 namespace vlm {
 
@@ -98,10 +99,54 @@ void TransformerStack::check_context(const TpContext& ctx) const {
              tp_, " sp=", cfg_.seq_parallel(tp_), ", run with tp=", ctx.tp_size(), " sp=", ctx.seq_parallel());
 }
 
-void TransformerStack::forward(TpContext& ctx, const PackedSeqs& seq) const {
+void TransformerStack::forward(TpContext& ctx, const PackedSeqs& seq, const KvCache* cache,
+                               const Tensor& slots) const {
   check_context(ctx);
-  for (int l = 0; l < n_layers_; ++l)
+  for (int l = 0; l < n_layers_; ++l) {
     blocks_[size_t(l)].forward(ctx, seq, h_[size_t(l)], h_[size_t(l) + 1], saved(l), core(l), sc_);
+    if (cache) {  // before the next block: under full recompute the next one reuses saved(l)
+      scatter_rows(ctx.stream, cache->k(l), saved(l).attn.k, slots);
+      scatter_rows(ctx.stream, cache->v(l), saved(l).attn.v, slots);
+    }
+  }
+}
+
+void TransformerStack::plan_decode(ActPlan& p) {
+  VLM_ASSERT(cfg_.causal && !decode_planned_, "transformer stack: decoding needs a causal stack, planned once");
+  decode_planned_ = true;
+  using R = ActPlan::Rows;
+  const int64_t C = cfg_.C, HS = cfg_.head_dim, NHl = local_.NHl, NKVl = local_.NKVl, Fl = local_.Fl;
+  const bool ln = cfg_.norm == NormKind::LayerNorm;
+  DecodeActs& d = dec_;
+  BlockActs& a = d.block;
+  p.add(&d.h, R::T, {C});
+  p.add(&a.ln1, R::T, {C});
+  if (ln) p.add(&a.ln1_mean, R::T);
+  p.add(&a.ln1_rstd, R::T);
+  p.alias(&a.attn.x_full, &a.ln1);  // no SP: the regions' inputs are the norm outputs
+  p.add(&a.attn.q, R::T, {NHl, HS});
+  p.add(&a.attn.k, R::T, {NKVl, HS});
+  p.add(&a.attn.v, R::T, {NKVl, HS});
+  p.add(&a.h_mid, R::T, {C});
+  p.add(&a.ln2, R::T, {C});
+  if (ln) p.add(&a.ln2_mean, R::T);
+  p.add(&a.ln2_rstd, R::T);
+  p.alias(&a.mlp.x_full, &a.ln2);
+  p.add(&a.mlp.h1, R::T, {Fl});
+  if (cfg_.mlp == MlpKind::SwiGLU) p.add(&a.mlp.h2, R::T, {Fl});
+  p.add(&a.mlp.act, R::T, {Fl});
+  p.add(&d.att, R::T, {NHl, HS});
+  p.add(&d.sc.partial, R::T, {C});
+  p.alias(&d.sc.y, &d.sc.partial);
+}
+
+void TransformerStack::decode(TpContext& ctx, const DecodeRows& rows, const KvCache& cache) const {
+  VLM_ASSERT(decode_planned_ && int(blocks_.size()) == n_layers_ && ctx.tp_size() == tp_ && !ctx.seq_parallel(),
+             "transformer stack: decode before plan_decode/bind, or with sequence parallelism");
+  VLM_ASSERT(dec_.h.defined() && dec_.h.size(0) == rows.n, "transformer stack: decode of ", rows.n,
+             " rows, activations cut to ", dec_.h.defined() ? dec_.h.size(0) : 0);
+  for (int l = 0; l < n_layers_; ++l)
+    blocks_[size_t(l)].decode(ctx, rows, dec_.h, dec_.block, dec_.att, dec_.sc, cache.k(l), cache.v(l));
 }
 
 void TransformerStack::backward(TpContext& ctx, const PackedSeqs& seq, const Tensor& dres) const {

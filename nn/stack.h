@@ -11,6 +11,11 @@
 //   st.plan(plan);  (+ the owner's own buffers)  plan.allocate(b, max_T, max_Ts);
 //   per micro-batch: plan.cut(T, Ts); write input(); st.forward(ctx, seq);
 //                    dres = dL/d output(); st.backward(ctx, seq, dres) -> dres = dL/d input()
+// Decoding with a KV cache (nn/kv_cache.h; causal stacks): forward(ctx, seq, &cache,
+// slots) also writes every layer's k/v of the batch (the prefill); st.plan_decode(p2)
+// declares the activations of one decode step into a second plan (rows = p2's T, no
+// SP: a step's few rows are replicated on every rank; p2.allocate(b, N, N)); per step:
+// p2.cut(N, N); write decode_state(); st.decode(ctx, rows, cache); read decode_state().
 // Activations planned (nn/activations.h): h[0..L] [Ts,C]; BlockActs x L (1 under full
 // recompute); AttentionCore x L (1 under selective or full); one Scratch. Without SP the
 // full-width inputs of the TP regions alias the norm outputs, y aliases partial and dnorm
@@ -22,6 +27,7 @@
 
 #include "nn/act_plan.h"
 #include "nn/block.h"
+#include "nn/kv_cache.h"
 
 namespace vlm {
 
@@ -58,8 +64,16 @@ class TransformerStack {
   const Tensor& output() const { return h_.back(); }   // h[L]  [Ts,C]
   const Scratch& scratch() const { return sc_; }
 
-  // h[0] -> h[L]; keeps what backward needs (per the recompute mode).
-  void forward(TpContext& ctx, const PackedSeqs& seq) const;
+  // h[0] -> h[L]; keeps what backward needs (per the recompute mode). With a cache,
+  // also writes each layer's k/v rows into it at `slots` ([T] i32, -1 = not kept).
+  void forward(TpContext& ctx, const PackedSeqs& seq, const KvCache* cache = nullptr,
+               const Tensor& slots = Tensor{}) const;
+  // Decoding: the step's activations (once, into a plan of its own, see above), the
+  // rows' residual stream [N,C] (input and output: the step updates it in place), and
+  // one step for the rows `rows` (ctx without SP).
+  void plan_decode(ActPlan& p);
+  const Tensor& decode_state() const { return dec_.h; }
+  void decode(TpContext& ctx, const DecodeRows& rows, const KvCache& cache) const;
   // dres [Ts,C]: dL/dh[L] on entry, dL/dh[0] on exit; parameter grads +=. Re-runs
   // blocks or attention cores first as the recompute mode requires.
   void backward(TpContext& ctx, const PackedSeqs& seq, const Tensor& dres) const;
@@ -80,6 +94,14 @@ class TransformerStack {
   std::vector<AttentionCore> core_;    // L without recompute, else 1
   Scratch sc_;
   bool planned_ = false;
+  struct DecodeActs {  // one decode step's rows, N of them
+    Tensor h;          // [N,C] the residual stream
+    BlockActs block;   // shared by the layers (nothing is kept for backward)
+    Tensor att;        // [N,NHl,HS]
+    Scratch sc;        // partial (y aliases it)
+  };
+  DecodeActs dec_;
+  bool decode_planned_ = false;
 };
 
 }  // namespace vlm

@@ -9,6 +9,7 @@
 #include "core/io/atomic_file.h"
 #include "data/image/png.h"
 #include "data/image/relevance_picture.h"
+#include "train/generate.h"
 
 namespace vlm {
 
@@ -91,21 +92,9 @@ AccuracyReport caption_accuracy(VlmModel& model, Stream& s, Communicator& dp, Lo
     model.vision_forward(s);
     model.query_forward(s);
     model.scorers_forward(s);
-    std::vector<std::vector<int32_t>> gen(static_cast<size_t>(n));
-    std::vector<bool> done(size_t(n), false);
-    for (int t = 0; t < max_new; ++t) {
-      const std::vector<int32_t> next = model.greedy_next(s, gen);
-      bool all = true;
-      for (int i = 0; i < n; ++i) {
-        if (done[size_t(i)]) continue;
-        if (next[size_t(i)] == tok.eos() || int64_t(gen[size_t(i)].size() + mb.prompt[size_t(i)].size()) + 1 >= rule.max_text)
-          done[size_t(i)] = true;
-        else
-          gen[size_t(i)].push_back(next[size_t(i)]);
-        all = all && done[size_t(i)];
-      }
-      if (all) break;  // identical on every TP rank: the same logits
-    }
+    GenerateOptions g;
+    g.max_new = max_new, g.eos = tok.eos();
+    const std::vector<std::vector<int32_t>> gen = generate_captions(model, s, mb.prompt, g);
     for (int i = 0; root && i < n && drawn < pictures; ++i, ++drawn) {
       int side = 0;
       const std::vector<uint8_t> rgb = relevance_picture(model, s, b, i, &side);

@@ -1,8 +1,8 @@
 // Evaluation of a VLM during and after training (forward only, on the calling stream):
 //  - validation_loss: the mean caption-token cross-entropy over `batches` batches of a
 //    split, over every DP rank (sums of losses and of counted tokens are all-reduced).
-//  - caption_accuracy: greedy-decodes a caption for every image of a split (a full
-//    recompute per token, stopping at EOS or max_new tokens) and counts an image correct
+//  - caption_accuracy: greedy-decodes a caption for every image of a split (with the KV
+//    cache, stopping at EOS or max_new tokens: train/generate.h) and counts an image correct
 //    when the decoded caption is one of the captions the dataset gives its label's
 //    images (class_captions), i.e. it names the right class in a known phrasing. Each DP
 //    rank decodes its shard; the counts are all-reduced. Padding repeats are not counted.

@@ -24,6 +24,8 @@
 // the gradients add up (no averaging) over micro-batches and DP ranks.
 // Memory: every part plans its parameters and activations at construction for
 // max_images images of at most max_text text tokens each (train/step.h does not allocate).
+// Decoding: the backbone's KV cache (llm/backbone.h) is planned at the first
+// decode_start, once, for max_images sequences of lod.max_tokens + max_text rows.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -33,6 +35,7 @@
 
 #include "llm/backbone.h"
 #include "llm/embedding_parallel.h"
+#include "llm/sampling.h"
 #include "scorers/stage.h"
 #include "vision/encoder.h"
 #include "vision/projector.h"
@@ -115,6 +118,15 @@ class VlmModel {
   // given its prompt and `generated` [B] so far (the logits are gathered over the TP
   // group: a collective). Padding vocabulary columns are never chosen.
   std::vector<int32_t> greedy_next(Stream& s, const std::vector<std::vector<int32_t>>& generated);
+  // Decoding with the backbone's KV cache, after load, vision_forward, query_forward and
+  // scorers_forward: decode_start runs the projector and the backbone once over every
+  // sample's [visual | prompt] (the prefill) and returns each sample's first token;
+  // decode_next appends tokens[b] to sample b and returns the next token of every sample
+  // at the cost of one token's forward; tokens[b] < 0 marks sample b finished (no row,
+  // its result is -1). Tokens are chosen by `o` (llm/sampling.h: greedy gives the tokens
+  // of greedy_next). Collective over the TP group; every rank returns the same tokens.
+  std::vector<int32_t> decode_start(Stream& s, const DecodeOptions& o = DecodeOptions{});
+  std::vector<int32_t> decode_next(Stream& s, const std::vector<int32_t>& tokens);
   // Once per optimizer step: the TP-partial gradients of the backbone and the
   // placement's gradient traffic of the stage.
   void finish_grads(Stream& s);
@@ -127,6 +139,8 @@ class VlmModel {
  private:
   class FeatureSource;  // the ImageEncoder the stage reads F through
   void build_input();  // the LmInput of the current micro-batch (host work + upload)
+  // The tokens of the sequences `seqs` from the backbone's last step logits (decoding).
+  std::vector<int32_t> choose_next(Stream& s, const std::vector<int32_t>& seqs);
 
   VlmConfig cfg_;
   Backend& backend_;
@@ -153,6 +167,11 @@ class VlmModel {
   std::vector<VlmSample> samples_;
   double loss_norm_ = 1.0;
   LmInput input_;
+  // Decoding (decode_start, decode_next): options, tokens chosen per sample, scratch.
+  DecodeOptions dec_opts_;
+  std::vector<uint64_t> dec_steps_;
+  std::vector<int32_t> dec_seqs_, dec_ids_, dec_order_;
+  std::vector<double> dec_weights_;
 };
 
 }  // namespace vlm

@@ -79,23 +79,6 @@ void for_units(const int64_t* order, int64_t n, int64_t work, F&& f) {
     for (int64_t i = 0; i < n; ++i) f(order[i]);
 }
 
-// x[j] = exp(x[j] - m), j < n; returns sum_j x[j] in double (f32: exp_v4 from
-// vec_math.h, four lane sums added in a fixed order at the end).
-inline double exp_shifted(double* x, int64_t n, double m) {
-  double sum = 0;
-  for (int64_t j = 0; j < n; ++j) sum += (x[j] = std::exp(x[j] - m));
-  return sum;
-}
-inline double exp_shifted(float* x, int64_t n, float m) {
-  double lane[4] = {0, 0, 0, 0};
-  for_chunks4(n, [&](int64_t j, int64_t w) {
-    const v4f v = exp_v4(load4(x + j, w) - m);
-    store4(x + j, v, w);
-    for (int64_t i = 0; i < w; ++i) lane[i] += double(v[i]);
-  });
-  return (lane[0] + lane[1]) + (lane[2] + lane[3]);
-}
-
 // Query block rows [i0, i1) of a sample of length L see keys [0, kl): the sample
 // (bidirectional) or up to the block's last row (causal). Row r sees keys [0, seen(r)).
 struct QBlock {

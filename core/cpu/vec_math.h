@@ -7,6 +7,8 @@
 //  - gelu_f32 / gelu_grad_f32: the GPT-2 tanh GELU (cpu_util.h) over n floats. Every
 //    element goes through the same vector code (a short tail is padded), so a value
 //    never depends on its position or on how a loop was split between threads.
+//  - exp_shifted: the exponentials of a softmax row (attention.cpp, decode.cpp share it,
+//    so cached decoding and full attention round alike).
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -86,6 +88,23 @@ inline void gelu_grad_f32(float* d, const float* x, const float* g, int64_t n) {
   for_chunks4(n, [&](int64_t j, int64_t w) {
     store4(d + j, load4(g + j, w) * gelu_grad_v4(load4(x + j, w)), w);
   });
+}
+
+// x[j] = exp(x[j] - m), j < n; returns sum_j x[j] in double (f32: exp_v4, four lane
+// sums added in a fixed order at the end; f64: std::exp).
+inline double exp_shifted(double* x, int64_t n, double m) {
+  double sum = 0;
+  for (int64_t j = 0; j < n; ++j) sum += (x[j] = std::exp(x[j] - m));
+  return sum;
+}
+inline double exp_shifted(float* x, int64_t n, float m) {
+  double lane[4] = {0, 0, 0, 0};
+  for_chunks4(n, [&](int64_t j, int64_t w) {
+    const v4f v = exp_v4(load4(x + j, w) - m);
+    store4(x + j, v, w);
+    for (int64_t i = 0; i < w; ++i) lane[i] += double(v[i]);
+  });
+  return (lane[0] + lane[1]) + (lane[2] + lane[3]);
 }
 
 }  // namespace vlm::cpu

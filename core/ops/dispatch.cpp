@@ -59,6 +59,10 @@ void rope_backward(Stream& s, const Tensor& din, const Tensor& dout, const Tenso
 void attention_forward(Stream& s, const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& cu_seqlens, int max_seqlen, bool causal) { VLM_DISPATCH(attention_forward, s, out, lse, q, k, v, cu_seqlens, max_seqlen, causal); }
 void attention_backward(Stream& s, const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse, const Tensor& cu_seqlens, int max_seqlen, bool causal) { VLM_DISPATCH(attention_backward, s, dq, dk, dv, dout, q, k, v, out, lse, cu_seqlens, max_seqlen, causal); }
 
+// decode
+void scatter_rows(Stream& s, const Tensor& dst, const Tensor& src, const Tensor& rows) { VLM_DISPATCH(scatter_rows, s, dst, src, rows); }
+void attention_decode(Stream& s, const Tensor& out, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& key_start, const Tensor& key_len, int max_len) { VLM_DISPATCH(attention_decode, s, out, q, k_cache, v_cache, key_start, key_len, max_len); }
+
 // embedding
 void embedding_forward(Stream& s, const Tensor& out, const Tensor& ids, const Tensor& table, int64_t vocab_offset) { VLM_DISPATCH(embedding_forward, s, out, ids, table, vocab_offset); }
 void embedding_backward(Stream& s, const Tensor& dtable, const Tensor& dout, const Tensor& ids, int64_t vocab_offset) { VLM_DISPATCH(embedding_backward, s, dtable, dout, ids, vocab_offset); }

@@ -61,7 +61,8 @@ TEST(ConformanceTable, CoversEveryOp) {
                        "bias_add", "slice_cols", "unslice_cols", "gelu_forward", "gelu_backward",
                        "swiglu_forward", "swiglu_backward", "sum_squares", "layernorm", "rmsnorm", "softmax",
                        "rope", "attention", "embedding", "cross_entropy", "vocab_ce", "conv2d", "avgpool2d",
-                       "image_to_patches", "adamw_step", "sigmoid", "row_stats"};
+                       "image_to_patches", "adamw_step", "sigmoid", "row_stats", "scatter_rows",
+                       "attention_decode"};
   for (const char* op : ops) EXPECT_TRUE(tokens.count(op)) << "no conformance case for " << op;
 }
 

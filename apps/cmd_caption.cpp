@@ -1,0 +1,145 @@
+// `vlm caption`: captions one image with a trained model (README "Captioning"):
+//   vlm caption --checkpoint C --image X.png [--prompt "..."] [--save-relevance out.png]
+//               [--temperature T --top-k K --seed S] [--max-new N] [--tp N] [--device ...]
+// The image goes through data/'s pipeline as the loader sends it to training (decode,
+// letterbox to vision.image_size on the loader's background, the texture array with
+// the loader's options), the model is the checkpoint's (train/checkpoint.h
+// load_trained_model, any tp), the prompt is the run's text rule (BOS + --prompt, or the
+// run's data.prompt), and the caption is decoded with the KV cache (train/generate.h):
+// greedy by default, sampled with --temperature > 0 (top-k and the seed). World rank 0
+// prints the caption, the visual tokens the level-of-detail allocator gave the image
+// and the balancer's weights of the three scorers, and writes the relevance picture
+// (train/evaluate.h) when asked. Inputs (options, the image, the output path) are
+// checked on every rank in one agreed step before the model is loaded (the error
+// policy of parallel/runtime.h); a missing or bad checkpoint is refused the same way.
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "apps/command.h"
+#include "core/config.h"
+#include "core/error.h"
+#include "core/file_read.h"
+#include "core/io/atomic_file.h"
+#include "data/image/image_pipeline.h"
+#include "data/image/png.h"
+#include "data/image/texture.h"
+#include "data/load/loader.h"
+#include "parallel/runtime.h"
+#include "train/checkpoint.h"
+#include "train/evaluate.h"
+#include "train/generate.h"
+
+namespace vlm {
+
+namespace {
+
+constexpr uint64_t kMaxImageFileBytes = uint64_t(256) << 20;  // as `vlm data build` (README "Errors")
+
+void caption_options(Config& cfg) {
+  cfg.add_string("checkpoint", "", "checkpoint file (step_N.h5) or folder (its `latest`) of vlm train");
+  cfg.add_string("image", "", "the image to caption (PNG or JPEG)");
+  cfg.add_string("prompt", "", "the instruction (empty: the run's data.prompt)");
+  cfg.add_string("save-relevance", "", "write the relevance picture (heatmap + level-of-detail grid) to this PNG");
+  cfg.add_float("temperature", 0, "0: greedy decoding; > 0: sample from softmax(logits / T)", 0, 100);
+  cfg.add_int("top-k", 0, "sample among the K most likely tokens (0 = all; with --temperature)", 0, INT32_MAX);
+  cfg.add_int("max-new", 24, "caption tokens at most (the run's train.max_text bounds prompt + caption)", 1, 1 << 16);
+  register_runtime_options(cfg);  // parallel.*, device, seed (the sampling seed)
+}
+
+void write_png(const std::string& path, const std::vector<uint8_t>& rgb, int side) {
+  AtomicFile f(path);
+  const std::string png = encode_png(rgb.data(), side, side, 3);
+  std::ofstream o(f.temp_path(), std::ios::binary);
+  o.write(png.data(), std::streamsize(png.size()));
+  o.close();
+  VLM_REQUIRE(o, f.temp_path(), ": cannot write the relevance picture");
+  f.commit();
+}
+
+int caption(const Config& cfg) {
+  Runtime rt = start_runtime(cfg);
+  const std::string image = cfg.get_string("image"), relevance = cfg.get_string("save-relevance");
+  GenerateOptions g;
+  g.max_new = int(cfg.get_int("max-new"));
+  g.decode.temperature = float(cfg.get_float("temperature"));
+  g.decode.top_k = int(cfg.get_int("top-k"));
+  g.decode.seed = uint64_t(cfg.get_int("seed"));
+  RgbImage rgb;
+  rt.on_every_rank("inputs", [&] {
+    VLM_REQUIRE(!cfg.get_string("checkpoint").empty(), "--checkpoint: a checkpoint file or folder is required");
+    VLM_REQUIRE(!image.empty(), "--image: an image file is required");
+    VLM_REQUIRE(g.decode.top_k == 0 || g.decode.temperature > 0, "--top-k ", g.decode.top_k,
+                " needs --temperature > 0 (greedy decoding takes the top token)");
+    if (!relevance.empty()) check_output_path(relevance);
+    const std::string bytes = read_file_bounded(image, kMaxImageFileBytes, "image");
+    rgb = decode_rgb(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    VLM_REQUIRE(!rgb.empty(), image, ": not a decodable PNG or JPEG image (at most ", kMaxDecodeSide,
+                " pixels per side)");
+  });
+  TrainedModel tm = load_trained_model(cfg.get_string("checkpoint"), rt, 1);
+  const int S = tm.vcfg.vision.image_size, G = tm.vcfg.vision.grid();
+
+  // One sample, prepared as the loader prepares its batches (data/load/loader.h).
+  const LoaderOptions lo;
+  Batch b;
+  b.S = S, b.G = G;
+  b.caption_index = {0}, b.image_index = {0}, b.is_pad = {0}, b.token_lengths = {0};
+  b.images_u8.resize(size_t(S) * S * 3);
+  letterbox_into(rgb.view(), S, lo.background, b.images_u8.data());
+  b.texture.resize(size_t(kTextureChannels) * G * G);
+  compute_texture(ImageView::packed(b.images_u8.data(), S, S), G, b.texture.data(), lo.texture_options);
+  if (const std::string p = cfg.get_string("prompt"); !p.empty()) {
+    b.prompt_tokens = tm.tok->encode(p);
+    b.prompt_lengths = {int32_t(b.prompt_tokens.size())};
+  }
+  TextRule rule = tm.rule;
+  rule.captions = false;
+  const MicroBatch mb = make_micro_batch(b, rule, g.decode.seed);
+
+  VlmModel& model = *tm.model;
+  Stream& s = rt.backend().default_stream();
+  model.load(s, mb);
+  model.vision_forward(s);
+  model.query_forward(s);
+  model.scorers_forward(s);
+  g.eos = tm.tok->eos();
+  const std::vector<std::vector<int32_t>> gen = generate_captions(model, s, mb.prompt, g);
+  s.synchronize();
+  const std::vector<float> w = to_vector_f32(model.stage().balancer().weights());
+  std::vector<uint8_t> picture;
+  int side = 0;
+  if (!relevance.empty()) picture = relevance_picture(model, s, b, 0, &side);
+  if (rt.root()) {
+    const ScorerOptions& sc = tm.vcfg.scorers;
+    std::printf("vlm caption: %s (checkpoint step %lld, tp=%d, %s)\n", image.c_str(), (long long)tm.state.step,
+                rt.topology().tp(), g.decode.greedy() ? "greedy" : "sampled");
+    std::printf("caption: %s\n", tm.tok->decode(gen[0]).c_str());
+    std::printf("visual tokens: %lld (lod %lld..%lld)\n",
+                (long long)(model.visual_offsets()[1] - model.visual_offsets()[0]), (long long)sc.lod.min_tokens,
+                (long long)sc.lod.max_tokens);
+    std::printf("balancer weights: propositional %.4f, perspectival %.4f, participatory %.4f\n", w[0], w[1], w[2]);
+    if (!relevance.empty()) {
+      write_png(relevance, picture, side);
+      std::printf("relevance picture: %s (%dx%d)\n", relevance.c_str(), side, side);
+    }
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace
+
+VLM_COMMAND(caption, {.path = "caption",
+                      .summary = "caption one image with a trained checkpoint (KV-cache decoding)",
+                      .usage = "--checkpoint C --image X.png [--prompt \"...\"] [--save-relevance out.png]\n"
+                               "  [--temperature T --top-k K --seed S] [--max-new N] [--tp N] [--device auto|cpu|cuda]\n"
+                               "Prints the caption, the visual tokens used and the mean balancer weights of the three "
+                               "scorers. Under mpirun the world is tp x dp. See README, Captioning.",
+                      .options = caption_options,
+                      .run = caption,
+                      .multi_rank = true});
+
+}  // namespace vlm
