@@ -50,7 +50,11 @@ void Config::Impl::read_ini(const std::string& path) {
   std::error_code ec;
   VLM_REQUIRE(!std::filesystem::is_directory(path, ec), "cannot open config file '", path, "': is a directory");
   VLM_REQUIRE(::access(path.c_str(), R_OK) == 0, "cannot open config file '", path, "': ", std::strerror(errno));
-  const std::string text = read_file_bounded(path, kMaxIniBytes, "config file");
+  read_ini_text(read_file_bounded(path, kMaxIniBytes, "config file"), path);
+}
+
+void Config::Impl::read_ini_text(const std::string& text, const std::string& path) {
+  VLM_REQUIRE(text.size() <= kMaxIniBytes, path, ": more than ", kMaxIniBytes, " bytes of INI text");
   const size_t nul = text.find('\0');
   const int rank = ++files_read;
   std::map<std::string, int> seen;  // key -> line, to reject a key set twice in one file
@@ -201,6 +205,7 @@ bool Config::parse(int argc, const char* const* argv) {
 }
 
 void Config::read_ini(const std::string& path) { impl_->read_ini(path); }
+void Config::read_ini_text(const std::string& text, const std::string& source) { impl_->read_ini_text(text, source); }
 
 int64_t Config::get_int(const std::string& n) const { return impl_->get<int64_t>(n, Kind::Int); }
 double Config::get_float(const std::string& n) const { return impl_->get<double>(n, Kind::Float); }

@@ -56,6 +56,9 @@ class Config {
   bool parse(int argc, const char* const* argv);
   // Reads one INI file (as --config does); values do not override the command line.
   void read_ini(const std::string& path);
+  // The same for INI text held in memory (a checkpoint's /config); `source` names it in
+  // messages as the path would.
+  void read_ini_text(const std::string& text, const std::string& source);
 
   int64_t get_int(const std::string& name) const;
   double get_float(const std::string& name) const;

@@ -155,6 +155,7 @@ struct Config::Impl {
 
   // Reads one INI file (config.cpp); every error names file:line and the key.
   void read_ini(const std::string& path);
+  void read_ini_text(const std::string& text, const std::string& path);
 
   std::string describe(const Opt& o) const {
     std::string v = fmt_value(o);

@@ -13,6 +13,8 @@
 //                              master weights are /model
 //   /state                     attrs sampler_seed, sampler_epoch, sampler_step (the sampler
 //                              position of the next batch), seed
+// Every tensor carries an attribute crc32c (CRC-32C of its little-endian f32 bytes), so
+// flipped bits in the data are refused, not trained on.
 // Writing (save_checkpoint): every rank contributes its slices (TP slices of the split
 // tables, ZeRO-1 blocks of the moments) to DP rank 0 of TP rank 0 (world rank 0), which
 // writes the file under a temporary name, flushes it to disk, renames it, then replaces
@@ -63,11 +65,13 @@ class CheckpointReader {
   const std::string& tokenizer_json() const { return tokenizer_; }
   // A Config with every `vlm train` option registered and the stored INI text read.
   std::unique_ptr<Config> options() const;
-  // Rank-local slice of one stored tensor ("model/llm/<name>", "optim/m/vision/<name>") for
-  // the parameter `p` of a table split over TP as p.spec says: f32 of shape p.local
-  // (vocabulary padding rows beyond spec.hf read as 0). UserError naming the file and the
-  // tensor when it is missing or its shape is not p.spec.hf.
-  Tensor read_local(const std::string& tensor, const Param& p) const;
+  // One stored tensor ("model/llm/<name>", "optim/m/vision/<name>") as a host f32 tensor,
+  // which must have the shape `expect`, match its checksum and be finite (else a UserError
+  // naming the file and the tensor).
+  Tensor read_full(const std::string& tensor, const Shape& expect) const;
+  // This rank's slice of the stored tensor of parameter `p` of table `t` (p.spec.hf shape
+  // in the file; vocabulary padding rows read as 0).
+  Tensor read_local(const std::string& tensor, const ParamTable& t, const Param& p) const;
   bool has(const std::string& tensor) const;
   H5Handle file() const { return file_.get(); }
 
@@ -94,7 +98,9 @@ struct TrainedModel {
   VlmConfig vcfg;
   TextRule rule;
   std::unique_ptr<Communicator> self;
-  std::unique_ptr<VlmModel> model;
+  std::unique_ptr<VlmModel> model;  // declared last: destroyed before `self`
+  TrainedModel();
+  TrainedModel(TrainedModel&&) noexcept;
   ~TrainedModel();
 };
 TrainedModel load_trained_model(const std::string& checkpoint, Runtime& rt, int64_t max_images);

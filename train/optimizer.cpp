@@ -75,6 +75,12 @@ AdamW::AdamW(const std::vector<ModuleParams>& modules, const std::vector<bool>& 
   sums_ = Tensor::zeros(backend, Shape{2});
 }
 
+Tensor AdamW::moment(size_t i, int k) const {
+  for (size_t j = 0; j < modules_.size(); ++j)
+    if (modules_[j] == i) return state_[2 * j + size_t(k)];
+  return Tensor{};
+}
+
 double AdamW::grad_norm(Stream& s, Communicator& tp) {
   fill(s, sums_, 0.f);
   const Tensor split = sums_.slice(0, 1), repl = sums_.slice(1, 2);

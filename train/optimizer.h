@@ -60,6 +60,10 @@ class AdamW {
   void step(Stream& s, int64_t step, double lr, float grad_scale);
 
   size_t state_bytes() const { return state_bytes_; }
+  // The moments (k = 0: m, 1: v) of module i (an index of `modules`) as one flat buffer laid
+  // out as DpGrads::owned(i): the owned block, then the tail. Undefined for a frozen module.
+  Tensor moment(size_t i, int k) const;
+  DpGrads& dp_grads() const { return dp_; }
   const OptimOptions& options() const { return opt_; }
 
  private:

@@ -43,6 +43,14 @@ void register_train_options(Config& cfg) {
   cfg.add_int("train.eval_batches", 8, "batches of the validation loss", 1, 1 << 20);
   cfg.add_string("train.run", "run", "run name: outputs go to <train.out_dir>/<train.run>/");
   cfg.add_string("train.out_dir", "runs", "folder of the runs");
+  cfg.add_int("train.save_every", 0,
+              "checkpoint every N steps and at the end (0 = at the end only, -1 = never; README Checkpoints)", -1,
+              int64_t(1) << 40);
+  cfg.add_int("train.keep_last", 3, "checkpoints kept in train.ckpt_dir (0 = all)", 0, 1 << 20);
+  cfg.add_string("train.ckpt_dir", "", "checkpoint folder (empty = <train.out_dir>/<train.run>/checkpoints)");
+  cfg.add_string("train.resume", "",
+                 "resume from a checkpoint: auto (the newest in train.ckpt_dir, when there is one), a step_N.h5 "
+                 "file or a checkpoint folder; empty = start afresh");
   cfg.add_float("train.bucket_mb", 25, "DP gradient bucket size in MiB", 0.001, 1 << 20);
   cfg.add_string("llm.hf", "", "Hugging Face Llama/Qwen2/GPT-2 checkpoint directory for the backbone");
 
@@ -105,6 +113,11 @@ TrainOptions read_train_options(const Config& cfg) {
   t.run = cfg.get_string("train.run");
   t.out_dir = cfg.get_string("train.out_dir");
   t.bucket_mb = cfg.get_float("train.bucket_mb");
+  t.save_every = cfg.get_int("train.save_every");
+  t.keep_last = int(cfg.get_int("train.keep_last"));
+  t.ckpt_dir = cfg.get_string("train.ckpt_dir");
+  if (t.ckpt_dir.empty()) t.ckpt_dir = t.out_dir + "/" + t.run + "/checkpoints";
+  t.resume = cfg.get_string("train.resume");
   t.llm_hf = cfg.get_string("llm.hf");
   return t;
 }

@@ -47,6 +47,10 @@ struct TrainOptions {
   int log_every = 10, eval_every = 0, eval_batches = 8;
   std::string run = "run", out_dir = "runs";
   double bucket_mb = 25;
+  int64_t save_every = 0;       // checkpoints (train/checkpoint.h): every N steps and at the end; -1 never
+  int keep_last = 3;
+  std::string ckpt_dir;         // resolved: <out_dir>/<run>/checkpoints when not given
+  std::string resume;           // "", "auto", a file or a folder
   std::string llm_hf;           // Hugging Face backbone checkpoint (llm.hf)
 
   void check(int dp) const;     // the rules above

@@ -18,6 +18,7 @@
 #include "scheduler/options.h"
 #include "scheduler/trace.h"
 #include "train/batch.h"
+#include "train/checkpoint.h"
 #include "train/evaluate.h"
 #include "train/run_log.h"
 #include "train/step.h"
@@ -89,12 +90,54 @@ struct Trainer::State {
   std::unique_ptr<Loader> loader;
   std::unique_ptr<RunLog> log;
   std::vector<bool> trainable;
-  int64_t total = 0;
+  int64_t total = 0, start = 1;  // steps of the run; the first this process runs (after a resume)
   uint64_t seed = 0;
 
   State(const Config& c, Runtime& r) : cfg(c), rt(r) {}
   LoaderOptions loader_options(const std::string& split) const;
+  void resume();
+  void save(int64_t step);
 };
+
+void Trainer::State::resume() {
+  const int dp = rt.topology().dp();
+  const bool automatic = train.resume == "auto";
+  std::string path;
+  CheckpointState c;
+  rt.on_every_rank("resume", [&] {
+    path = resolve_checkpoint(automatic ? train.ckpt_dir : train.resume, automatic);
+    if (path.empty()) return;
+    const CheckpointReader ck(path);
+    c = ck.state();
+    const int64_t gb = int64_t(dp) * train.micro_batches * train.batch;
+    VLM_REQUIRE(c.global_batch == gb && c.micro_batches == train.micro_batches, path, ": saved with a global batch of ",
+                c.global_batch, " in ", c.micro_batches, " micro-batches, this run has ", gb, " in ",
+                train.micro_batches, " (resume with dp x train.batch = ", c.global_batch / c.micro_batches,
+                " and train.micro_batches = ", c.micro_batches, ")");
+    VLM_REQUIRE(c.step <= total, path, ": saved at step ", c.step, ", after the last step of this run (", total,
+                "; raise train.steps or train.epochs)");
+    load_training_state(ck, *model, trainable, *opt);
+  });
+  if (path.empty()) return;
+  loader->restore(c.sampler);
+  start = c.step + 1;
+  if (rt.root())
+    std::printf("resumed from %s: step %lld of %lld (saved at tp=%d dp=%d%s)\n", path.c_str(), (long long)c.step,
+                (long long)total, c.saved_tp, c.saved_dp, c.zero ? " zero=1" : "");
+}
+
+void Trainer::State::save(int64_t step) {
+  const auto t0 = Clock::now();
+  CheckpointState c;
+  c.step = step, c.sampler = loader->state(), c.seed = seed;
+  c.saved_tp = rt.topology().tp(), c.saved_dp = rt.topology().dp(), c.zero = dpg->zero();
+  c.micro_batches = train.micro_batches, c.global_batch = int64_t(c.saved_dp) * train.micro_batches * train.batch;
+  const std::string path = save_checkpoint(train.ckpt_dir, train.keep_last, c, cfg.dump_ini(), *tok, *model, trainable,
+                                           *opt, rt);
+  if (rt.root())
+    std::printf("checkpoint: %s (%.1f MiB, %s)\n", path.c_str(),
+                double(std::filesystem::file_size(path)) / (1 << 20), format_duration(seconds_since(t0)).c_str());
+}
 
 LoaderOptions Trainer::State::loader_options(const std::string& split) const {
   LoaderOptions o;
@@ -142,6 +185,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt) : st_(std::make_unique<State>(c
   S.loader = std::make_unique<Loader>(S.loader_options(S.data.train_split));
   S.total = S.train.total_steps(S.loader->steps_per_epoch());
   S.log = std::make_unique<RunLog>(S.train.out_dir + "/" + S.train.run, rt.root(), cfg.dump_ini());
+  if (!S.train.resume.empty()) S.resume();
 }
 
 Trainer::~Trainer() = default;
@@ -170,7 +214,7 @@ TrainReport Trainer::run() {
   double graph_ms = 0, overlap = 0, exposed = 0, data_wait = 0;
   const auto t_start = Clock::now();
   double loss = 0;
-  for (int64_t step = 1; step <= S.total; ++step) {
+  for (int64_t step = S.start; step <= S.total; ++step) {
     const auto t0 = Clock::now();
     std::vector<Batch> batches(static_cast<size_t>(M));
     std::vector<MicroBatch> mbs;
@@ -203,7 +247,7 @@ TrainReport Trainer::run() {
     const float scale = S.train.optim.clip > 0 && gnorm > S.train.optim.clip ? float(S.train.optim.clip / gnorm) : 1.f;
     S.opt->step(s, step, lr, scale);
     s.synchronize();
-    if (step == 1) rep.first_loss = loss;
+    if (step == S.start) rep.first_loss = loss;
     const double dt = seconds_since(t0), elapsed = seconds_since(t_start);
     StepLine line{step, S.total, loss, lr, gnorm, dt, elapsed, tot[1] / dt, tot[3] / dt, tot[2] / std::max(1.0, tot[3]),
                   peak_rss_bytes()};
@@ -222,6 +266,8 @@ TrainReport Trainer::run() {
     for (int k = 0; k < sched::kNumStreams; ++k) busy[size_t(k)] += sum.busy_ms[size_t(k)];
     graph_ms += sum.step_ms, overlap += sum.overlap_fraction * sum.step_ms, exposed += sum.exposed_comm_ms;
     rep.images_per_s += tot[3], rep.tokens_per_s += tot[1];
+    if (S.train.save_every >= 0 && (step == S.total || (S.train.save_every > 0 && step % S.train.save_every == 0)))
+      S.save(step);
     if (S.train.eval_every > 0 && step % S.train.eval_every == 0 && step < S.total) {
       Loader val(S.loader_options(S.data.val_split));
       std::vector<std::vector<uint8_t>> pics(size_t(rt.root() ? S.eval.pictures : 0));
@@ -233,14 +279,15 @@ TrainReport Trainer::run() {
     }
   }
   rep.steps = S.total, rep.last_loss = loss;
+  const double ran = double(std::max<int64_t>(1, S.total - S.start + 1));  // steps this process ran
   rep.train_seconds = seconds_since(t_start);
   rep.images_per_s /= rep.train_seconds, rep.tokens_per_s /= rep.train_seconds;
   rep.loader_stall = data_wait / rep.train_seconds;
   if (rt.root()) {
     std::string split = "";
     for (int k = 0; k < sched::kNumStreams; ++k)
-      split += " " + sched::stream_names()[size_t(k)] + " " + std::to_string(int(busy[size_t(k)] / double(S.total) + 0.5));
-    const double n = double(S.total);
+      split += " " + sched::stream_names()[size_t(k)] + " " + std::to_string(int(busy[size_t(k)] / ran + 0.5));
+    const double n = ran;
     std::printf("time per step (mean): %.1f ms, of which the step graph %.1f ms (busy ms per stream:%s; overlap %.2f; "
                 "exposed comm %.1f ms), waiting for data %.1f ms (loader stall %.1f%%)\n",
                 1e3 * rep.train_seconds / n, graph_ms / n, split.c_str(), graph_ms > 0 ? overlap / graph_ms : 0.0,

@@ -169,6 +169,17 @@ bool h5_exists(H5Handle file, const std::string& path) {
   }
 }
 
+std::vector<std::string> h5_list(H5Handle group) {
+  H5Lock lock(h5_mutex());
+  std::vector<std::string> names;
+  auto add = [](hid_t, const char* name, const H5L_info_t*, void* out) -> herr_t {
+    static_cast<std::vector<std::string>*>(out)->push_back(name);
+    return 0;
+  };
+  H5_CHECK(H5Literate(group, H5_INDEX_NAME, H5_ITER_INC, nullptr, add, &names));
+  return names;
+}
+
 void h5_unlink(H5Handle parent, const std::string& name) {
   H5Lock lock(h5_mutex());
   if (H5Lexists(parent, name.c_str(), H5P_DEFAULT) > 0) H5_CHECK(H5Ldelete(parent, name.c_str(), H5P_DEFAULT));

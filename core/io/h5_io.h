@@ -91,6 +91,8 @@ H5Id h5_create_group(H5Handle parent, const std::string& name);
 H5Id h5_open_group(H5Handle parent, const std::string& name);  // must exist (checked by the caller)
 // True when every component of the absolute `path` ("/a/b") exists.
 bool h5_exists(H5Handle file, const std::string& path);
+// The names of the links of an open group, in name order.
+std::vector<std::string> h5_list(H5Handle group);
 // Removes the link `name` of `parent` when present (HDF5 does not reclaim the space;
 // h5repack does).
 void h5_unlink(H5Handle parent, const std::string& name);
