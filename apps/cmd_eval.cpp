@@ -11,7 +11,8 @@
 //   class_accuracy  the decoded caption is a caption (anywhere in the file) of the image's
 //                 class (datasets with /labels only; null otherwise)
 // --images N evaluates the first N samples of the split in the sampler's order (the same
-// subset for every layout; LoaderOptions::limit). Rank 0 prints the figures and writes
+// subset for every layout; LoaderOptions::limit); the sampler's seed is the run's unless
+// --seed is given. Rank 0 prints the figures and writes
 // --out (JSON, atomic). Inputs are checked on every rank in one agreed step first.
 #include <chrono>
 #include <cmath>
@@ -70,7 +71,8 @@ int eval(const Config& cfg) {
     const DataOptions d = read_data_options(*opts);
     in.batch = cfg.get_int("batch") > 0 ? int(cfg.get_int("batch")) : t.batch;
     in.max_new = cfg.get_int("max_new") > 0 ? int(cfg.get_int("max_new")) : read_eval_options(*opts).max_new;
-    in.threads = d.threads, in.prefetch = d.prefetch, in.seed = uint64_t(opts->get_int("seed"));
+    in.threads = d.threads, in.prefetch = d.prefetch;
+    in.seed = uint64_t(cfg.is_set("seed") ? cfg.get_int("seed") : opts->get_int("seed"));  // the sampler's
     VLM_REQUIRE(in.split == "all" || in.split == "train" || in.split == "val" || in.split == "test", "--split ",
                 in.split, ": expected train, val, test or all");
     const DatasetReader ds(in.data);

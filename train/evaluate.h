@@ -32,9 +32,9 @@ using ImageCaptions = std::unordered_map<int64_t, std::vector<std::string>>;
 ImageCaptions image_captions(const DatasetReader& d, const std::string& split);
 
 // pictures: when given, the relevance pictures (relevance_picture) of the first images of
-// the first batch, up to its size on entry.
+// the first batch, up to its size on entry. tokens: when given, the caption tokens counted.
 double validation_loss(VlmModel& model, Stream& s, Communicator& dp, Loader& loader, const TextRule& rule,
-                       int batches, std::vector<std::vector<uint8_t>>* pictures = nullptr);
+                       int batches, std::vector<std::vector<uint8_t>>* pictures = nullptr, double* tokens = nullptr);
 // The relevance picture of image i of the last forward: packed RGB [side, side, 3], the
 // image enlarged by an integer factor to about kPictureSide pixels (side = S x factor).
 inline constexpr int kPictureSide = 256;

@@ -45,6 +45,7 @@ std::string tokenizer_config_json(const Tokenizer& tok, int64_t max_len) {
   v.set("bos_token", Value::string(tok.token_bytes(tok.bos())));
   v.set("eos_token", Value::string(tok.token_bytes(tok.eos())));
   v.set("pad_token", Value::string(tok.token_bytes(tok.pad())));
+  v.set("unk_token", Value::null());  // byte-level: none (else Qwen2Tokenizer adds one past the vocabulary)
   v.set("model_max_length", Value::integer(max_len));
   v.set("add_bos_token", Value::boolean(false));
   return json::write(v) + "\n";
