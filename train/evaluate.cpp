@@ -133,14 +133,17 @@ AccuracyReport caption_accuracy(VlmModel& model, Stream& s, Communicator& dp, Lo
       const int32_t label = labels.empty() ? -1 : labels[size_t(b.image_index[size_t(i)])];
       const std::string text = tok.decode(gen[size_t(i)]);
       const auto it = classes.find(text);
-      const bool ok = it != classes.end() && it->second == label;
+      bool ok = it != classes.end() && it->second == label;
       rep.correct += ok;
+      std::string ref;  // an unlabelled image's example shows its first caption
       if (refs) {
         const auto r = refs->find(b.image_index[size_t(i)]);
-        rep.exact += r != refs->end() && std::find(r->second.begin(), r->second.end(), text) != r->second.end();
+        const bool exact = r != refs->end() && std::find(r->second.begin(), r->second.end(), text) != r->second.end();
+        rep.exact += exact;
+        if (labels.empty()) ref = r != refs->end() ? r->second.front() : "?", ok = exact;
       }
       if (root && rep.examples.size() < 8)
-        rep.examples.push_back((label >= 0 && size_t(label) < names.size() ? names[size_t(label)] : std::to_string(label)) +
+        rep.examples.push_back((label >= 0 && size_t(label) < names.size() ? names[size_t(label)] : ref) +
                                " | " + text + (ok ? "" : "   (wrong)"));
     }
   }
