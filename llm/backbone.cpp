@@ -17,7 +17,7 @@ const ModelConfig& validated(const ModelConfig& cfg, int tp) {
 }
 }  // namespace
 
-Backbone::Backbone(const ModelConfig& cfg, Backend& backend, Communicator& tp, int64_t max_tokens)
+Backbone::Backbone(const ModelConfig& cfg, Backend& backend, Communicator& tp, int64_t max_tokens, bool grads)
     : cfg_(validated(cfg, tp.size())),
       backend_(backend),
       tp_(tp),
@@ -30,7 +30,7 @@ Backbone::Backbone(const ModelConfig& cfg, Backend& backend, Communicator& tp, i
               max_tokens, " must be > 0", sp_ ? cat(" and a multiple of parallel.tp=", tp.size(),
                                                      " (model.sequence_parallel)") : "");
   params_ = std::make_unique<ParamTable>(backbone_param_specs(cfg_, tp.size()), tp.size(), tp.rank());
-  params_->allocate(backend_);
+  params_->allocate(backend_, grads);
   bind_params();
   plan_activations();
 }
@@ -112,7 +112,7 @@ void Backbone::backward(Stream& s, const LmInput& in, const Tensor& d_embeddings
   const Tensor& dres = a.dres;  // = (first write), then += by every block
   lnf_.backward(s, dres, sc.dnorm, stack_.output(), a.ln_mean, a.ln_rstd);
   stack_.backward(ctx, seq, dres);
-  if (wpe_.defined()) embedding_backward(s, dwpe_, dres, in.positions.slice(row0, row0 + Ts), 0);
+  if (dwpe_.defined()) embedding_backward(s, dwpe_, dres, in.positions.slice(row0, row0 + Ts), 0);
   if (in.ids.defined()) {
     Tensor d_visual;
     if (in.mixed() && d_embeddings.defined() && in.n_visual > 0) {

@@ -53,7 +53,9 @@ class Backbone {
  public:
   // Validates cfg for tp.size() (UserError), builds the parameter table (values zero,
   // call init() or load them) and plans the activation arena for max_tokens tokens.
-  Backbone(const ModelConfig& cfg, Backend& backend, Communicator& tp, int64_t max_tokens);
+  // grads = false: frozen, no gradient arena (nn/param_table.h); backward still gives
+  // d_embeddings.
+  Backbone(const ModelConfig& cfg, Backend& backend, Communicator& tp, int64_t max_tokens, bool grads = true);
   ~Backbone();
   Backbone(const Backbone&) = delete;
   Backbone& operator=(const Backbone&) = delete;

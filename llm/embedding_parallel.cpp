@@ -25,7 +25,7 @@ void VocabParallelEmbedding::backward(TpContext& ctx, const Tensor& dout, const 
     reduce_scatter_to_sequence_region_backward(s, ctx.tp, dfull, dout);
   else
     reduce_from_region_backward(s, ctx.tp, dfull, dout);
-  embedding_backward(s, dtable, dfull, ids, vocab_offset);
+  if (dtable.defined()) embedding_backward(s, dtable, dfull, ids, vocab_offset);  // undefined: frozen
   // d_values[i] = dfull[rows[i]]: a row gather, written as a lookup in the table dfull.
   if (rows.defined() && d_values.defined() && rows.numel() > 0) embedding_forward(s, d_values, rows, dfull, 0);
 }

@@ -27,10 +27,10 @@ Linear Linear::bind(const ParamTable& t, const std::string& weight, const std::s
 Linear Linear::rows(int64_t r0, int64_t r1) const {
   Linear o;
   o.w = w.slice(r0, r1);
-  o.dw = dw.slice(r0, r1);
+  if (dw.defined()) o.dw = dw.slice(r0, r1);
   if (b.defined()) {
     o.b = b.slice(r0, r1);
-    o.db = db.slice(r0, r1);
+    if (db.defined()) o.db = db.slice(r0, r1);
   }
   return o;
 }
@@ -51,8 +51,8 @@ void Linear::backward(Stream& s, const Tensor& dx, const Tensor& dy, const Tenso
   GemmOpts o;
   o.trans_a = true;
   o.beta = 1.f;
-  matmul(s, dw, as2d(dy), as2d(x), o);
-  if (b.defined()) bias_backward(s, db, as2d(dy));
+  if (dw.defined()) matmul(s, dw, as2d(dy), as2d(x), o);  // undefined: a frozen weight (nn/param_table.h)
+  if (b.defined() && db.defined()) bias_backward(s, db, as2d(dy));
   GemmOpts d;
   d.beta = dx_beta;
   matmul(s, as2d(dx), as2d(dy), w, d);
@@ -98,7 +98,7 @@ void row_parallel_forward(TpContext& ctx, const Tensor& y, const Tensor& y_parti
 void row_parallel_backward(TpContext& ctx, const Tensor& dx, const Tensor& dy_full, const Tensor& dy,
                            const Tensor& x, const Linear& lin) {
   Stream& s = ctx.stream;
-  if (lin.b.defined()) bias_backward(s, lin.db, as2d(dy));
+  if (lin.b.defined() && lin.db.defined()) bias_backward(s, lin.db, as2d(dy));
   if (ctx.seq_parallel())
     reduce_scatter_to_sequence_region_backward(s, ctx.tp, dy_full, dy);
   else
@@ -106,7 +106,7 @@ void row_parallel_backward(TpContext& ctx, const Tensor& dx, const Tensor& dy_fu
   GemmOpts o;
   o.trans_a = true;
   o.beta = 1.f;
-  matmul(s, lin.dw, as2d(dy_full), as2d(x), o);
+  if (lin.dw.defined()) matmul(s, lin.dw, as2d(dy_full), as2d(x), o);
   GemmOpts d;
   matmul(s, as2d(dx), as2d(dy_full), lin.w, d);
 }

@@ -28,7 +28,7 @@ namespace vlm {
 
 // The local shard of one linear layer and its gradients (views into the arenas).
 struct Linear {
-  Tensor w, dw;  // [out_l, in_l]
+  Tensor w, dw;  // [out_l, in_l]; dw (and db) undefined when frozen: no weight gradients
   Tensor b, db;  // [out_l], undefined when the layer has no bias
 
   // Views of parameter `weight` (and `bias`, unless empty) of `t`; aborts if unknown.

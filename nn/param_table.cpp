@@ -43,12 +43,12 @@ ParamTable::ParamTable(std::vector<ParamSpec> specs, int tp, int tp_rank, DType 
   }
 }
 
-void ParamTable::allocate(Backend& b) {
+void ParamTable::allocate(Backend& b, bool grads) {
   values_.allocate(b, true);
-  grads_.allocate(b, true);
+  if (grads) grads_.allocate(b, true);
   for (auto& p : params_) {
     p.value = values_.get(p.spec.name);
-    p.grad = grads_.get(p.spec.name);
+    p.grad = grads ? grads_.get(p.spec.name) : Tensor{};
   }
 }
 
@@ -102,7 +102,7 @@ void ParamTable::finalize_tp_grads(Stream& s, Communicator& tp) {
   VLM_ASSERT(tp.size() == tp_, "finalize_tp_grads over a group of ", tp.size(), " for a table split ", tp_, " ways");
   if (tp_ == 1) return;
   for (const Param& p : params_)
-    if (p.spec.tp_partial_grad) copy_to_region_backward(s, tp, p.grad, p.grad);
+    if (p.spec.tp_partial_grad && p.grad.defined()) copy_to_region_backward(s, tp, p.grad, p.grad);
 }
 
 }  // namespace vlm

@@ -58,8 +58,11 @@ class ParamTable {
  public:
   ParamTable(std::vector<ParamSpec> specs, int tp, int tp_rank, DType dtype = DType::F32);
 
-  // Allocates the parameter and gradient arenas on `b` (both zero-filled).
-  void allocate(Backend& b);
+  // Allocates the parameter and gradient arenas on `b` (both zero-filled). grads = false
+  // (a frozen table): no gradient arena; every Param::grad is undefined, and the layers
+  // that bind them skip their weight-gradient work (dW GEMMs, norm and embedding
+  // gradients) while still passing activation gradients on.
+  void allocate(Backend& b, bool grads = true);
   bool allocated() const { return values_.allocated(); }
 
   const std::vector<Param>& params() const { return params_; }
@@ -73,7 +76,10 @@ class ParamTable {
   size_t param_bytes() const;
   const Arena& value_arena() const { return values_; }
   const Arena& grad_arena() const { return grads_; }
-  void zero_grads() { grads_.zero(); }
+  size_t grad_bytes() const { return grads_.allocated() ? grads_.bytes() : 0; }  // 0 when frozen
+  void zero_grads() {
+    if (grads_.allocated()) grads_.zero();
+  }
 
   // Host f32 tensor of this rank's slice of `full_host` (shape spec.full or spec.hf;
   // rows beyond hf[0] read as 0).

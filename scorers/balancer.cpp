@@ -78,13 +78,16 @@ void Balancer::backward(Stream& st, const Tensor& dS, const Tensor& dq, const Te
   matmul(st, dw_.view(Shape{B, 1, K}), dz_.view(Shape{B, 1, N}), S_, opts(false, true));
   matmul(st, dS, w_.view(Shape{B, 1, K}), dz_.view(Shape{B, 1, N}), opts(true, false));
   softmax_backward(st, dw_, dw_, w_);  // dw_ now holds da
-  matmul(st, dv2_, dw_, h_, opts(true, false, 1.f));
-  bias_backward(st, dc2_, dw_);
+  const bool weights = dv2_.defined();  // false: frozen (nn/param_table.h)
+  if (weights) matmul(st, dv2_, dw_, h_, opts(true, false, 1.f));
+  if (weights) bias_backward(st, dc2_, dw_);
   matmul(st, dh_, dw_, v2_, opts(false, false));
   gelu_backward(st, dh_, pre_, dh_);
-  matmul(st, dv1s_, dh_, stats_, opts(true, false, 1.f));
-  matmul(st, dv1q_, dh_, q_, opts(true, false, 1.f));
-  bias_backward(st, dc1_, dh_);
+  if (weights) {
+    matmul(st, dv1s_, dh_, stats_, opts(true, false, 1.f));
+    matmul(st, dv1q_, dh_, q_, opts(true, false, 1.f));
+    bias_backward(st, dc1_, dh_);
+  }
   matmul(st, dq, dh_, v1q_, opts(false, false, 1.f));
   matmul(st, dstats_, dh_, v1s_, opts(false, false));
   // the statistics path

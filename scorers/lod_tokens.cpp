@@ -102,9 +102,11 @@ void LodTokens::backward(Stream& st, const Tensor& dF, const Tensor& dr, const T
   // gate: d r_reg(t) = <dtoken_t, token_t>, spread over the region's cells by Q^T
   mul(st, tmp_, dtokens, saved_);
   matmul(st, rowdot_, tmp_, ones_, opts(false, 0.f));
-  embedding_backward(st, dlevel_, dtokens, ids_level_, 0);
-  embedding_backward(st, dpos_y_, dtokens, ids_y_, 0);
-  embedding_backward(st, dpos_x_, dtokens, ids_x_, 0);
+  if (dlevel_.defined()) {  // undefined: frozen (nn/param_table.h)
+    embedding_backward(st, dlevel_, dtokens, ids_level_, 0);
+    embedding_backward(st, dpos_y_, dtokens, ids_y_, 0);
+    embedding_backward(st, dpos_x_, dtokens, ids_x_, 0);
+  }
   for (int64_t b = 0; b < B; ++b) {
     const int64_t t0 = cu_[size_t(b)], t1 = cu_[size_t(b + 1)];
     if (t1 == t0) continue;

@@ -154,6 +154,7 @@ void RelevanceStage::finalize_grads(Stream& st) {
   if (tp == 1) return;
   for (int k = 0; k < kNumScorers; ++k)
     for (const Param* p : scorers_[size_t(k)]->params()) {
+      if (!p->grad.defined()) return;  // frozen (nn/param_table.h): no gradients at all
       if (opts_.scorers.placement == Placement::BatchSplit) tp_.all_reduce(st, p->grad);
       if (opts_.scorers.placement == Placement::Dedicated) tp_.broadcast(st, p->grad, k % tp);
     }

@@ -146,8 +146,10 @@ void Scorer::backward(Stream& st, const Tensor& ds, const Tensor& dF, const Tens
            opts(false, false, 0.f, nullptr, alpha));
     matmul(st, dx_.view(Shape{B, h, 1}), fp_.view(Shape{B, N, h}), ds.view(Shape{B, N, 1}),
            opts(true, false, 0.f, nullptr, alpha));
-    matmul(st, dwf_, dh_, F2, opts(true, false, 1.f));
-    matmul(st, dwq_, dx_, q_, opts(true, false, 1.f));
+    if (dwf_.defined()) {  // undefined: frozen (nn/param_table.h)
+      matmul(st, dwf_, dh_, F2, opts(true, false, 1.f));
+      matmul(st, dwq_, dx_, q_, opts(true, false, 1.f));
+    }
     if (!pair_) {
       matmul(st, dF2, dh_, wf_, opts(false, false, 1.f));
       matmul(st, dq, dx_, wq_, opts(false, false, 1.f));
@@ -175,7 +177,7 @@ void Scorer::backward(Stream& st, const Tensor& ds, const Tensor& dF, const Tens
     l2.backward(st, dh_, ds2, h_);
   }
   gelu_backward(st, dh_, pre_, dh_);
-  for (int64_t b = 0; b < B; ++b)
+  for (int64_t b = 0; b < B && dw1t_.defined(); ++b)
     matmul(st, dw1t_, dh_.slice(b * N, (b + 1) * N), tex_.slice(b, b + 1).view(Shape{kScorerTextureChannels, N}),
            opts(true, true, 1.f));
   if (pair_) {  // dX = all-reduce over the pair of dh W1f (the column-parallel input region)

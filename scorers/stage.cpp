@@ -111,7 +111,7 @@ void RelevanceStage::backward(Stream& st, ImageEncoder& enc, const Tensor& dquer
     if (has_prompt_[size_t(b)]) {
       copy(st, dquery.slice(b, b + 1), dq_.slice(b, b + 1));
     } else {
-      accumulate(st, dq0_, dq_.slice(b, b + 1).view(dq0_.shape()), 1.f);
+      if (dq0_.defined()) accumulate(st, dq0_, dq_.slice(b, b + 1).view(dq0_.shape()), 1.f);
       fill(st, dquery.slice(b, b + 1), 0.f);
     }
   }

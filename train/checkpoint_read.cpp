@@ -187,6 +187,7 @@ TrainedModel load_trained_model(const std::string& checkpoint, Runtime& rt, int6
     TrainOptions t = read_train_options(*r.options);
     t.batch = int(max_images);
     r.vcfg = resolve_vlm_config(*r.options, t, *r.tok, rt.topology().tp());
+    r.vcfg.frozen.fill(true);  // inference: no gradient memory
     r.rule = text_rule(read_data_options(*r.options), t, *r.tok);
   });
   Backend& b = rt.backend();

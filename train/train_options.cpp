@@ -148,6 +148,7 @@ VlmConfig resolve_vlm_config(const Config& cfg, const TrainOptions& t, const Tok
   VLM_REQUIRE(v.scorers.scorers.placement != Placement::Tp2,
               "--scorers.placement=tp2 is not supported by vlm train (use replicated, batch-split or dedicated)");
   v.max_images = t.batch, v.max_text = t.max_text;
+  v.frozen = t.frozen;
   const int64_t longest = v.scorers.lod.max_tokens + t.max_text;
   VLM_REQUIRE(v.llm.is_llama() || longest <= v.llm.max_pos, "lod.max_tokens + train.max_text = ", longest,
               " exceeds model.max_pos=", v.llm.max_pos, " (the learned position table)");

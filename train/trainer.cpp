@@ -198,7 +198,7 @@ TrainReport Trainer::run() {
   const int M = S.train.micro_batches;
   TrainReport rep;
   rep.optimizer_bytes = S.opt->state_bytes();
-  for (const ModuleParams& m : S.model->modules()) rep.grad_bytes += m.table->grad_arena().bytes();
+  for (const ModuleParams& m : S.model->modules()) rep.grad_bytes += m.table->grad_bytes();
   if (rt.root()) {
     std::printf("vlm train: %s | tp=%d dp=%d | %lld steps of %d x %d x %d images | %s\n", rt.backend().description().c_str(),
                 rt.topology().tp(), rt.topology().dp(), (long long)S.total, rt.topology().dp(), M, S.train.batch,

@@ -25,6 +25,7 @@
 // Memory: every part plans its parameters and activations at construction for
 // max_images images of at most max_text text tokens each (train/step.h does not allocate).
 #pragma once
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -50,6 +51,8 @@ struct VlmConfig {
   int64_t max_images = 8;  // images per micro-batch (per rank)
   int64_t max_text = 64;   // prompt + caption tokens per sample
   float projector_std = 0.02f;
+  // Frozen modules (by ModuleId) get no gradient arena and skip their weight gradients.
+  std::array<bool, kNumModules> frozen{};
   // Tokens of the backbone's packed micro-batch at most: every image at lod.max_tokens
   // plus its text, plus tp - 1 rows of sequence-parallel padding.
   int64_t max_backbone_tokens(int tp) const;

@@ -68,7 +68,7 @@ BlockConfig vision_block_config(const VisionConfig& cfg) {
 }
 
 VisionEncoder::VisionEncoder(const VisionConfig& cfg, Backend& backend, Communicator& self, int64_t max_images,
-                             VisionReadout readout, DType dtype)
+                             VisionReadout readout, DType dtype, bool grads)
     : cfg_(cfg),
       readout_(readout),
       backend_(backend),
@@ -86,7 +86,7 @@ VisionEncoder::VisionEncoder(const VisionConfig& cfg, Backend& backend, Communic
     for (ParamSpec& s : Norm::param_specs(NormKind::LayerNorm, d, kPostNormWeight, kPostNormBias, false))
       specs.push_back(std::move(s));
   params_ = std::make_unique<ParamTable>(std::move(specs), 1, 0, dtype);
-  params_->allocate(backend);
+  params_->allocate(backend, grads);
   embed_.bind(*params_);
   stack_.bind(*params_);
   if (readout.post_norm) post_ = Norm::bind(*params_, NormKind::LayerNorm, cfg.norm_eps, kPostNormWeight, kPostNormBias);

@@ -51,9 +51,10 @@ BlockConfig vision_block_config(const VisionConfig& cfg);
 class VisionEncoder {
  public:
   // cfg must be validated (VisionConfig::validate); `self` is a communicator of size 1 on
-  // the backend's device. Parameters are zero until init() or a load.
+  // the backend's device. Parameters are zero until init() or a load. grads = false: frozen,
+  // no gradient arena (nn/param_table.h); backward still gives the input gradients.
   VisionEncoder(const VisionConfig& cfg, Backend& backend, Communicator& self, int64_t max_images,
-                VisionReadout readout = {}, DType dtype = DType::F32);
+                VisionReadout readout = {}, DType dtype = DType::F32, bool grads = true);
   VisionEncoder(const VisionEncoder&) = delete;
   VisionEncoder& operator=(const VisionEncoder&) = delete;
 

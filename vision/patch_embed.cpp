@@ -30,7 +30,7 @@ void PatchEmbed::bind(const ParamTable& t) {
   const int64_t d = cfg_.d_model, K = 3 * int64_t(cfg_.patch) * cfg_.patch;
   const Param& w = t.get(kPatchWeight);
   w_ = w.value.view(Shape{d, K});
-  dw_ = w.grad.view(Shape{d, K});
+  dw_ = w.grad.defined() ? w.grad.view(Shape{d, K}) : Tensor{};  // undefined: frozen
   b_ = t.get(kPatchBias).value;
   db_ = t.get(kPatchBias).grad;
   pos_ = t.get(kPositionTable).value;
@@ -83,6 +83,7 @@ void PatchEmbed::backward(Stream& s, const Tensor& dout, const Tensor& texture) 
   const int64_t GG = cfg_.tokens(), d = cfg_.d_model, T = dout.size(0), B = T / GG;
   VLM_ASSERT(dout.shape() == Shape({T, d}) && T % GG == 0 && patches_.rows() == T, "patch embedding backward: dout ",
              dout.str(), " after a forward of ", patches_.rows(), " tokens");
+  if (!dw_.defined()) return;  // frozen (nn/param_table.h): nothing to compute, the pixels need no gradient
   GemmOpts g;  // dW [d, 3PP] += dout^T patches
   g.trans_a = true;
   g.beta = 1.f;

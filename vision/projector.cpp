@@ -9,7 +9,8 @@
 
 namespace vlm {
 
-Projector::Projector(int64_t d_in, int64_t d_out, float init_std, Backend& backend, int64_t max_tokens, DType dtype)
+Projector::Projector(int64_t d_in, int64_t d_out, float init_std, Backend& backend, int64_t max_tokens, DType dtype,
+                     bool grads)
     : d_in_(d_in), d_out_(d_out), max_tokens_(max_tokens) {
   VLM_REQUIRE(d_in >= 1 && d_out >= 1 && max_tokens >= 1, "projector: widths ", d_in, " -> ", d_out, " for ",
               max_tokens, " tokens (expected positive sizes)");
@@ -18,7 +19,7 @@ Projector::Projector(int64_t d_in, int64_t d_out, float init_std, Backend& backe
                                param_spec(kProjector2Weight, Shape{d_out, d_out}, -1, InitKind::Normal, init_std),
                                param_spec(kProjector2Bias, Shape{d_out}, -1, InitKind::Zeros)};
   params_ = std::make_unique<ParamTable>(std::move(specs), 1, 0, dtype);
-  params_->allocate(backend);
+  params_->allocate(backend, grads);
   l1_ = Linear::bind(*params_, kProjector1Weight, kProjector1Bias);
   l2_ = Linear::bind(*params_, kProjector2Weight, kProjector2Bias);
   using R = ActPlan::Rows;
@@ -52,6 +53,7 @@ void Projector::backward(Stream& s, const Tensor& dx, const Tensor& dy, const Te
     l1_.backward(s, dx, da_, x);
     return;
   }
+  if (!l1_.dw.defined()) return;  // frozen (nn/param_table.h)
   GemmOpts g;  // the weight gradients only
   g.trans_a = true;
   g.beta = 1.f;

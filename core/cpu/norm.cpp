@@ -86,7 +86,7 @@ void layernorm_backward(Stream& s, const Tensor& din, const Tensor& dw, const Te
   check_same(din, in, "layernorm_backward", "din");
   const int64_t N = in.rows(), C = in.cols();
   check_tensor(w, in.dtype(), C, "layernorm_backward", "w");
-  check_tensor(dw, in.dtype(), C, "layernorm_backward", "dw");
+  if (dw.defined()) check_tensor(dw, in.dtype(), C, "layernorm_backward", "dw");
   if (db.defined()) check_tensor(db, in.dtype(), C, "layernorm_backward", "db");
   StatRef sm(mean, N, "layernorm_backward", "mean"), sr(rstd, N, "layernorm_backward", "rstd");
   dispatch_float(in.dtype(), "layernorm_backward", [&](auto tag) {
@@ -95,7 +95,7 @@ void layernorm_backward(Stream& s, const Tensor& din, const Tensor& dw, const Te
     T* dx = din.ptr<T>();
     auto xhat = [&](int64_t n, int64_t c) { return (double(x[n * C + c]) - sm.get(n)) * sr.get(n); };
     // Parameter gradients first: din may alias dout.
-    reduce_param_grads<T>(N, C, g, dw.ptr<T>(), db.defined() ? db.ptr<T>() : nullptr, xhat);
+    if (dw.defined()) reduce_param_grads<T>(N, C, g, dw.ptr<T>(), db.defined() ? db.ptr<T>() : nullptr, xhat);
     for_rows(N, C, [&](int64_t n) {
       double mdx = 0, mdxx = 0;
       for (int64_t c = 0; c < C; ++c) {
@@ -142,14 +142,14 @@ void rmsnorm_backward(Stream& s, const Tensor& din, const Tensor& dw, const Tens
   check_same(din, in, "rmsnorm_backward", "din");
   const int64_t N = in.rows(), C = in.cols();
   check_tensor(w, in.dtype(), C, "rmsnorm_backward", "w");
-  check_tensor(dw, in.dtype(), C, "rmsnorm_backward", "dw");
+  if (dw.defined()) check_tensor(dw, in.dtype(), C, "rmsnorm_backward", "dw");
   StatRef sr(rstd, N, "rmsnorm_backward", "rstd");
   dispatch_float(in.dtype(), "rmsnorm_backward", [&](auto tag) {
     using T = decltype(tag);
     const T *x = in.ptr<T>(), *g = dout.ptr<T>(), *pw = w.ptr<T>();
     T* dx = din.ptr<T>();
     auto xhat = [&](int64_t n, int64_t c) { return double(x[n * C + c]) * sr.get(n); };
-    reduce_param_grads<T>(N, C, g, dw.ptr<T>(), nullptr, xhat);
+    if (dw.defined()) reduce_param_grads<T>(N, C, g, dw.ptr<T>(), nullptr, xhat);
     for_rows(N, C, [&](int64_t n) {
       double mdxx = 0;
       for (int64_t c = 0; c < C; ++c) mdxx += double(g[n * C + c]) * double(pw[c]) * xhat(n, c);

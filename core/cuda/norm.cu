@@ -126,14 +126,15 @@ void layernorm_backward(Stream& s, const Tensor& din, const Tensor& dw, const Te
   const int64_t N = in.rows(), C = in.cols();
   check_same(din, in, op, "din");
   check_same(dout, in, op, "dout");
-  check_tensor(dw, DType::F32, C, op, "dw");
-  check_tensor(db, DType::F32, C, op, "db");
+  if (dw.defined()) check_tensor(dw, DType::F32, C, op, "dw");
+  if (db.defined()) check_tensor(db, DType::F32, C, op, "db");
   check_tensor(w, DType::F32, C, op, "w");
   check_tensor(mean, DType::F32, N, op, "mean");
   check_tensor(rstd, DType::F32, N, op, "rstd");
   if (N == 0 || C == 0) return;
   cudaStream_t st = stream_of(s);
-  launch_params(st, f32p(dw), f32p(db), f32p(dout), f32p(in), f32p(mean), f32p(rstd), N, C);
+  if (dw.defined())
+    launch_params(st, f32p(dw), db.defined() ? f32p(db) : nullptr, f32p(dout), f32p(in), f32p(mean), f32p(rstd), N, C);
   norm_backward_din_kernel<true><<<unsigned(N), kRowThreads, 0, st>>>(f32p(din), f32p(dout), f32p(in), f32p(w),
                                                                      f32p(mean), f32p(rstd), C);
   CUDA_CHECK_LAUNCH();
@@ -160,12 +161,12 @@ void rmsnorm_backward(Stream& s, const Tensor& din, const Tensor& dw, const Tens
   const int64_t N = in.rows(), C = in.cols();
   check_same(din, in, op, "din");
   check_same(dout, in, op, "dout");
-  check_tensor(dw, DType::F32, C, op, "dw");
+  if (dw.defined()) check_tensor(dw, DType::F32, C, op, "dw");
   check_tensor(w, DType::F32, C, op, "w");
   check_tensor(rstd, DType::F32, N, op, "rstd");
   if (N == 0 || C == 0) return;
   cudaStream_t st = stream_of(s);
-  launch_params(st, f32p(dw), nullptr, f32p(dout), f32p(in), nullptr, f32p(rstd), N, C);
+  if (dw.defined()) launch_params(st, f32p(dw), nullptr, f32p(dout), f32p(in), nullptr, f32p(rstd), N, C);
   norm_backward_din_kernel<false><<<unsigned(N), kRowThreads, 0, st>>>(f32p(din), f32p(dout), f32p(in), f32p(w),
                                                                       nullptr, f32p(rstd), C);
   CUDA_CHECK_LAUNCH();

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "core/json.h"
-#include "tests/support/files.h"
+#include "tests/support/cli.h"
 
 namespace vlm {
 namespace {
@@ -32,17 +32,14 @@ class EvalCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = test::scratch_dir("eval_cli");
-    data_ = dir_ + "/fm.h5";
-    const std::string tok = dir_ + "/tok.json";
-    for (const std::string& c :
-         {vlm() + " data build --data.from fashion-mnist --data.limit 400 --data.out " + data_,
-          vlm() + " data tokenizer --data.train " + data_ + " --data.vocab 300 --data.out " + tok,
-          vlm() + " train --config " + std::string(VLM_SOURCE_DIR) + "/configs/tiny.cfg --data.path " + data_ +
-              " --data.tokenizer " + tok + " --train.out_dir " + dir_ + "/runs --train.run r --train.steps 300" +
-              " --train.max_text 48 --train.eval_batches 2 --train.log_every 100 --train.ckpt_dir " + dir_ + "/ckpt"}) {
-      const Result r = test::run_command(c, dir_);
-      ASSERT_EQ(r.status, 0) << c << "\n" << r.out << r.err;
-    }
+    const test::FashionSubset fm = test::fashion_subset(vlm(), dir_);
+    data_ = fm.data, tok_ = fm.tokenizer;
+    const std::string train = vlm() + " train --config " + std::string(VLM_SOURCE_DIR) + "/configs/tiny.cfg" +
+                              " --data.path " + data_ + " --data.tokenizer " + tok_ + " --train.out_dir " + dir_ +
+                              "/runs --train.run r --train.steps 300 --train.max_text 48 --train.eval_batches 2" +
+                              " --train.log_every 100 --train.ckpt_dir " + dir_ + "/ckpt";
+    const Result r = test::run_command(train, dir_);
+    ASSERT_EQ(r.status, 0) << train << "\n" << r.out << r.err;
   }
   static std::string eval(const std::string& extra) {
     return vlm() + " eval --checkpoint " + dir_ + "/ckpt --data " + data_ + " " + extra;
@@ -53,7 +50,7 @@ class EvalCli : public ::testing::Test {
     EXPECT_EQ(r.status, 0) << cmd << "\n" << r.out << r.err;
     return json::parse(test::read_file(dir_ + "/" + name + ".json"), name);
   }
-  static inline std::string dir_, data_;
+  static inline std::string dir_, data_, tok_;
 };
 
 TEST_F(EvalCli, EveryLayoutGivesTheSameFigures) {
@@ -74,23 +71,10 @@ TEST_F(EvalCli, EveryLayoutGivesTheSameFigures) {
   }
 }
 
-// The last "val_loss" of the run's metrics.jsonl (written with %.17g).
-double logged_val_loss(const std::string& path) {
-  double v = NAN;
-  const std::string text = test::read_file(path);
-  size_t at = 0;
-  while (at < text.size()) {
-    const size_t nl = text.find('\n', at);
-    const json::Value line = json::parse(text.substr(at, nl - at), path);
-    if (const json::Value* l = line.find("val_loss")) v = l->as_double();
-    at = nl == std::string::npos ? text.size() : nl + 1;
-  }
-  return v;
-}
-
 TEST_F(EvalCli, ValidationLossEqualsTheTrainingLog) {
-  const double logged = logged_val_loss(dir_ + "/runs/r/metrics.jsonl");
-  ASSERT_TRUE(std::isfinite(logged));
+  const std::vector<double> val = test::jsonl_values(dir_ + "/runs/r/metrics.jsonl", "val_loss");
+  ASSERT_FALSE(val.empty());
+  const double logged = val.back();  // after the last step, with the final checkpoint's weights
   // train.eval_batches (2) x train.batch (8) x dp (1) samples of the val split (17 images).
   const json::Value v = figures(eval("--split val --images 16"), "val");
   EXPECT_EQ(v.at("samples").as_int(), 16);
@@ -120,21 +104,8 @@ TEST_F(EvalCli, ExportAtTp2WritesTheSameFiles) {
   EXPECT_EQ(files, 9);  // llm: 5, vision: 3, vlm_extra.safetensors
 }
 
-// Exit status 2 and one line from vlm on stderr ("vlm <cmd>: error: ..." holding `what`;
-// under mpirun, mpirun's own notice of the status may follow).
 void expect_refused(const Result& r, const std::string& cmd, const std::string& what) {
-  EXPECT_EQ(r.status, 2) << r.out << r.err;
-  size_t lines = 0, at = 0;
-  std::string line;
-  while (at < r.err.size()) {
-    const size_t nl = r.err.find('\n', at);
-    const std::string l = r.err.substr(at, nl - at);
-    if (l.rfind("vlm", 0) == 0) ++lines, line = l;
-    at = nl == std::string::npos ? r.err.size() : nl + 1;
-  }
-  EXPECT_EQ(lines, 1u) << "stderr: " << r.err;
-  EXPECT_EQ(line.rfind("vlm " + cmd + ": error: ", 0), 0u) << line;
-  EXPECT_NE(line.find(what), std::string::npos) << "stderr: " << r.err;
+  test::expect_one_error_line(r, "vlm " + cmd, what);
 }
 
 TEST_F(EvalCli, BadInputsExitWithOneLine) {
@@ -155,7 +126,7 @@ TEST_F(EvalCli, BadInputsExitWithOneLine) {
   expect_refused(run(mpirun(2) + vlm() + " export" + ck + " --out " + dir_ + "/x"), "export", "one TP group");
   {  // a gpt2 backbone has no Hugging Face export
     const Result r = run(vlm() + " train --config " + std::string(VLM_SOURCE_DIR) + "/configs/tiny.cfg --data.path " +
-                         data_ + " --data.tokenizer " + dir_ + "/tok.json --train.out_dir " + dir_ +
+                         data_ + " --data.tokenizer " + tok_ + " --train.out_dir " + dir_ +
                          "/runs --train.run g --train.steps 1 --model.family gpt2 --model.n_kv_heads 0 " +
                          "--train.ckpt_dir " + dir_ + "/ckpt_gpt2");
     ASSERT_EQ(r.status, 0) << r.out << r.err;

@@ -26,7 +26,7 @@
 #include "train/export_hf.h"
 #include "vision/patch_embed.h"
 #include "vision/siglip_import.h"
-#include "tests/support/files.h"
+#include "tests/support/cli.h"
 #include "tests/support/mpi.h"
 
 namespace vlm {
@@ -38,11 +38,8 @@ class ExportRoundTrip : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = test::scratch_dir("export_roundtrip");
-    data_ = dir_ + "/fm.h5", tok_ = dir_ + "/tok.json";
-    for (const std::string& c :
-         {vlm() + " data build --data.from fashion-mnist --data.limit 200 --data.out " + data_,
-          vlm() + " data tokenizer --data.train " + data_ + " --data.vocab 300 --data.out " + tok_})
-      ASSERT_EQ(test::run_command(c, dir_).status, 0) << c;
+    const test::FashionSubset fm = test::fashion_subset(vlm(), dir_, 200);
+    data_ = fm.data, tok_ = fm.tokenizer;
   }
   // Trains `run` for 10 steps with `extra` options and exports its checkpoint to
   // <dir>/<run>_hf; returns the checkpoint file.

@@ -6,7 +6,10 @@
 //    steps (to 1e-5 relative) and, at tp = 1, the updated weights (to 1e-4 of their
 //    scale) of the (1,1) run over the whole global batch on one rank (the reference);
 //  - a frozen module is bitwise unchanged after 5 AdamW steps and has no optimizer
-//    state, while the others learn (the loss of a repeated batch falls).
+//    state, while the others learn (the loss of a repeated batch falls);
+//  - a frozen module has no gradient memory (no arena, undefined gradients), and
+//    freezing any module (or vision + llm, LLaVA's stage 1) leaves the other modules'
+//    gradients bitwise those of the unfrozen model.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -233,7 +236,8 @@ TEST(VlmStep, FrozenModuleIsUnchangedAndTheRestLearns) {
   if (test::world_size() != 1) GTEST_SKIP() << "one rank";
   Backend& b = cpu_backend();
   auto tp = test::self_comm("tp"), dp = test::self_comm("dp"), self = test::self_comm("self");
-  const VlmConfig c = tiny_config(kImages / kM);
+  VlmConfig c = tiny_config(kImages / kM);
+  c.frozen[size_t(ModuleId::Vision)] = true;
   const GlobalBatch g = make_batch(13, c);
   VlmModel model(c, b, *tp, *self);
   model.init(9);
@@ -264,7 +268,51 @@ TEST(VlmStep, FrozenModuleIsUnchangedAndTheRestLearns) {
   for (const ModuleParams& m : model.modules())
     if (m.id != ModuleId::Vision) expect += 2 * m.table->value_arena().bytes();
   EXPECT_EQ(opt.state_bytes(), expect);
+  EXPECT_EQ(model.vision().params().grad_bytes(), 0u);
   EXPECT_LT(losses.back(), 0.9 * losses.front()) << "the trainable modules did not learn";
+}
+
+// Freezing skips the frozen module's weight gradients and nothing else: the trainable
+// modules' gradients are bitwise those of the same step on the unfrozen model.
+TEST(VlmStep, FreezingAllocatesNoGradientsAndChangesNoOtherGradient) {
+  if (test::world_size() != 1) GTEST_SKIP() << "one rank";
+  Backend& b = cpu_backend();
+  auto tp = test::self_comm("tp"), dp = test::self_comm("dp"), self = test::self_comm("self");
+  const GlobalBatch g = make_batch(21, tiny_config(kImages / kM));
+  const std::vector<std::vector<ModuleId>> cases = {
+      {ModuleId::Vision}, {ModuleId::Scorers}, {ModuleId::Projector}, {ModuleId::Llm}, {ModuleId::Vision, ModuleId::Llm}};
+  for (const auto& frozen : cases) {
+    std::vector<bool> trainable(kNumModules, true);
+    VlmConfig cf = tiny_config(kImages / kM);
+    for (ModuleId m : frozen) trainable[size_t(m)] = false, cf.frozen[size_t(m)] = true;
+    // The step of one model (config c) with the trainable flags above; its gradients.
+    auto grads_of = [&](const VlmConfig& c) {
+      auto model = std::make_unique<VlmModel>(c, b, *tp, *self);
+      model->init(5);
+      sched::StreamSet streams(b);
+      DpGrads dpg(model->modules(), trainable, *dp, 0, 25, b);
+      VlmStep step(*model, streams, dpg, trainable, kM, StepOptions{});
+      model->zero_grads();
+      step.run(shard(g, c, 1, 0, kM));
+      return model;
+    };
+    const auto a = grads_of(cf), ref = grads_of(tiny_config(kImages / kM));
+    const std::vector<ModuleParams> ma = a->modules(), mr = ref->modules();
+    for (size_t i = 0; i < ma.size(); ++i) {
+      const std::string name = module_name(ma[i].id);
+      if (!trainable[i]) {
+        EXPECT_EQ(ma[i].table->grad_bytes(), 0u) << name << " frozen";
+        EXPECT_GT(mr[i].table->grad_bytes(), 0u) << name;
+        for (const Param& p : ma[i].table->params()) EXPECT_FALSE(p.grad.defined()) << p.spec.name;
+        continue;
+      }
+      for (size_t k = 0; k < ma[i].table->params().size(); ++k) {
+        const Param &pa = ma[i].table->params()[k], &pr = mr[i].table->params()[k];
+        EXPECT_EQ(to_vector_f32(pa.grad), to_vector_f32(pr.grad)) << pa.spec.name << " with " << frozen.size()
+                                                                  << " frozen, first " << module_name(frozen[0]);
+      }
+    }
+  }
 }
 
 }  // namespace

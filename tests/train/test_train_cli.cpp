@@ -19,10 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "core/json.h"
 #include "data/storage/dataset_writer.h"
 #include "train/tb_events.h"
-#include "tests/support/files.h"
+#include "tests/support/cli.h"
 
 namespace vlm {
 namespace {
@@ -36,14 +35,8 @@ class TrainCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = test::scratch_dir("train_cli");
-    data_ = dir_ + "/fm.h5", tok_ = dir_ + "/tok.json";
-    for (const std::string& c :
-         {vlm() + " data build --data.from fashion-mnist --data.limit 400 --data.out " + data_,
-          vlm() + " data tokenizer --data.train " + data_ + " --data.vocab 300 --data.out " + tok_,
-          vlm() + " data tokenize " + data_ + " --data.tokenizer " + tok_}) {
-      const Result r = test::run_command(c, dir_);
-      ASSERT_EQ(r.status, 0) << c << "\n" << r.err;
-    }
+    const test::FashionSubset f = test::fashion_subset(vlm(), dir_);
+    data_ = f.data, tok_ = f.tokenizer;
   }
   // `vlm train` with configs/tiny.cfg on the subset; run name `run`.
   static std::string train(const std::string& run, const std::string& extra) {
@@ -52,16 +45,7 @@ class TrainCli : public ::testing::Test {
   }
   // The "loss" of every step in runs/<run>/metrics.jsonl, as written (%.17g).
   static std::vector<double> losses(const std::string& run) {
-    std::vector<double> v;
-    const std::string text = test::read_file(dir_ + "/runs/" + run + "/metrics.jsonl");
-    size_t at = 0;
-    while (at < text.size()) {
-      const size_t nl = text.find('\n', at);
-      const json::Value line = json::parse(text.substr(at, nl - at), "metrics.jsonl");
-      if (const json::Value* l = line.find("loss")) v.push_back(l->as_double());
-      at = nl == std::string::npos ? text.size() : nl + 1;
-    }
-    return v;
+    return test::jsonl_values(dir_ + "/runs/" + run + "/metrics.jsonl", "loss");
   }
   static inline std::string dir_, data_, tok_;
 };
@@ -145,22 +129,7 @@ TEST_F(TrainCli, TensorBoardFilesReadBack) {
   EXPECT_EQ(images["relevance/1"], 2);
 }
 
-// Exit status 2 and one line from vlm on stderr ("vlm train: error: ..." holding `what`;
-// under mpirun, mpirun's own notice of the status may follow).
-void expect_refused(const Result& r, const std::string& what) {
-  EXPECT_EQ(r.status, 2) << r.out << r.err;
-  size_t lines = 0, at = 0;
-  std::string line;
-  while (at < r.err.size()) {
-    const size_t nl = r.err.find('\n', at);
-    const std::string l = r.err.substr(at, nl - at);
-    if (l.rfind("vlm", 0) == 0) ++lines, line = l;
-    at = nl == std::string::npos ? r.err.size() : nl + 1;
-  }
-  EXPECT_EQ(lines, 1u) << "stderr: " << r.err;
-  EXPECT_EQ(line.rfind("vlm train: error: ", 0), 0u) << line;
-  EXPECT_NE(line.find(what), std::string::npos) << "stderr: " << r.err;
-}
+void expect_refused(const Result& r, const std::string& what) { test::expect_one_error_line(r, "vlm train", what); }
 
 TEST_F(TrainCli, BadRunsExitWithOneLine) {
   expect_refused(test::run_command(train("bad", "--data.path " + dir_ + "/missing.h5"), dir_), dir_ + "/missing.h5");
