@@ -30,6 +30,13 @@ const char* type_name(Type t) {
 
 Value Value::boolean(bool b) { Value v; v.type_ = Type::Bool; v.b_ = b; return v; }
 Value Value::number(double d) { Value v; v.type_ = Type::Number; v.d_ = d; return v; }
+Value Value::float_number(float f) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, f);
+  double d = 0;
+  std::from_chars(buf, r.ptr, d);
+  return number(d);
+}
 Value Value::integer(int64_t i) {
   Value v;
   v.type_ = Type::Number;

@@ -33,6 +33,9 @@ class Value {
   static Value null() { return Value(); }
   static Value boolean(bool b);
   static Value number(double d);
+  // A float as the number of its shortest decimal form (1e-06, not 9.99999997e-07),
+  // which reads back to the same float (config.json values written by exports).
+  static Value float_number(float f);
   static Value integer(int64_t i);
   static Value string(std::string s);
   static Value array(Array a = {});

@@ -2,7 +2,6 @@
 // read and the features refused.
 #include "llm/hf_config.h"
 
-#include <charconv>
 #include <cmath>
 #include <filesystem>
 
@@ -54,16 +53,6 @@ double rope_theta_of(const Reader& r) {
     if (const auto* t = p.find("rope_theta")) theta = json::double_in(*t, kMinTheta, kMaxTheta, cat(w, ".rope_theta"));
   }
   return theta;
-}
-
-// A float as the JSON number of its shortest decimal form (1e-06, not 9.99999997e-07),
-// which reads back to the same float.
-json::Value float_number(float f) {
-  char buf[32];
-  auto r = std::to_chars(buf, buf + sizeof buf, f);
-  double d = 0;
-  std::from_chars(buf, r.ptr, d);
-  return json::Value::number(d);
 }
 
 }  // namespace
@@ -138,10 +127,10 @@ std::string hf_config_json(const ModelConfig& m) {
   v.set("num_key_value_heads", Value::integer(m.kv_heads()));
   v.set("head_dim", Value::integer(m.head_dim()));
   v.set("max_position_embeddings", Value::integer(m.max_pos));
-  v.set("rms_norm_eps", float_number(m.norm_eps));
-  v.set("rope_theta", float_number(m.rope_theta));
+  v.set("rms_norm_eps", Value::float_number(m.norm_eps));
+  v.set("rope_theta", Value::float_number(m.rope_theta));
   v.set("tie_word_embeddings", Value::boolean(m.tied_embeddings));
-  v.set("initializer_range", float_number(m.init_std));
+  v.set("initializer_range", Value::float_number(m.init_std));
   if (qwen) v.set("use_sliding_window", Value::boolean(false));
   else {
     v.set("attention_bias", Value::boolean(false));

@@ -9,6 +9,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/file_read.h"
+#include "llm/param_specs.h"
 #include "parallel/groups.h"
 #include "parallel/runtime.h"
 #include "train/checkpoint.h"
@@ -172,6 +173,15 @@ TrainedModel load_trained_model(const std::string& checkpoint, Runtime& rt, int6
     path = resolve_checkpoint(checkpoint);
     const CheckpointReader ck(path);
     r.options = ck.options();
+    if (read_train_options(*r.options).llm_hf.empty()) {
+      // The stored INI lists every option, so model.vocab_size reads back as given even
+      // where the run took the tokenizer's size (resolve_vlm_config): the stored table says.
+      const std::string embed = std::string("/model/llm/") + kEmbedTokens;
+      VLM_REQUIRE(ck.has(embed.substr(1)), path, ": tensor ", embed, " is missing (not a complete vlm checkpoint)");
+      std::vector<int64_t> dims;
+      H5Id ds = h5_open_dataset(ck.file(), path, embed, H5Elem::F32, 2, &dims);
+      r.options->read_ini_text(cat("[model]\nvocab_size = ", dims[0], "\n"), path + ":" + embed);
+    }
     r.state = ck.state();
     r.tok = std::make_shared<const Tokenizer>(Tokenizer::from_json(ck.tokenizer_json(), path + ":/tokenizer"));
     TrainOptions t = read_train_options(*r.options);

@@ -29,6 +29,12 @@ std::map<std::string, int32_t> class_captions(const DatasetReader& d, const std:
   return out;
 }
 
+ImageCaptions image_captions(const DatasetReader& d, const std::string& split) {
+  ImageCaptions out;
+  for (int64_t j : d.split_captions(split)) out[d.caption_image(j)].push_back(d.caption(j));
+  return out;
+}
+
 std::vector<uint8_t> relevance_picture(VlmModel& model, Stream& s, const Batch& b, int i, int* side) {
   const int G = model.config().vision.grid(), S = model.config().vision.image_size;
   s.synchronize();
@@ -48,7 +54,7 @@ std::vector<uint8_t> relevance_picture(VlmModel& model, Stream& s, const Batch& 
 }
 
 double validation_loss(VlmModel& model, Stream& s, Communicator& dp, Loader& loader, const TextRule& rule,
-                       int batches, std::vector<std::vector<uint8_t>>* pictures) {
+                       int batches, std::vector<std::vector<uint8_t>>* pictures, double* tokens) {
   double sum = 0, count = 0;
   for (int i = 0; i < batches; ++i) {
     Batch b = loader.next();
@@ -69,16 +75,18 @@ double validation_loss(VlmModel& model, Stream& s, Communicator& dp, Loader& loa
     }
   }
   const std::vector<double> t = all_reduce_values(dp, s, {sum, count});
+  if (tokens) *tokens = t[1];
   return t[1] > 0 ? t[0] / t[1] : 0.0;
 }
 
 AccuracyReport caption_accuracy(VlmModel& model, Stream& s, Communicator& dp, Loader& loader, const TextRule& rule,
                                 const Tokenizer& tok, const std::map<std::string, int32_t>& classes,
-                                int64_t images, int max_new, int pictures, const std::string& dir, bool root) {
+                                int64_t images, int max_new, int pictures, const std::string& dir, bool root,
+                                const ImageCaptions* refs) {
   AccuracyReport rep;
   const auto& labels = loader.dataset().labels();
   const auto& names = loader.dataset().class_names();
-  VLM_REQUIRE(!labels.empty(), loader.dataset().path(), ": caption accuracy needs /labels (a labelled dataset)");
+  VLM_REQUIRE(!labels.empty() || refs, loader.dataset().path(), ": caption accuracy needs /labels (a labelled dataset)");
   TextRule decode_rule = rule;
   decode_rule.captions = false;
   const int64_t steps = loader.steps_per_epoch();
@@ -111,18 +119,25 @@ AccuracyReport caption_accuracy(VlmModel& model, Stream& s, Communicator& dp, Lo
       if (!b.is_pad.empty() && b.is_pad[size_t(i)]) continue;
       if (images > 0 && seen >= images) break;
       ++seen;
-      const int32_t label = labels[size_t(b.image_index[size_t(i)])];
+      const int32_t label = labels.empty() ? -1 : labels[size_t(b.image_index[size_t(i)])];
       const std::string text = tok.decode(gen[size_t(i)]);
       const auto it = classes.find(text);
-      const bool ok = it != classes.end() && it->second == label;
+      bool ok = it != classes.end() && it->second == label;
       rep.correct += ok;
+      std::string ref;  // an unlabelled image's example shows its first caption
+      if (refs) {
+        const auto r = refs->find(b.image_index[size_t(i)]);
+        const bool exact = r != refs->end() && std::find(r->second.begin(), r->second.end(), text) != r->second.end();
+        rep.exact += exact;
+        if (labels.empty()) ref = r != refs->end() ? r->second.front() : "?", ok = exact;
+      }
       if (root && rep.examples.size() < 8)
-        rep.examples.push_back((label >= 0 && size_t(label) < names.size() ? names[size_t(label)] : std::to_string(label)) +
+        rep.examples.push_back((label >= 0 && size_t(label) < names.size() ? names[size_t(label)] : ref) +
                                " | " + text + (ok ? "" : "   (wrong)"));
     }
   }
-  const std::vector<double> t = all_reduce_values(dp, s, {double(seen), double(rep.correct)});
-  rep.images = int64_t(t[0]), rep.correct = int64_t(t[1]);
+  const std::vector<double> t = all_reduce_values(dp, s, {double(seen), double(rep.correct), double(rep.exact)});
+  rep.images = int64_t(t[0]), rep.correct = int64_t(t[1]), rep.exact = int64_t(t[2]);
   return rep;
 }
 

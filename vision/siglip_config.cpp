@@ -161,6 +161,44 @@ std::string find_tensor_prefix(const SiglipCheckpoint& ck, const std::function<b
                       ck.config_file, ")"));
 }
 
+std::string siglip_config_json(const VisionConfig& c) {
+  using json::Value;
+  Value v = Value::object();
+  v.set("architectures", Value::array({Value::string("SiglipVisionModel")}));
+  v.set("model_type", Value::string("siglip_vision_model"));
+  v.set("hidden_act", Value::string(activation_name(c.activation)));
+  v.set("image_size", Value::integer(c.image_size));
+  v.set("patch_size", Value::integer(c.patch));
+  v.set("num_channels", Value::integer(3));
+  v.set("hidden_size", Value::integer(c.d_model));
+  v.set("num_hidden_layers", Value::integer(c.n_layers));
+  v.set("num_attention_heads", Value::integer(c.n_heads));
+  v.set("intermediate_size", Value::integer(c.d_ff));
+  v.set("layer_norm_eps", Value::float_number(c.norm_eps));
+  v.set("attention_dropout", Value::number(0.0));
+  v.set("vision_use_head", Value::boolean(false));
+  v.set("torch_dtype", Value::string("float32"));
+  return json::write(v) + "\n";
+}
+
+std::string siglip_preprocessor_json(const VisionConfig& c) {
+  using json::Value;
+  auto triple = [](const std::array<float, 3>& a) {
+    return Value::array({Value::float_number(a[0]), Value::float_number(a[1]), Value::float_number(a[2])});
+  };
+  Value v = Value::object();
+  v.set("image_processor_type", Value::string("SiglipImageProcessor"));
+  v.set("do_resize", Value::boolean(true));
+  v.set("size", Value::object({{"height", Value::integer(c.image_size)}, {"width", Value::integer(c.image_size)}}));
+  v.set("resample", Value::integer(2));  // bilinear
+  v.set("do_rescale", Value::boolean(true));
+  v.set("rescale_factor", Value::number(1.0 / 255.0));
+  v.set("do_normalize", Value::boolean(true));
+  v.set("image_mean", triple(c.image_mean));
+  v.set("image_std", triple(c.image_std));
+  return json::write(v) + "\n";
+}
+
 void check_options_agree(const Config& cfg, const SiglipCheckpoint& ck) {
   const VisionConfig& v = ck.vision;
   auto agree = [&](const char* option, const std::string& key, int64_t hf_value) {

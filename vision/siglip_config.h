@@ -35,6 +35,9 @@
 //   vision_feature_select_strategy is not read: "default" drops the first token (CLIP's
 //   class token) of the tower's output, which changes what the projector sees but not
 //   the tower's weights; this encoder always keeps the full G x G grid.
+// Write (export): the inverse for a SiglipVisionModel without the pooling head
+// (model_type siglip_vision_model, vision_use_head false), so that read_siglip_config
+// gives back the same shape and transformers' SiglipVisionModel loads the directory.
 #pragma once
 #include <functional>
 #include <string>
@@ -64,6 +67,13 @@ SiglipCheckpoint read_siglip_config(const std::string& path);
 // (<prefix>embeddings.patch_embedding.weight); UserError naming the file otherwise.
 std::string find_tensor_prefix(const SiglipCheckpoint& ck, const std::function<bool(std::string_view)>& has_tensor,
                                std::string_view weights_file);
+
+// The config.json text of a SiglipVisionModel of cfg's shape (keys above, hidden_act
+// gelu_pytorch_tanh, num_channels 3, vision_use_head false, torch_dtype float32), and
+// the preprocessor_config.json of its image normalisation (rescale 1/255, cfg's mean and
+// std, size S x S; the encoder letterboxes where SiglipImageProcessor resizes).
+std::string siglip_config_json(const VisionConfig& cfg);
+std::string siglip_preprocessor_json(const VisionConfig& cfg);
 
 // UserError when a shape option given explicitly (vision.image_size, vision.patch,
 // vision.d_model, vision.layers, vision.heads, vision.d_ff) disagrees with the

@@ -4,6 +4,7 @@
 // for the read itself), and hand it to an ordered map that next() drains in order.
 #include "data/load/loader.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "data/image/image_pipeline.h"
@@ -17,6 +18,13 @@ Loader::Loader(LoaderOptions opt) : opt_(std::move(opt)) {
   reader_ = std::make_unique<DatasetReader>(opt_.path);
   samples_ = reader_->split_captions(opt_.split);
   VLM_REQUIRE(!samples_.empty(), opt_.path, ": split '", opt_.split, "' has no captions");
+  if (opt_.limit > 0 && opt_.limit < int64_t(samples_.size())) {
+    const std::vector<int64_t> perm = DistributedSampler::permutation(int64_t(samples_.size()), opt_.seed, 0);
+    std::vector<int64_t> kept;
+    for (int64_t k = 0; k < opt_.limit; ++k) kept.push_back(samples_[size_t(perm[size_t(k)])]);
+    std::sort(kept.begin(), kept.end());
+    samples_ = std::move(kept);
+  }
   sampler_ = std::make_unique<DistributedSampler>(int64_t(samples_.size()), opt_.batch_size, opt_.dp_size,
                                                   opt_.dp_rank, opt_.seed, opt_.policy);
   next_state_ = sampler_->state();

@@ -43,6 +43,11 @@ struct LoaderOptions {
   int dp_size = 1, dp_rank = 0;
   uint64_t seed = 0;
   EpochPolicy policy = EpochPolicy::Pad;
+  // > 0: the split is cut to the samples at the first `limit` positions of epoch 0's
+  // permutation (DistributedSampler::permutation(n, seed, 0)): the same subset whatever
+  // the batch and DP layout, and the samples that the first k steps over the whole split
+  // cover when limit = k x batch x dp (an evaluation subset: `vlm eval --images`).
+  int64_t limit = 0;
   bool float_images = false;    // images as f32 in [0,1] instead of u8
   bool texture = true;
   TextureOptions texture_options;

@@ -1,0 +1,82 @@
+// `vlm export`: a checkpoint of `vlm train` as Hugging Face files (train/export_hf.h;
+// README "Export to Hugging Face"):
+//   vlm export --checkpoint runs/x/ckpt[/step_N.h5] --out DIR
+// One process, or one TP group under mpirun (world = tp; each rank reads its slices and
+// the backbone is gathered to rank 0, which writes). The inputs are checked on every
+// rank in one agreed step before any work: a checkpoint that is not one, a gpt2 backbone
+// (no Hugging Face export), an --out that is a file.
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "apps/command.h"
+#include "core/config.h"
+#include "core/error.h"
+#include "parallel/runtime.h"
+#include "train/checkpoint.h"
+#include "train/export_hf.h"
+#include "train/train_options.h"
+
+namespace vlm {
+
+namespace {
+
+void export_options(Config& cfg) {
+  cfg.add_string("checkpoint", "", "checkpoint file (step_N.h5) or folder (its `latest`) of vlm train");
+  cfg.add_string("out", "", "output folder (created): llm/, vision/, vlm_extra.safetensors");
+  register_runtime_options(cfg);
+}
+
+int export_hf(const Config& cfg) {
+  Runtime rt = start_runtime(cfg);
+  const std::string out = cfg.get_string("out");
+  std::string path;
+  rt.on_every_rank("inputs", [&] {
+    VLM_REQUIRE(!cfg.get_string("checkpoint").empty(), "--checkpoint: a checkpoint file or folder is required");
+    VLM_REQUIRE(!out.empty(), "--out: an output folder is required");
+    VLM_REQUIRE(!std::filesystem::exists(out) || std::filesystem::is_directory(out), "--out ", out,
+                ": exists and is not a folder");
+    VLM_REQUIRE(rt.topology().dp() == 1, "vlm export runs as one TP group: the world (", rt.topology().world_size(),
+                " ranks) must equal --parallel.tp (", rt.topology().tp(), ")");
+    path = resolve_checkpoint(cfg.get_string("checkpoint"));
+    const CheckpointReader ck(path);
+    const std::unique_ptr<Config> opts = ck.options();
+    if (read_train_options(*opts).llm_hf.empty()) {  // else the backbone is llm.hf's Llama/Qwen2
+      VlmConfig v;
+      v.llm = read_model_config(*opts);
+      check_exportable(v, path);
+    }
+  });
+  TrainedModel tm = load_trained_model(path, rt, 1);
+  check_exportable(tm.vcfg, path);
+  Stream& s = rt.backend().default_stream();
+  const HfExportReport rep = export_vlm_hf(*tm.model, *tm.tok, tm.options->dump_ini(), tm.state.step,
+                                           rt.groups().tp(), *tm.self, s, out);
+  if (rt.root()) {
+    std::printf("vlm export: %s (step %lld) -> %s: llm/ %lld tensors (%s), vision/ %lld tensors (SigLIP), "
+                "%s %zu tensors\n",
+                path.c_str(), (long long)tm.state.step, out.c_str(), (long long)rep.llm_tensors,
+                tm.vcfg.llm.qkv_bias ? "Qwen2" : "Llama", (long long)rep.vision_tensors, kExtraFile,
+                rep.extra.size());
+    if (tm.vcfg.vision.texture)
+      std::printf("  note: vision.texture is on; vision/ alone computes the encoder without the texture map "
+                  "(%s holds it)\n",
+                  kExtraFile);
+  }
+  return 0;
+}
+
+}  // namespace
+
+VLM_COMMAND(export_cmd, {.path = "export",
+                     .summary = "write a checkpoint as Hugging Face files (Llama/Qwen2 backbone, SigLIP tower, "
+                                "the rest in vlm_extra.safetensors)",
+                     .usage = "--checkpoint CKPT --out DIR [--tp N] [--device auto|cpu|cuda]\n"
+                              "Writes DIR/llm (AutoModelForCausalLM), DIR/vision (SiglipVisionModel) and "
+                              "DIR/vlm_extra.safetensors (projector, scorers, texture map; the run's config in its "
+                              "metadata). See README, Export to Hugging Face.",
+                     .options = export_options,
+                     .run = export_hf,
+                     .multi_rank = true});
+
+}  // namespace vlm
