@@ -4,6 +4,8 @@
 //                  [--data.images DIR] --data.out FILE.h5 [--data.limit N]
 //                  [--data.val_fraction F] [--data.test_fraction F] [--data.seed S]
 //                  [--data.tokenizer tok.json]
+//   vlm data build --data.from scenes --data.out FILE.h5 [--data.limit N] [--data.seed S]
+//                  [--data.scene_size 224] [--data.stamp_fraction F] [--data.stamps DIR]
 //   vlm data inspect FILE.h5 [--data.samples K]
 //   vlm data tokenizer --data.train FILE.h5 --data.vocab N --data.out tok.json
 //   vlm data tokenize FILE.h5 --data.tokenizer tok.json
@@ -27,19 +29,25 @@ namespace vlm {
 namespace {
 
 void register_options(Config& c) {
-  c.add_choice("data.from", "", {"", "fashion-mnist", "tuxpaint", "jsonl", "llava"},
-               "source kind for `data build`");
+  c.add_choice("data.from", "", {"", "fashion-mnist", "tuxpaint", "jsonl", "llava", "scenes"},
+               "source kind for `data build` (scenes: generated question-answer scenes, README Datasets)");
   c.add_string("data.input", "",
-               "build: IDX folder (fashion-mnist), stamps folder (tuxpaint), .jsonl or LLaVA .json file");
+               "build: IDX folder (fashion-mnist, scenes), stamps folder (tuxpaint), .jsonl or LLaVA .json file");
   c.add_string("data.images", "", "build: folder the jsonl/llava image paths are relative to "
                                   "(default: the folder of --data.input)");
   c.add_string("data.out", "", "output file (.h5 for build, .json for tokenizer)");
-  c.add_int("data.limit", 0, "build: convert at most N images (0 = all)", 0);
+  c.add_int("data.limit", 0, "build: convert at most N images (0 = all); scenes: the number of scenes (10000 when not given)",
+            0);
+  c.add_int("data.scene_size", 224, "build scenes: side of the square scene images in pixels", kMinSceneSize,
+            kMaxSceneSize);
+  c.add_float("data.stamp_fraction", 0.25,
+              "build scenes: probability that an item is a Tux Paint stamp (0 = Fashion-MNIST items only)", 0, 1);
+  c.add_string("data.stamps", "", "build scenes: Tux Paint stamps folder (\"\" = /usr/share/tuxpaint/stamps)");
   c.add_float("data.val_fraction", 0.05, "build: fraction of (train) images held out as val", 0, 0.9);
   c.add_float("data.test_fraction", 0.05, "build: fraction held out as test (sources without one)", 0, 0.9);
-  c.add_int("data.seed", 0, "build: seed of the val/test selection", 0);
+  c.add_int("data.seed", 0, "build: seed of the val/test selection (scenes: and of every scene)", 0);
   c.add_string("data.tokenizer", "", "tokenizer.json to tokenise the captions with");
-  c.add_string("data.train", "", "tokenizer: HDF5 file whose train captions train the tokenizer");
+  c.add_string("data.train", "", "tokenizer: HDF5 file whose train captions and prompts train the tokenizer");
   c.add_int("data.vocab", 4096, "tokenizer: vocabulary size (bytes, merges and specials)", 262, 1 << 20);
   c.add_int("data.samples", 5, "inspect: number of sample captions to print", 0, 1000);
   c.add_float("data.max_bad_images", 0.1,
@@ -78,14 +86,22 @@ int do_build(const Config& c) {
   }
   const std::string from = need(c, "data.from");
   std::string input = c.get_string("data.input");
-  if (input.empty() && from == "fashion-mnist") input = "/usr/share/datasets/fashion-mnist";
+  if (from == "scenes" && !c.is_set("data.limit")) o.limit = kDefaultScenes;
+  if (input.empty() && (from == "fashion-mnist" || from == "scenes")) input = "/usr/share/datasets/fashion-mnist";
   if (input.empty() && from == "tuxpaint") input = "/usr/share/tuxpaint/stamps";
   VLM_REQUIRE(!input.empty(), "--data.input is required for --data.from ", from);
   std::string images = c.get_string("data.images");
   if (images.empty()) images = std::filesystem::path(input).parent_path().string();
   const auto t0 = std::chrono::steady_clock::now();
   BuildReport r;
-  if (from == "fashion-mnist") r = build_fashion_mnist(input, o);
+  if (from == "scenes") {
+    SceneOptions so;
+    so.size = int(c.get_int("data.scene_size"));
+    so.stamp_fraction = c.get_float("data.stamp_fraction");
+    so.fashion_dir = input;
+    if (!c.get_string("data.stamps").empty()) so.stamps_dir = c.get_string("data.stamps");
+    r = build_scenes(so, o);
+  } else if (from == "fashion-mnist") r = build_fashion_mnist(input, o);
   else if (from == "tuxpaint") r = build_tuxpaint(input, o);
   else if (from == "jsonl") r = build_from_jsonl(input, images, o);
   else r = build_from_llava(input, images, o);
@@ -99,7 +115,7 @@ int do_build(const Config& c) {
 int do_inspect(const Config& c) {
   const std::string path = positional_or(c, "data.input");
   const DatasetReader r(path);
-  std::printf("%s: format vlm-image-text v1, storage %s, source '%s'\n", path.c_str(),
+  std::printf("%s: format vlm-image-text v%lld, storage %s, source '%s'\n", path.c_str(), (long long)r.version(),
               r.raw() ? "raw" : "encoded", r.source().c_str());
   std::printf("images %lld, captions %lld, splits train %zu / val %zu / test %zu (images)\n",
               (long long)r.num_images(), (long long)r.num_captions(), r.split("train").size(),
@@ -126,13 +142,28 @@ int do_inspect(const Config& c) {
     std::printf("caption bytes: min %lld, mean %.1f, max %lld\n", (long long)lo,
                 double(sum) / double(r.num_captions()), (long long)hi);
   std::printf("tokens: %s\n", r.has_tokens() ? ("present (" + r.tokenizer_name() + ")").c_str() : "absent");
+  if (r.has_boxes() || !r.caption_labels().empty())
+    std::printf("caption boxes: %s, caption labels: %s (%zu classes)\n", r.has_boxes() ? "present" : "absent",
+                r.caption_labels().empty() ? "absent" : "present", r.caption_class_names().size());
   const int64_t k = std::min<int64_t>(c.get_int("data.samples"), r.num_captions());
   for (int64_t s = 0; s < k; ++s) {
     const int64_t j = s * r.num_captions() / std::max<int64_t>(k, 1);
     const ImageInfo inf = r.image_info(r.caption_image(j));
-    std::printf("  [%lld] image %lld (%dx%dx%d): \"%s\"", (long long)j, (long long)r.caption_image(j),
-                inf.height, inf.width, inf.channels, r.caption(j).c_str());
+    std::printf("  [%lld] image %lld (%dx%dx%d): ", (long long)j, (long long)r.caption_image(j), inf.height,
+                inf.width, inf.channels);
+    if (!r.prompt(j).empty()) std::printf("\"%s\" -> ", r.prompt(j).c_str());
+    std::printf("\"%s\"", r.caption(j).c_str());
     if (!r.labels().empty()) std::printf(" label %d", r.labels()[size_t(r.caption_image(j))]);
+    if (r.has_boxes()) {
+      const CaptionBox b = r.box(j);
+      std::printf(" box [%d,%d,%d,%d)", b.x0, b.y0, b.x1, b.y1);
+    }
+    if (!r.caption_labels().empty()) {
+      const int32_t l = r.caption_labels()[size_t(j)];
+      const auto& names = r.caption_class_names();
+      std::printf(" class %d%s%s", l, size_t(l) < names.size() ? " " : "",
+                  size_t(l) < names.size() ? names[size_t(l)].c_str() : "");
+    }
     if (r.has_tokens()) std::printf(" (%zu tokens)", r.tokens(j).size());
     std::printf("\n");
   }
@@ -144,14 +175,18 @@ int do_tokenizer(const Config& c) {
   const std::string out = need(c, "data.out");
   check_output_path(out);
   const DatasetReader r(path);
+  // Captions and their prompts (questions): the texts a model trained on FILE reads.
   std::vector<std::string> texts;
-  for (int64_t j : r.split_captions("train")) texts.push_back(r.caption(j));
+  for (int64_t j : r.split_captions("train")) {
+    texts.push_back(r.caption(j));
+    if (std::string p = r.prompt(j); !p.empty()) texts.push_back(std::move(p));
+  }
   const auto t0 = std::chrono::steady_clock::now();
   const Tokenizer tok = Tokenizer::train(texts, int(c.get_int("data.vocab")));
   tok.save(out);
   size_t bytes = 0, ids = 0;
   for (const auto& t : texts) bytes += t.size(), ids += tok.encode(t).size();
-  std::printf("wrote %s: vocab %d (%d merges) from %zu captions in %.1f s; %.2f bytes per token\n",
+  std::printf("wrote %s: vocab %d (%d merges) from %zu captions and prompts in %.1f s; %.2f bytes per token\n",
               out.c_str(), tok.vocab_size(), tok.num_merges(), texts.size(),
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
               ids ? double(bytes) / double(ids) : 0.0);
@@ -171,7 +206,7 @@ const char* const kUsage =
     "[FILE] [--data.* options]\n"
     "  build      convert a source (--data.from) into an HDF5 dataset (--data.out)\n"
     "  inspect    print counts, image sizes, caption lengths and samples of FILE\n"
-    "  tokenizer  train a byte-level BPE tokenizer on FILE's train captions\n"
+    "  tokenizer  train a byte-level BPE tokenizer on FILE's train captions and prompts\n"
     "  tokenize   (re)write FILE's caption tokens with --data.tokenizer";
 
 }  // namespace
@@ -189,7 +224,7 @@ VLM_COMMAND(data_inspect, {.path = "data inspect",
                            .run = do_inspect,
                            .positional = 1});
 VLM_COMMAND(data_tokenizer, {.path = "data tokenizer",
-                             .summary = "train a byte-level BPE tokenizer on FILE's train captions",
+                             .summary = "train a byte-level BPE tokenizer on FILE's train captions and prompts",
                              .usage = kUsage,
                              .options = register_options,
                              .run = do_tokenizer,

@@ -27,8 +27,9 @@ void h5_write_array(H5Handle parent, const std::string& name, H5Elem e, const vo
     hd[i] = hsize_t(dims[i]);
   }
   H5Id space(H5_CHECK(H5Screate_simple(int(hd.size()), hd.data(), nullptr)));
-  H5Id ds(H5_CHECK(H5Dcreate2(parent, name.c_str(), h5_file_type(e), space, H5P_DEFAULT, H5P_DEFAULT,
-                              H5P_DEFAULT)));
+  H5Id dcpl(H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
+  H5_CHECK(H5Pset_obj_track_times(dcpl, false));
+  H5Id ds(H5_CHECK(H5Dcreate2(parent, name.c_str(), h5_file_type(e), space, H5P_DEFAULT, dcpl, H5P_DEFAULT)));
   h5_require_written(H5Dwrite(ds, h5_native(e), H5S_ALL, H5S_ALL, H5P_DEFAULT, data), ds);
 }
 
@@ -44,6 +45,7 @@ H5Appender::H5Appender(H5Handle parent, const std::string& name, H5Elem e, std::
   H5Id space(H5_CHECK(H5Screate_simple(nd, cur.data(), mx.data())));
   H5Id dcpl(H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
   H5_CHECK(H5Pset_chunk(dcpl, nd, chunk.data()));
+  H5_CHECK(H5Pset_obj_track_times(dcpl, false));
   if (gzip_level > 0) {
     H5_CHECK(H5Pset_shuffle(dcpl));
     H5_CHECK(H5Pset_deflate(dcpl, unsigned(gzip_level)));

@@ -19,6 +19,8 @@
 //    error (H5_CHECK in h5_check.h: expression and file:line).
 //  - H5Appender owns an extendable dataset (unlimited first dimension), so writers
 //    stream rows to disk and never need the whole dataset in memory.
+//  - Datasets are written without modification times (H5Pset_obj_track_times off):
+//    the same content written the same way gives a byte-identical file.
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -21,19 +22,25 @@ namespace vlm {
 
 namespace fs = std::filesystem;
 
-void write_random_splits(DatasetWriter& w, int64_t n, const BuildOptions& opt) {
+Splits random_splits(int64_t n, const BuildOptions& opt) {
   VLM_REQUIRE(opt.val_fraction >= 0 && opt.test_fraction >= 0 && opt.val_fraction + opt.test_fraction < 1,
               "val_fraction + test_fraction must be in [0, 1)");
-  std::vector<int64_t> train, val, test;
+  Splits s;
   if (n > 0) {
     const std::vector<int64_t> p = DistributedSampler::permutation(n, opt.seed, -1);
     const int64_t nv = int64_t(std::floor(double(n) * opt.val_fraction));
     const int64_t nt = int64_t(std::floor(double(n) * opt.test_fraction));
-    for (int64_t k = 0; k < n; ++k) (k < nv ? val : k < nv + nt ? test : train).push_back(p[size_t(k)]);
+    for (int64_t k = 0; k < n; ++k) (k < nv ? s.val : k < nv + nt ? s.test : s.train).push_back(p[size_t(k)]);
   }
-  w.set_split(schema::kSplitTrain, std::move(train));
-  w.set_split(schema::kSplitVal, std::move(val));
-  w.set_split(schema::kSplitTest, std::move(test));
+  for (auto* v : {&s.train, &s.val, &s.test}) std::sort(v->begin(), v->end());
+  return s;
+}
+
+void write_random_splits(DatasetWriter& w, int64_t n, const BuildOptions& opt) {
+  Splits s = random_splits(n, opt);
+  w.set_split(schema::kSplitTrain, std::move(s.train));
+  w.set_split(schema::kSplitVal, std::move(s.val));
+  w.set_split(schema::kSplitTest, std::move(s.test));
 }
 
 void build_progress(const BuildOptions& opt, const char* what, int64_t i, int64_t n) {
@@ -44,32 +51,20 @@ void build_progress(const BuildOptions& opt, const char* what, int64_t i, int64_
                  int(100 * i / n));
 }
 
-namespace {
-// Silences fd 2 while alive: libpng and libjpeg print their own warnings and errors to
-// stderr from inside OpenCV, while the converter reports a skipped image itself (on
-// stdout) and keeps stderr for the one error line. The converters run on one thread.
-class QuietStderr {
- public:
-  QuietStderr() {
-    std::fflush(stderr);
-    saved_ = ::dup(2);
-    const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
-    if (saved_ >= 0 && null >= 0) ::dup2(null, 2);
-    if (null >= 0) ::close(null);
-  }
-  ~QuietStderr() {
-    if (saved_ < 0) return;
-    std::fflush(stderr);
-    ::dup2(saved_, 2);
-    ::close(saved_);
-  }
-  QuietStderr(const QuietStderr&) = delete;
-  QuietStderr& operator=(const QuietStderr&) = delete;
+QuietStderr::QuietStderr() {
+  std::fflush(stderr);
+  saved_ = ::dup(2);
+  const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  if (saved_ >= 0 && null >= 0) ::dup2(null, 2);
+  if (null >= 0) ::close(null);
+}
 
- private:
-  int saved_ = -1;
-};
-}  // namespace
+QuietStderr::~QuietStderr() {
+  if (saved_ < 0) return;
+  std::fflush(stderr);
+  ::dup2(saved_, 2);
+  ::close(saved_);
+}
 
 bool add_encoded_file(DatasetWriter& w, const std::string& path, int64_t* index) {
   auto skip = [&](const std::string& why) {

@@ -24,8 +24,12 @@ namespace vlm {
 
 namespace fs = std::filesystem;
 
-static const std::vector<std::string> kFashionClasses = {
-    "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
+const std::vector<std::string>& fashion_class_names() {
+  static const std::vector<std::string> names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                                 "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+  return names;
+}
+
 // Noun phrases used in captions (with their article).
 static const char* kFashionNouns[10] = {"a T-shirt", "a pair of trousers", "a pullover", "a dress", "a coat",
                                         "a sandal", "a shirt", "a sneaker", "a bag", "an ankle boot"};
@@ -48,52 +52,62 @@ static std::string find_idx(const std::string& dir, const std::string& stem) {
   throw UserError(cat(dir, ": missing ", stem, "[.gz] (is dataset-fashion-mnist installed?)"));
 }
 
-BuildReport build_fashion_mnist(const std::string& dir, const BuildOptions& opt) {
-  const int64_t want_train = opt.limit > 0 ? opt.limit - opt.limit / 7 : 0;
-  const int64_t want_test = opt.limit > 0 ? std::max<int64_t>(opt.limit / 7, 0) : 0;
-  std::string tr_img_path = find_idx(dir, "train-images-idx3-ubyte");
-  std::string tr_lab_path = find_idx(dir, "train-labels-idx1-ubyte");
-  std::string te_img_path, te_lab_path;
-  IdxArray tr_img = read_idx(tr_img_path, want_train);
-  IdxArray tr_lab = read_idx(tr_lab_path, want_train);
-  IdxArray te_img, te_lab;
-  if (opt.limit == 0 || want_test > 0) {
-    te_img_path = find_idx(dir, "t10k-images-idx3-ubyte");
-    te_lab_path = find_idx(dir, "t10k-labels-idx1-ubyte");
-    te_img = read_idx(te_img_path, want_test);
-    te_lab = read_idx(te_lab_path, want_test);
+FashionMnist read_fashion_mnist(const std::string& dir, int64_t max_train, int64_t max_test) {
+  FashionMnist fm;
+  fm.train_images_path = find_idx(dir, "train-images-idx3-ubyte");
+  fm.train_labels_path = find_idx(dir, "train-labels-idx1-ubyte");
+  fm.train_images = read_idx(fm.train_images_path, max_train);
+  fm.train_labels = read_idx(fm.train_labels_path, max_train);
+  if (max_test >= 0) {
+    fm.test_images_path = find_idx(dir, "t10k-images-idx3-ubyte");
+    fm.test_labels_path = find_idx(dir, "t10k-labels-idx1-ubyte");
+    fm.test_images = read_idx(fm.test_images_path, max_test);
+    fm.test_labels = read_idx(fm.test_labels_path, max_test);
   } else {
-    te_img.dims = {0, 28, 28};
-    te_lab.dims = {0};
+    fm.test_images.dims = {0, 28, 28};
+    fm.test_labels.dims = {0};
   }
-  for (const auto& [a, p] : {std::pair{&tr_img, &tr_img_path}, std::pair{&te_img, &te_img_path}})
+  for (const auto& [a, p] : {std::pair{&fm.train_images, &fm.train_images_path},
+                             std::pair{&fm.test_images, &fm.test_images_path}})
     VLM_REQUIRE(a->dims.size() == 3 && a->dims[1] == 28 && a->dims[2] == 28, *p,
                 ": Fashion-MNIST images must be N x 28 x 28 (this IDX file holds ", a->dims.size(), " dimensions)");
-  for (const auto& [a, p] : {std::pair{&tr_lab, &tr_lab_path}, std::pair{&te_lab, &te_lab_path}})
+  for (const auto& [a, p] : {std::pair{&fm.train_labels, &fm.train_labels_path},
+                             std::pair{&fm.test_labels, &fm.test_labels_path}})
     VLM_REQUIRE(a->dims.size() == 1, *p, ": Fashion-MNIST labels must be a 1-D IDX file (this one holds ",
                 a->dims.size(), " dimensions)");
-  VLM_REQUIRE(tr_img.dims[0] == tr_lab.dims[0], tr_lab_path, ": ", tr_lab.dims[0], " labels for the ",
-              tr_img.dims[0], " images of ", tr_img_path);
-  VLM_REQUIRE(te_img.dims[0] == te_lab.dims[0], te_lab_path, ": ", te_lab.dims[0], " labels for the ",
-              te_img.dims[0], " images of ", te_img_path);
+  VLM_REQUIRE(fm.train_images.dims[0] == fm.train_labels.dims[0], fm.train_labels_path, ": ",
+              fm.train_labels.dims[0], " labels for the ", fm.train_images.dims[0], " images of ",
+              fm.train_images_path);
+  VLM_REQUIRE(fm.test_images.dims[0] == fm.test_labels.dims[0], fm.test_labels_path, ": ", fm.test_labels.dims[0],
+              " labels for the ", fm.test_images.dims[0], " images of ", fm.test_images_path);
+  for (const auto& [a, p] : {std::pair{&fm.train_labels, &fm.train_labels_path},
+                             std::pair{&fm.test_labels, &fm.test_labels_path}})
+    for (size_t k = 0; k < a->data.size(); ++k)
+      VLM_REQUIRE(a->data[k] < 10, *p, ": label ", k, " is ", int(a->data[k]), " (Fashion-MNIST labels are 0..9)");
+  return fm;
+}
+
+BuildReport build_fashion_mnist(const std::string& dir, const BuildOptions& opt) {
+  const int64_t want_train = opt.limit > 0 ? opt.limit - opt.limit / 7 : 0;
+  const int64_t want_test = opt.limit > 0 ? opt.limit / 7 : 0;
+  const FashionMnist fm = read_fashion_mnist(dir, want_train, opt.limit == 0 || want_test > 0 ? want_test : -1);
   DatasetWriter w = DatasetWriter::raw(opt.out, 28, 28, 1);
   w.set_source("fashion-mnist:" + dir);
   w.set_tokenizer(opt.tokenizer_name);
   std::vector<int32_t> labels;
-  const int64_t n_train = tr_img.dims[0], n_test = te_img.dims[0], n = n_train + n_test;
+  const int64_t n_train = fm.train_images.dims[0], n_test = fm.test_images.dims[0], n = n_train + n_test;
   for (int64_t i = 0; i < n; ++i) {
     const bool tr = i < n_train;
     const int64_t k = tr ? i : i - n_train;
-    const uint8_t* px = (tr ? tr_img : te_img).data.data() + k * 784;
-    const int label = (tr ? tr_lab : te_lab).data[size_t(k)];
-    const std::string& labels_path = tr ? tr_lab_path : te_lab_path;
-    VLM_REQUIRE(label < 10, labels_path, ": label ", k, " is ", label, " (Fashion-MNIST labels are 0..9)");
+    const uint8_t* px = (tr ? fm.train_images : fm.test_images).data.data() + k * 784;
+    const int label = (tr ? fm.train_labels : fm.test_labels).data[size_t(k)];
     w.add_raw(px);
-    add_caption_checked(w, i, fashion_caption(label, i), "", cat(labels_path, ": label ", k), opt);
+    add_caption_checked(w, i, fashion_caption(label, i), "",
+                        cat(tr ? fm.train_labels_path : fm.test_labels_path, ": label ", k), opt);
     labels.push_back(label);
     build_progress(opt, "fashion-mnist images", i + 1, n);
   }
-  w.set_labels(labels, kFashionClasses);
+  w.set_labels(labels, fashion_class_names());
   // Official split: test = the t10k images; val = val_fraction of train (seeded).
   std::vector<int64_t> train, val, test;
   const std::vector<int64_t> p = DistributedSampler::permutation(std::max<int64_t>(n_train, 1), opt.seed, -1);

@@ -20,11 +20,15 @@
 //  - Splits: the source's own split when it has one (Fashion-MNIST train/test);
 //    otherwise val_fraction and test_fraction of the images, chosen by the seeded
 //    permutation; val is always carved from train this way.
+//  - Generated data (scenes) is a function of the options alone: the same options and
+//    inputs give a byte-identical file.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "data/convert/idx.h"
 
 namespace vlm {
 
@@ -66,8 +70,36 @@ BuildReport build_fashion_mnist(const std::string& dir, const BuildOptions& opt)
 // Tux Paint stamps: every *.png under dir with a sibling .txt (first line = caption).
 BuildReport build_tuxpaint(const std::string& dir, const BuildOptions& opt);
 
+// Scenes (convert_scenes.cpp; README.md "Datasets", scenes): opt.limit (>= 1) scenes of
+// size x size RGB pixels, each with 2-6 items (Fashion-MNIST pictures in colour, and
+// with probability stamp_fraction per item a Tux Paint stamp) and clutter made of item
+// fragments; every caption answers a question (the prompt) about one item, whose box
+// and class are stored with it. Stored encoded (PNG); random val/test splits, whose
+// scenes draw their Fashion-MNIST pictures from the t10k images (test) or a part of
+// the train images of their own (val).
+struct SceneOptions {
+  int size = 224;                // side of the square scene, kMinSceneSize..kMaxSceneSize
+  double stamp_fraction = 0.25;  // probability that an item is a stamp (0: no stamps read)
+  std::string fashion_dir = "/usr/share/datasets/fashion-mnist";
+  std::string stamps_dir = "/usr/share/tuxpaint/stamps";
+};
+inline constexpr int kMinSceneSize = 96, kMaxSceneSize = 2048;
+inline constexpr int64_t kDefaultScenes = 10000;  // `vlm data build --data.from scenes` without --data.limit
+BuildReport build_scenes(const SceneOptions& scene, const BuildOptions& opt);
+
 // Caption of a Fashion-MNIST image with label 0..9 (phrasing picked by image index).
 std::string fashion_caption(int label, int64_t image);
+// The Fashion-MNIST class names, labels 0..9 ("T-shirt/top", ..., "Ankle boot").
+const std::vector<std::string>& fashion_class_names();
+
+// The Fashion-MNIST IDX files of dir (train-/t10k- images/labels, .gz or plain), checked:
+// 28 x 28 images, one label 0..9 per image (UserError naming the file otherwise). At most
+// max_train / max_test images of each part (0 = all; max_test < 0: none of the test part).
+struct FashionMnist {
+  IdxArray train_images, train_labels, test_images, test_labels;
+  std::string train_images_path, train_labels_path, test_images_path, test_labels_path;
+};
+FashionMnist read_fashion_mnist(const std::string& dir, int64_t max_train, int64_t max_test);
 
 // (Re)writes /captions/tokens and /captions/token_offsets of an existing file: each
 // caption encoded as BOS caption EOS; the attribute /captions@tokenizer = name.
@@ -75,10 +107,30 @@ std::string fashion_caption(int label, int64_t image);
 void tokenize_captions(const std::string& h5, const Tokenizer& tok, const std::string& name);
 
 // ---- helpers shared by the converters (convert_common.cpp) ----
-// Random val/test/train split of n images written to the writer.
+// Random val/test/train split of n images: floor(n * val_fraction) val and
+// floor(n * test_fraction) test images, the first ones of the seeded permutation
+// (DistributedSampler::permutation(n, seed, -1)); each split ascending.
+struct Splits {
+  std::vector<int64_t> train, val, test;
+};
+Splits random_splits(int64_t n, const BuildOptions& opt);
+// random_splits written to the writer.
 void write_random_splits(DatasetWriter& w, int64_t n, const BuildOptions& opt);
 // Prints "[build] what: i/n" to stdout at most every ~10% (and at the end).
 void build_progress(const BuildOptions& opt, const char* what, int64_t i, int64_t n);
+// Silences fd 2 while alive: libpng and libjpeg print their own warnings and errors to
+// stderr from inside OpenCV, while a converter reports a skipped image itself (on
+// stdout) and keeps stderr for the one error line. The converters run on one thread.
+class QuietStderr {
+ public:
+  QuietStderr();
+  ~QuietStderr();
+  QuietStderr(const QuietStderr&) = delete;
+  QuietStderr& operator=(const QuietStderr&) = delete;
+
+ private:
+  int saved_ = -1;
+};
 // Adds the file's bytes as an encoded image when it is a regular file of at most
 // schema::kMaxImageBytes that decodes; false (and a warning) if not.
 bool add_encoded_file(DatasetWriter& w, const std::string& path, int64_t* index);

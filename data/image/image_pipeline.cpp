@@ -88,12 +88,15 @@ bool png_or_jpeg_size(const uint8_t* p, size_t n, uint64_t* w, uint64_t* h) {
 
 }  // namespace
 
-RgbImage decode_rgb(const uint8_t* data, size_t n, uint8_t background) {
-  if (data == nullptr || n == 0 || n > size_t(INT32_MAX)) return {};
+bool decodable_header(const uint8_t* data, size_t n) {
+  if (data == nullptr || n == 0 || n > size_t(INT32_MAX)) return false;
   uint64_t w = 0, h = 0;
-  if (!png_or_jpeg_size(data, n, &w, &h) || w == 0 || h == 0 || w > kMaxDecodeSide || h > kMaxDecodeSide ||
-      w * h > kMaxDecodePixels)
-    return {};
+  return png_or_jpeg_size(data, n, &w, &h) && w > 0 && h > 0 && w <= kMaxDecodeSide && h <= kMaxDecodeSide &&
+         w * h <= kMaxDecodePixels;
+}
+
+RgbImage decode_rgb(const uint8_t* data, size_t n, uint8_t background) {
+  if (!decodable_header(data, n)) return {};
   try {
     const cv::Mat buf(1, int(n), CV_8U, const_cast<uint8_t*>(data));
     cv::Mat m = cv::imdecode(buf, cv::IMREAD_UNCHANGED);
@@ -110,6 +113,16 @@ RgbImage raw_to_rgb(const uint8_t* pixels, int h, int w, int c, uint8_t backgrou
   return own(to_rgb8(m, false, background));
 }
 
+LetterboxPlace letterbox_place(int height, int width, int S) {
+  VLM_ASSERT(height > 0 && width > 0 && S > 0, "letterbox_place(", height, ", ", width, ", ", S, ")");
+  const double scale = double(S) / std::max(height, width);
+  LetterboxPlace p;
+  p.h = std::clamp(int(std::lround(height * scale)), 1, S);
+  p.w = std::clamp(int(std::lround(width * scale)), 1, S);
+  p.x0 = (S - p.w) / 2, p.y0 = (S - p.h) / 2;
+  return p;
+}
+
 void letterbox_into(const ImageView& view, int S, uint8_t background, uint8_t* out) {
   VLM_ASSERT(view.data != nullptr && view.height > 0 && view.width > 0 && S > 0,
              "letterbox needs a non-empty image and S > 0");
@@ -120,9 +133,8 @@ void letterbox_into(const ImageView& view, int S, uint8_t background, uint8_t* o
     return;
   }
   const double scale = double(S) / std::max(rgb.rows, rgb.cols);
-  const int nh = std::clamp(int(std::lround(rgb.rows * scale)), 1, S);
-  const int nw = std::clamp(int(std::lround(rgb.cols * scale)), 1, S);
-  const int x0 = (S - nw) / 2, y0 = (S - nh) / 2;
+  const LetterboxPlace at = letterbox_place(rgb.rows, rgb.cols, S);
+  const int nh = at.h, nw = at.w, x0 = at.x0, y0 = at.y0;
   // Pad only the margins (the resized image covers the rest), then resize into the ROI:
   // a ROI of the right size and type is written in place, never reallocated.
   const cv::Scalar bg(background, background, background);

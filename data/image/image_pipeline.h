@@ -18,6 +18,9 @@ namespace vlm {
 inline constexpr uint64_t kMaxDecodeSide = 32768;                // as schema::kMaxSide
 inline constexpr uint64_t kMaxDecodePixels = uint64_t(1) << 26;  // 64 megapixels
 
+// True when the bytes start as a PNG or JPEG whose header size is within the limits
+// above (the check every decoder of data/image makes before OpenCV runs).
+bool decodable_header(const uint8_t* data, size_t n);
 // PNG or JPEG bytes -> RGB, or empty on failure.
 RgbImage decode_rgb(const uint8_t* data, size_t n, uint8_t background = 0);
 // Raw HWC pixels (c = 1, 3 or 4; channel order RGB[A]) -> RGB (a copy).
@@ -27,6 +30,12 @@ RgbImage raw_to_rgb(const uint8_t* pixels, int h, int w, int c, uint8_t backgrou
 // 3*S*S bytes the caller owns, e.g. a batch slot) filled with background: no
 // allocation besides OpenCV's resize scratch. An image already S x S is copied as is.
 void letterbox_into(const ImageView& rgb, int S, uint8_t background, uint8_t* dst);
+// Where letterbox_into puts a height x width image on the S x S canvas: resized to
+// w x h pixels with its top-left pixel at (x0, y0) (an S x S image: x0 = y0 = 0, w = h = S).
+struct LetterboxPlace {
+  int x0 = 0, y0 = 0, w = 0, h = 0;
+};
+LetterboxPlace letterbox_place(int height, int width, int S);
 // dst[i] = src[i] / 255 in f32 (the rounding of OpenCV's convertTo with scale 1/255).
 void to_unit_float(const uint8_t* src, size_t n, float* dst);
 

@@ -178,6 +178,14 @@ Batch Loader::build(int64_t epoch, int64_t step, const std::vector<SampleRef>& r
     b.cu_seqlens.push_back(b.cu_seqlens.back() + int32_t(toks.size()));
     b.prompt_tokens.insert(b.prompt_tokens.end(), ptoks.begin(), ptoks.end());
     b.prompt_lengths.push_back(int32_t(ptoks.size()));
+    if (reader_->has_boxes()) {
+      const CaptionBox box = reader_->box(cap);
+      const LetterboxPlace at = letterbox_place(rgb.height, rgb.width, S);
+      const float sx = float(at.w) / float(rgb.width), sy = float(at.h) / float(rgb.height);
+      b.boxes.insert(b.boxes.end(), {float(at.x0) + sx * float(box.x0), float(at.y0) + sy * float(box.y0),
+                                     float(at.x0) + sx * float(box.x1), float(at.y0) + sy * float(box.y1)});
+    }
+    if (!reader_->caption_labels().empty()) b.labels.push_back(reader_->caption_labels()[size_t(cap)]);
     b.caption_index.push_back(cap);
     b.image_index.push_back(img);
     b.is_pad.push_back(r.is_pad ? 1 : 0);

@@ -73,6 +73,11 @@ struct Batch {
   std::vector<int32_t> token_lengths;               // [B]
   std::vector<int32_t> cu_seqlens;                  // [B+1] prefix sums of token_lengths
   std::vector<int32_t> prompt_tokens, prompt_lengths;  // packed / [B] (may be all 0)
+  // Files with caption boxes / labels (schema version 2), else empty: the caption's box
+  // x0 y0 x1 y1 in pixels of the S x S letterboxed image (image_pipeline.h
+  // letterbox_place), and its class id.
+  std::vector<float> boxes;     // [B,4]
+  std::vector<int32_t> labels;  // [B]
 
   int size() const { return int(caption_index.size()); }
   // Non-owning host tensor views (valid while the Batch lives).

@@ -14,9 +14,9 @@ DatasetReader::DatasetReader(const std::string& path) : path_(path) {
   const std::string fmt = h5_read_attr_string(file_, path, sc::kAttrFormat);
   VLM_REQUIRE(fmt == sc::kFormat, path, ": root attribute 'format' is '", fmt, "' (expected '",
               sc::kFormat, "')");
-  const int64_t ver = h5_read_attr_int(file_, path, sc::kAttrVersion);
-  VLM_REQUIRE(ver == sc::kVersion, path, ": unknown schema version ", ver, " (this build reads version ",
-              sc::kVersion, ")");
+  version_ = h5_read_attr_int(file_, path, sc::kAttrVersion);
+  VLM_REQUIRE(version_ >= sc::kMinVersion && version_ <= sc::kVersion, path, ": unknown schema version ", version_,
+              " (this build reads versions ", sc::kMinVersion, " to ", sc::kVersion, ")");
   const std::string storage = h5_read_attr_string(file_, path, sc::kAttrStorage);
   VLM_REQUIRE(storage == sc::kStorageEncoded || storage == sc::kStorageRaw, path,
               ": root attribute 'image_storage' is '", storage, "' (expected encoded or raw)");
@@ -55,17 +55,7 @@ DatasetReader::DatasetReader(const std::string& path) : path_(path) {
   }
   if (h5_exists(file_, sc::kImLabel)) {
     labels_ = read_i32(sc::kImLabel, n_images_);
-    H5Id g = h5_open_group(file_, "images");
-    if (h5_has_attr(g, sc::kAttrClassNames)) {
-      std::string all = h5_read_attr_string(g, path, sc::kAttrClassNames);
-      size_t pos = 0;
-      while (pos <= all.size()) {
-        size_t nl = all.find('\n', pos);
-        if (nl == std::string::npos) nl = all.size();
-        class_names_.push_back(all.substr(pos, nl - pos));
-        pos = nl + 1;
-      }
-    }
+    class_names_ = read_class_names("images");
   }
 
   text_ = h5_open_dataset(file_, path, sc::kCapText, H5Elem::U8, 1, nullptr);
@@ -85,6 +75,7 @@ DatasetReader::DatasetReader(const std::string& path) : path_(path) {
     H5Id g = h5_open_group(file_, "captions");
     if (h5_has_attr(g, sc::kAttrTokenizer)) tokenizer_name_ = h5_read_attr_string(g, path, sc::kAttrTokenizer);
   }
+  read_caption_boxes_and_labels();
   const char* names[3] = {sc::kSplitTrain, sc::kSplitVal, sc::kSplitTest};
   for (int s = 0; s < 3; ++s) {
     splits_[s] = h5_read_i64(file_, path, names[s], n_images_);
@@ -92,6 +83,61 @@ DatasetReader::DatasetReader(const std::string& path) : path_(path) {
       VLM_REQUIRE(i >= 0 && i < n_images_, path, ": dataset ", names[s], " names image ", i, " of ",
                   n_images_);
   }
+}
+
+std::vector<std::string> DatasetReader::read_class_names(const std::string& group) {
+  std::vector<std::string> names;
+  H5Id g = h5_open_group(file_, group);
+  if (!h5_has_attr(g, sc::kAttrClassNames)) return names;
+  const std::string all = h5_read_attr_string(g, path_, sc::kAttrClassNames);
+  size_t pos = 0;
+  while (pos <= all.size()) {
+    size_t nl = all.find('\n', pos);
+    if (nl == std::string::npos) nl = all.size();
+    names.push_back(all.substr(pos, nl - pos));
+    pos = nl + 1;
+  }
+  return names;
+}
+
+void DatasetReader::read_caption_boxes_and_labels() {
+  const int64_t m = num_captions();
+  for (const char* ds : {sc::kCapBox, sc::kCapLabel})
+    VLM_REQUIRE(version_ >= sc::kVersionBoxes || !h5_exists(file_, ds), path_, ": dataset ", ds,
+                " needs schema version ", sc::kVersionBoxes, " (the file says version ", version_, ")");
+  if (h5_exists(file_, sc::kCapBox)) {
+    std::vector<int64_t> dims;
+    H5Id ds = h5_open_dataset(file_, path_, sc::kCapBox, H5Elem::I32, 2, &dims);
+    VLM_REQUIRE(dims[0] == m && dims[1] == 4, path_, ": dataset ", sc::kCapBox, " has shape [", dims[0], ",", dims[1],
+                "] (expected [", m, ",4]: one x0 y0 x1 y1 box per caption)");
+    h5_check_whole_read(ds, path_, sc::kCapBox, uint64_t(m) * 16);
+    cap_boxes_.resize(size_t(m) * 4);
+    if (m > 0) h5_read_rows(ds, H5Elem::I32, 0, m, 4, cap_boxes_.data());
+    for (int64_t j = 0; j < m; ++j) {
+      const int32_t* b = cap_boxes_.data() + 4 * j;
+      const size_t i = size_t(cap_image_[size_t(j)]);
+      VLM_REQUIRE(0 <= b[0] && b[0] < b[2] && b[2] <= widths_[i] && 0 <= b[1] && b[1] < b[3] && b[3] <= heights_[i],
+                  path_, ": dataset ", sc::kCapBox, " entry ", j, " (", b[0], ", ", b[1], ", ", b[2], ", ", b[3],
+                  ") is not a box inside image ", i, " (", widths_[i], " x ", heights_[i],
+                  "; expected 0 <= x0 < x1 <= width, 0 <= y0 < y1 <= height)");
+    }
+  }
+  if (h5_exists(file_, sc::kCapLabel)) {
+    cap_labels_ = read_i32(sc::kCapLabel, m);
+    cap_class_names_ = read_class_names("captions");
+    const int64_t n_names = int64_t(cap_class_names_.size());
+    for (int64_t j = 0; j < m; ++j) {
+      const int32_t l = cap_labels_[size_t(j)];
+      VLM_REQUIRE(l >= 0 && (n_names == 0 || l < n_names), path_, ": dataset ", sc::kCapLabel, " entry ", j, " is ",
+                  l, n_names ? cat(" (expected 0..", n_names - 1, ", one of the class_names)") : " (expected >= 0)");
+    }
+  }
+}
+
+CaptionBox DatasetReader::box(int64_t j) const {
+  VLM_ASSERT(has_boxes() && j >= 0 && j < num_captions(), "box(", j, ")");
+  const int32_t* b = cap_boxes_.data() + 4 * j;
+  return {b[0], b[1], b[2], b[3]};
 }
 
 std::vector<int64_t> DatasetReader::read_offsets(const std::string& ds, int64_t n_plus_1,

@@ -1,11 +1,15 @@
-// DatasetReader: opens a schema-v1 image-text HDF5 file (schema.h; README.md "Datasets") and gives
-// random access to images, captions, tokens and splits.
+// DatasetReader: opens an image-text HDF5 file of schema version 1 or 2 (schema.h; README.md
+// "Datasets") and gives random access to images, captions, tokens, caption boxes and
+// labels, and splits.
 // Invariants established at open (violations are UserError naming file and dataset):
-//  - root attrs format == "vlm-image-text" and version == 1;
+//  - root attrs format == "vlm-image-text" and version in 1..2; no version-2 dataset
+//    (caption box or label) in a version-1 file;
 //  - every required dataset exists with the schema's dtype and rank;
 //  - offsets start at 0, never decrease, end at the byte dataset's length, and no single
 //    image/caption exceeds the schema limits; caption -> image indices and split indices
-//    are in range. Hence no later read allocates more than the limits allow.
+//    are in range; caption boxes are [M,4] and inside their image, caption labels [M]
+//    and in 0..#class_names-1 (>= 0 without names). Hence no later read allocates more
+//    than the limits allow.
 // Thread-safe: every HDF5 access holds h5_mutex(); returned buffers are the caller's.
 #pragma once
 #include <cstdint>
@@ -20,11 +24,18 @@ struct ImageInfo {
   int height = 0, width = 0, channels = 0;
 };
 
+// A caption's box: x0 <= x < x1, y0 <= y < y1 in pixels of its image (schema::kCapBox).
+struct CaptionBox {
+  int32_t x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+  bool operator==(const CaptionBox&) const = default;
+};
+
 class DatasetReader {
  public:
   explicit DatasetReader(const std::string& path);
 
   const std::string& path() const { return path_; }
+  int64_t version() const { return version_; }
   int64_t num_images() const { return n_images_; }
   int64_t num_captions() const { return int64_t(cap_image_.size()); }
   bool raw() const { return raw_; }
@@ -53,21 +64,30 @@ class DatasetReader {
   const std::vector<int32_t>& labels() const { return labels_; }  // empty if none
   const std::vector<std::string>& class_names() const { return class_names_; }
 
+  // Version 2: the box and the class of what caption j is about (empty when absent).
+  bool has_boxes() const { return !cap_boxes_.empty(); }
+  CaptionBox box(int64_t j) const;
+  const std::vector<int32_t>& caption_labels() const { return cap_labels_; }
+  const std::vector<std::string>& caption_class_names() const { return cap_class_names_; }
+
  private:
   std::vector<int64_t> read_offsets(const std::string& ds, int64_t n_plus_1, const H5Id& bytes,
                                     const std::string& bytes_name, int64_t max_one);
   std::vector<int32_t> read_i32(const std::string& ds, int64_t n);
+  std::vector<std::string> read_class_names(const std::string& group);
+  void read_caption_boxes_and_labels();
   std::string read_text(const H5Id& ds, const std::vector<int64_t>& off, int64_t j) const;
 
   std::string path_;
   H5Id file_;
   bool raw_ = false;
-  int64_t n_images_ = 0;
+  int64_t n_images_ = 0, version_ = 0;
   int raw_h_ = 0, raw_w_ = 0, raw_c_ = 0;
   H5Id images_, text_, prompt_, tokens_;
   std::vector<int64_t> img_off_, text_off_, prompt_off_, tok_off_, cap_image_;
   std::vector<int32_t> heights_, widths_, channels_, labels_;
-  std::vector<std::string> class_names_;
+  std::vector<std::string> class_names_, cap_class_names_;
+  std::vector<int32_t> cap_boxes_, cap_labels_;  // [M*4] / [M]
   std::vector<int64_t> splits_[3];
   std::string source_, tokenizer_name_;
 };

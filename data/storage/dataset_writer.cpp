@@ -12,6 +12,12 @@ namespace vlm {
 
 static constexpr size_t kFlushBytes = size_t(4) << 20;
 
+static std::string join_lines(const std::vector<std::string>& names) {
+  std::string s;
+  for (size_t i = 0; i < names.size(); ++i) s += (i ? "\n" : "") + names[i];
+  return s;
+}
+
 DatasetWriter DatasetWriter::encoded(const std::string& path) {
   DatasetWriter w;
   w.path_ = path;
@@ -108,8 +114,13 @@ void DatasetWriter::set_split(const std::string& path, std::vector<int64_t> imag
 
 void DatasetWriter::set_labels(std::vector<int32_t> labels, const std::vector<std::string>& names) {
   labels_ = std::move(labels);
-  class_names_.clear();
-  for (size_t i = 0; i < names.size(); ++i) class_names_ += (i ? "\n" : "") + names[i];
+  class_names_ = join_lines(names);
+}
+
+void DatasetWriter::set_caption_labels(std::vector<int32_t> labels, const std::vector<std::string>& names) {
+  for (int32_t l : labels) VLM_ASSERT(l >= 0 && size_t(l) < names.size(), "caption label ", l, " of ", names.size());
+  cap_labels_ = std::move(labels);
+  cap_class_names_ = join_lines(names);
 }
 
 void DatasetWriter::finish() {
@@ -144,6 +155,21 @@ void DatasetWriter::finish() {
       h5_write_1d(g, "token_offsets", H5Elem::I64, tok_off_.data(), m + 1, true);
       h5_write_attr_string(g, schema::kAttrTokenizer, tokenizer_);
     }
+    if (!cap_boxes_.empty()) {
+      VLM_ASSERT(int64_t(cap_boxes_.size()) == 4 * m, cap_boxes_.size() / 4, " caption boxes for ", m, " captions");
+      for (int64_t j = 0; j < m; ++j) {
+        const int32_t* b = cap_boxes_.data() + 4 * j;
+        const size_t i = size_t(cap_image_[size_t(j)]);
+        VLM_ASSERT(0 <= b[0] && b[0] < b[2] && b[2] <= widths_[i] && 0 <= b[1] && b[1] < b[3] && b[3] <= heights_[i],
+                   "box of caption ", j, " is not inside its image");
+      }
+      h5_write_array(g, "box", H5Elem::I32, cap_boxes_.data(), {m, 4});
+    }
+    if (!cap_labels_.empty()) {
+      VLM_ASSERT(int64_t(cap_labels_.size()) == m, cap_labels_.size(), " caption labels for ", m, " captions");
+      h5_write_1d(g, "label", H5Elem::I32, cap_labels_.data(), m, true);
+      h5_write_attr_string(g, schema::kAttrClassNames, cap_class_names_);
+    }
   }
   {
     H5Id g = h5_create_group(file_, "splits");
@@ -156,7 +182,8 @@ void DatasetWriter::finish() {
     }
   }
   h5_write_attr_string(file_, schema::kAttrFormat, schema::kFormat);
-  h5_write_attr_int(file_, schema::kAttrVersion, schema::kVersion);
+  const bool v2 = !cap_boxes_.empty() || !cap_labels_.empty();
+  h5_write_attr_int(file_, schema::kAttrVersion, v2 ? schema::kVersionBoxes : schema::kMinVersion);
   h5_write_attr_string(file_, schema::kAttrStorage, raw_ ? schema::kStorageRaw : schema::kStorageEncoded);
   h5_write_attr_string(file_, schema::kAttrSource, source_);
   img_.reset();

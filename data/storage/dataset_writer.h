@@ -1,4 +1,5 @@
-// DatasetWriter: streams images and captions into a schema-v1 HDF5 file (schema.h).
+// DatasetWriter: streams images and captions into a schema HDF5 file (schema.h), stamped
+// version 1, or version 2 when it holds caption boxes or caption labels.
 // Invariants:
 //  - Images are numbered 0..N-1 in the order they are added; captions 0..M-1 likewise,
 //    each naming an image already added.
@@ -9,7 +10,9 @@
 //    removes it, so a failed build leaves an existing file at `path` untouched.
 //  - Captions are UTF-8 of at most schema::kMaxCaptionBytes (UserError naming `path`;
 //    converters check their input first so that their messages name the input line).
-//  - Token ids, when given, are given for every caption (add_caption's `tokens`).
+//  - Token ids, when given, are given for every caption (add_caption's `tokens`); so are
+//    caption boxes and caption labels (checked by finish(): one per caption, every box
+//    inside its image).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -42,6 +45,10 @@ class DatasetWriter {
   void set_tokenizer(const std::string& name) { tokenizer_ = name; }
   void set_split(const std::string& path, std::vector<int64_t> images);  // schema::kSplit*
   void set_labels(std::vector<int32_t> labels, const std::vector<std::string>& class_names);
+  // Schema version 2: per caption, its box x0 y0 x1 y1 ([M*4], half-open pixels of its
+  // image, schema::kCapBox) and its class id in class_names (schema::kCapLabel).
+  void set_caption_boxes(std::vector<int32_t> xyxy) { cap_boxes_ = std::move(xyxy); }
+  void set_caption_labels(std::vector<int32_t> labels, const std::vector<std::string>& class_names);
   void set_source(const std::string& source) { source_ = source; }
 
   int64_t num_images() const { return n_images_; }
@@ -66,8 +73,8 @@ class DatasetWriter {
   std::vector<uint8_t> text_, prompt_;
   std::vector<int64_t> text_off_{0}, prompt_off_{0}, cap_image_;
   std::vector<std::pair<std::string, std::vector<int64_t>>> splits_;
-  std::vector<int32_t> labels_;
-  std::string class_names_, source_;
+  std::vector<int32_t> labels_, cap_boxes_, cap_labels_;
+  std::string class_names_, cap_class_names_, source_;
   std::vector<int32_t> tokens_;
   std::vector<int64_t> tok_off_{0};
   std::string tokenizer_;

@@ -1,13 +1,18 @@
-// The image-text HDF5 schema, version 1 (documented in README.md, "Datasets").
+// The image-text HDF5 schema, versions 1 and 2 (documented in README.md, "Datasets").
 // Names of every group, dataset and root attribute live here, once, with the limits
 // the reader enforces before allocating anything from a size stored in a file.
+// Versions: 2 adds the optional per-caption box and label (/captions/box, /captions/label);
+// a writer stamps the lowest version that describes its file (1 without those fields),
+// the reader reads kMinVersion..kVersion and refuses version-2 fields in a version-1 file.
 #pragma once
 #include <cstdint>
 
 namespace vlm::schema {
 
 inline constexpr const char* kFormat = "vlm-image-text";
-inline constexpr int64_t kVersion = 1;
+inline constexpr int64_t kVersion = 2;     // the newest version, read and written
+inline constexpr int64_t kMinVersion = 1;  // the oldest version read
+inline constexpr int64_t kVersionBoxes = 2;  // the version that added /captions/box and /captions/label
 
 // Root attributes.
 inline constexpr const char* kAttrFormat = "format";
@@ -25,7 +30,7 @@ inline constexpr const char* kImHeight = "/images/height";     // i32 [N]
 inline constexpr const char* kImWidth = "/images/width";       // i32 [N]
 inline constexpr const char* kImChannels = "/images/channels"; // i32 [N]
 inline constexpr const char* kImLabel = "/images/label";       // i32 [N], optional
-inline constexpr const char* kAttrClassNames = "class_names";  // on /images, '\n'-joined
+inline constexpr const char* kAttrClassNames = "class_names";  // on /images (and /captions), '\n'-joined
 
 // Captions (M of them, any number per image).
 inline constexpr const char* kCapText = "/captions/text";              // u8 [bytes] UTF-8
@@ -36,6 +41,11 @@ inline constexpr const char* kCapPromptOffsets = "/captions/prompt_offsets";  //
 inline constexpr const char* kCapTokens = "/captions/tokens";          // i32, optional
 inline constexpr const char* kCapTokenOffsets = "/captions/token_offsets";  // i64 [M+1]
 inline constexpr const char* kAttrTokenizer = "tokenizer";  // on /captions: tokenizer name
+// Version 2, optional: the box of what caption j is about, x0 y0 x1 y1 in pixels of its
+// image, half-open (0 <= x0 < x1 <= width, 0 <= y0 < y1 <= height); and its class id,
+// with the class names in the attribute /captions@class_names ('\n'-joined).
+inline constexpr const char* kCapBox = "/captions/box";      // i32 [M,4]
+inline constexpr const char* kCapLabel = "/captions/label";  // i32 [M], 0 <= label (< #class_names)
 
 // Splits: image indices, sorted ascending, disjoint.
 inline constexpr const char* kSplitTrain = "/splits/train";

@@ -1,6 +1,7 @@
 // Loader: batch shapes and per-sample lengths, texture present, determinism across
 // thread counts, exact resume from state(), an undecodable (truncated) PNG skipped and
-// counted while the run goes on, and destruction with a full prefetch queue.
+// counted while the run goes on, destruction with a full prefetch queue, and caption
+// boxes mapped into the letterboxed image.
 #include <gtest/gtest.h>
 
 #include <opencv2/imgcodecs.hpp>
@@ -123,4 +124,46 @@ TEST(Loader, BadOptionsAreUserErrors) {
   o.grid = 4;
   o.split = "val";  // empty split
   EXPECT_THROW(Loader l(o), UserError);
+}
+
+// Caption boxes and labels (schema version 2) follow the letterbox: a 40 x 20 (W x H)
+// image on a 32 x 32 canvas is scaled by 0.8 and centred 8 rows down; a 20 x 40 one is
+// centred 8 columns across. A file without them gives empty arrays.
+TEST(Loader, BoxesFollowTheLetterbox) {
+  const std::string path = test::scratch_dir("loader_boxes") + "/b.h5";
+  {
+    DatasetWriter w = DatasetWriter::encoded(path);
+    for (const auto& [h, wd] : {std::pair{20, 40}, std::pair{40, 20}}) {
+      std::vector<uint8_t> png;
+      cv::imencode(".png", cv::Mat(h, wd, CV_8UC3, cv::Scalar(9, 9, 9)), png);
+      w.add_encoded(png.data(), png.size(), h, wd, 3);
+    }
+    w.add_caption(0, "wide");
+    w.add_caption(1, "tall");
+    w.set_caption_boxes({10, 5, 30, 15, 2, 4, 18, 40});
+    w.set_caption_labels({1, 0}, {"a", "b"});
+    w.set_split(schema::kSplitTrain, {0, 1});
+    w.finish();
+  }
+  LoaderOptions o;
+  o.path = path;
+  o.batch_size = 2;
+  o.image_size = 32;
+  o.grid = 4;
+  o.threads = 1;
+  Loader l(o);
+  const Batch b = l.next();
+  ASSERT_EQ(b.size(), 2);
+  for (int k = 0; k < 2; ++k) {
+    const bool wide = b.caption_index[size_t(k)] == 0;
+    const std::vector<float> want = wide ? std::vector<float>{8, 8 + 4, 24, 8 + 12}
+                                         : std::vector<float>{8 + 1.6f, 3.2f, 8 + 14.4f, 32};
+    for (int c = 0; c < 4; ++c) EXPECT_NEAR(b.boxes[size_t(4 * k + c)], want[size_t(c)], 1e-5) << k << " " << c;
+    EXPECT_EQ(b.labels[size_t(k)], wide ? 1 : 0);
+  }
+  o.path = make_file(test::scratch_dir("loader_no_boxes"));
+  Loader plain(o);
+  const Batch p = plain.next();
+  EXPECT_TRUE(p.boxes.empty());
+  EXPECT_TRUE(p.labels.empty());
 }
