@@ -7,6 +7,7 @@
 #include "apps/command.h"
 #include "core/config.h"
 #include "parallel/runtime.h"
+#include "train/train_options.h"
 #include "train/trainer.h"
 
 namespace vlm {

@@ -2,6 +2,7 @@
 // communicator.h), shared by every implementation so they count alike.
 #include "parallel/communicator.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "core/error.h"
@@ -129,6 +130,23 @@ CommWork Communicator::barrier_async(Stream& s) {
   VLM_ASSERT(s.device() == device(), "barrier on group ", name(), ": stream on the wrong device");
   count(CollKind::Barrier, 0);
   return post_barrier(s);
+}
+
+std::vector<std::string> all_gather_strings(Communicator& c, Stream& s, const std::string& mine) {
+  Backend& b = backend_for(c.device());
+  const std::vector<double> lens = all_reduce_values(c, s, std::vector<double>(1, double(mine.size())), ReduceOp::Max);
+  const int64_t n = int64_t(lens[0]) + 1, p = c.size();
+  std::vector<uint8_t> buf(size_t(n), 0);
+  std::copy(mine.begin(), mine.end(), buf.begin());
+  const Tensor in = Tensor::empty(b, Shape{n}, DType::U8), out = Tensor::empty(b, Shape{p * n}, DType::U8);
+  b.copy(in.data(), b.device(), buf.data(), DeviceKind::CPU, size_t(n));
+  c.all_gather(s, out, in);
+  s.synchronize();
+  std::vector<uint8_t> all(size_t(p * n));
+  b.copy(all.data(), DeviceKind::CPU, out.data(), b.device(), all.size());
+  std::vector<std::string> r;
+  for (int64_t i = 0; i < p; ++i) r.emplace_back(reinterpret_cast<const char*>(all.data() + i * n));
+  return r;
 }
 
 std::vector<double> all_reduce_values(Communicator& c, Stream& s, const std::vector<double>& v, ReduceOp op) {

@@ -135,6 +135,10 @@ class Communicator {
   CommCounters counters_;
 };
 
+// Every rank's string, on every rank (two all-gathers over `c` on stream s; blocking):
+// the trace events of `vlm train --trace`.
+std::vector<std::string> all_gather_strings(Communicator& c, Stream& s, const std::string& mine);
+
 // Host values reduced over the group (f64, through a tensor on the group's device, on
 // stream s; blocking): loss sums, token counts, metric totals.
 std::vector<double> all_reduce_values(Communicator& c, Stream& s, const std::vector<double>& v,

@@ -2,11 +2,15 @@
 #include "train/train_options.h"
 
 #include <cmath>
+#include <filesystem>
 #include <sstream>
 
 #include "core/config.h"
 #include "core/error.h"
+#include "data/storage/dataset.h"
 #include "llm/hf_config.h"
+#include "parallel/runtime.h"
+#include "scheduler/options.h"
 #include "vision/siglip_config.h"
 
 namespace vlm {
@@ -133,6 +137,23 @@ void TrainOptions::check(int dp) const {
   VLM_REQUIRE(!all, "--train.freeze: every module is frozen, nothing would train");
   VLM_REQUIRE(!run.empty() && run.find('/') == std::string::npos, "--train.run: a name without '/' is expected, got '",
               run, "'");
+}
+
+void register_all_train_options(Config& cfg) {
+  register_runtime_options(cfg);
+  register_vision_options(cfg);
+  register_scorer_options(cfg);
+  register_llm_options(cfg);
+  sched::register_scheduler_options(cfg);
+  register_train_options(cfg);
+}
+
+std::shared_ptr<const Tokenizer> find_tokenizer(const DataOptions& d, const DatasetReader& ds) {
+  std::string path = d.tokenizer;
+  if (path.empty() && std::filesystem::is_regular_file(ds.tokenizer_name())) path = ds.tokenizer_name();
+  VLM_REQUIRE(!path.empty(), "--data.tokenizer: a tokenizer.json is required (", d.path,
+              " names none that exists; make one with `vlm data tokenizer`)");
+  return std::make_shared<const Tokenizer>(Tokenizer::load(path));
 }
 
 VlmConfig resolve_vlm_config(const Config& cfg, const TrainOptions& t, const Tokenizer& tok, int tp) {

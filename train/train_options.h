@@ -8,6 +8,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "scheduler/streams.h"
@@ -18,6 +19,7 @@
 namespace vlm {
 
 class Config;
+class DatasetReader;
 
 struct DataOptions {
   std::string path;       // the image-text HDF5 file (data/storage/schema.h)
@@ -58,10 +60,16 @@ struct TrainOptions {
 };
 
 void register_train_options(Config& cfg);
+// Registers every option `vlm train` reads (model, vision, scorers, scheduler, runtime,
+// data, train, eval).
+void register_all_train_options(Config& cfg);
 DataOptions read_data_options(const Config& cfg);
 EvalOptions read_eval_options(const Config& cfg);
 TrainOptions read_train_options(const Config& cfg);
 
+// The tokenizer of a run: data.tokenizer, else the file the dataset names as its
+// tokenizer (UserError when there is none).
+std::shared_ptr<const Tokenizer> find_tokenizer(const DataOptions& d, const DatasetReader& ds);
 // The model of a run from its options (model.*, vision.*, scorers.*, lod.*; the
 // config.json of llm.hf / vision.hf when set), validated for tp and the tokenizer, planned
 // for train.batch images of train.max_text tokens. UserError naming the options otherwise.

@@ -28,46 +28,10 @@
 
 namespace vlm {
 
-void register_all_train_options(Config& cfg) {
-  register_runtime_options(cfg);
-  register_vision_options(cfg);
-  register_scorer_options(cfg);
-  register_llm_options(cfg);
-  sched::register_scheduler_options(cfg);
-  register_train_options(cfg);
-}
-
 namespace {
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// The tokenizer of a run: data.tokenizer, else the file the dataset names as its tokenizer.
-std::shared_ptr<const Tokenizer> find_tokenizer(const DataOptions& d, const DatasetReader& ds) {
-  std::string path = d.tokenizer;
-  if (path.empty() && std::filesystem::is_regular_file(ds.tokenizer_name())) path = ds.tokenizer_name();
-  VLM_REQUIRE(!path.empty(), "--data.tokenizer: a tokenizer.json is required (", d.path,
-              " names none that exists; make one with `vlm data tokenizer`)");
-  return std::make_shared<const Tokenizer>(Tokenizer::load(path));
-}
-
-// Every rank's string, on every rank (two all-gathers over `c`).
-std::vector<std::string> gather_strings(Communicator& c, Stream& s, const std::string& mine) {
-  Backend& b = backend_for(c.device());
-  const std::vector<double> lens = all_reduce_values(c, s, std::vector<double>(1, double(mine.size())), ReduceOp::Max);
-  const int64_t n = int64_t(lens[0]) + 1, p = c.size();
-  std::vector<uint8_t> buf(size_t(n), 0);
-  std::copy(mine.begin(), mine.end(), buf.begin());
-  const Tensor in = Tensor::empty(b, Shape{n}, DType::U8), out = Tensor::empty(b, Shape{p * n}, DType::U8);
-  b.copy(in.data(), b.device(), buf.data(), DeviceKind::CPU, size_t(n));
-  c.all_gather(s, out, in);
-  s.synchronize();
-  std::vector<uint8_t> all(size_t(p * n));
-  b.copy(all.data(), DeviceKind::CPU, out.data(), b.device(), all.size());
-  std::vector<std::string> r;
-  for (int64_t i = 0; i < p; ++i) r.emplace_back(reinterpret_cast<const char*>(all.data() + i * n));
-  return r;
-}
 
 }  // namespace
 
@@ -294,7 +258,7 @@ TrainReport Trainer::run() {
                 exposed / n, 1e3 * data_wait / n, 100.0 * rep.loader_stall);
   }
   if (!S.sched.trace.empty()) {
-    const std::vector<std::string> ev = gather_strings(rt.groups().world(), s, trace.events_json());
+    const std::vector<std::string> ev = all_gather_strings(rt.groups().world(), s, trace.events_json());
     if (rt.root()) {
       sched::write_trace_file(S.sched.trace, ev);
       std::printf("trace: %s (open in https://ui.perfetto.dev)\n", S.sched.trace.c_str());

@@ -31,9 +31,6 @@ struct TrainReport {
   size_t optimizer_bytes = 0, grad_bytes = 0;
 };
 
-// Registers every option `vlm train` reads (model, vision, scorers, scheduler, runtime,
-// data, train, eval).
-void register_all_train_options(Config& cfg);
 
 class Trainer {
  public:
