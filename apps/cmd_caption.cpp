@@ -14,7 +14,6 @@
 // policy of parallel/runtime.h); a missing or bad checkpoint is refused the same way.
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -47,16 +46,6 @@ void caption_options(Config& cfg) {
   cfg.add_int("top-k", 0, "sample among the K most likely tokens (0 = all; with --temperature)", 0, INT32_MAX);
   cfg.add_int("max-new", 24, "caption tokens at most (the run's train.max_text bounds prompt + caption)", 1, 1 << 16);
   register_runtime_options(cfg);  // parallel.*, device, seed (the sampling seed)
-}
-
-void write_png(const std::string& path, const std::vector<uint8_t>& rgb, int side) {
-  AtomicFile f(path);
-  const std::string png = encode_png(rgb.data(), side, side, 3);
-  std::ofstream o(f.temp_path(), std::ios::binary);
-  o.write(png.data(), std::streamsize(png.size()));
-  o.close();
-  VLM_REQUIRE(o, f.temp_path(), ": cannot write the relevance picture");
-  f.commit();
 }
 
 int caption(const Config& cfg) {
@@ -122,7 +111,7 @@ int caption(const Config& cfg) {
                 (long long)sc.lod.max_tokens);
     std::printf("balancer weights: propositional %.4f, perspectival %.4f, participatory %.4f\n", w[0], w[1], w[2]);
     if (!relevance.empty()) {
-      write_png(relevance, picture, side);
+      write_file_atomic(relevance, encode_png(picture.data(), side, side, 3));
       std::printf("relevance picture: %s (%dx%d)\n", relevance.c_str(), side, side);
     }
     std::fflush(stdout);

@@ -6,20 +6,12 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "core/splitmix.h"
 
 namespace vlm {
 
-namespace {
-uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-}  // namespace
-
 double sample_uniform(uint64_t seed, uint64_t sequence, uint64_t step) {
-  const uint64_t h = mix64(mix64(mix64(seed) ^ sequence) ^ step);
+  const uint64_t h = splitmix64(splitmix64(splitmix64(seed) ^ sequence) ^ step);
   return double(h >> 11) * (1.0 / 9007199254740992.0);
 }
 

@@ -2,7 +2,6 @@
 #include "train/evaluate.h"
 
 #include <algorithm>
-#include <fstream>
 #include <set>
 
 #include "core/error.h"
@@ -107,13 +106,7 @@ AccuracyReport caption_accuracy(VlmModel& model, Stream& s, Communicator& dp, Lo
       int side = 0;
       const std::vector<uint8_t> rgb = relevance_picture(model, s, b, i, &side);
       const std::string path = dir + "/relevance_" + std::to_string(drawn) + ".png";
-      AtomicFile f(path);
-      const std::string png = encode_png(rgb.data(), side, side, 3);
-      std::ofstream o(f.temp_path(), std::ios::binary);
-      o.write(png.data(), std::streamsize(png.size()));
-      o.close();
-      VLM_REQUIRE(o, f.temp_path(), ": cannot write the relevance picture");
-      f.commit();
+      write_file_atomic(path, encode_png(rgb.data(), side, side, 3));
     }
     for (int i = 0; i < n; ++i) {
       if (!b.is_pad.empty() && b.is_pad[size_t(i)]) continue;

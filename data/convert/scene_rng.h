@@ -6,6 +6,8 @@
 #pragma once
 #include <cstdint>
 
+#include "core/splitmix.h"
+
 namespace vlm {
 
 class SceneRng {
@@ -13,12 +15,7 @@ class SceneRng {
   SceneRng(uint64_t seed, uint64_t stream) : state_(seed ^ (stream * 0xD1B54A32D192ED03ull + 0x8CB92BA72F3D8DD7ull)) {
     next();
   }
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
+  uint64_t next() { return splitmix64_next(state_); }
   // Uniform integer in [lo, hi] (hi >= lo), unbiased (rejection).
   int64_t range(int64_t lo, int64_t hi) {
     const uint64_t n = uint64_t(hi - lo) + 1;

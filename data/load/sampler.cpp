@@ -2,21 +2,15 @@
 #include "data/load/sampler.h"
 
 #include "core/error.h"
+#include "core/splitmix.h"
 
 namespace vlm {
-
-static uint64_t splitmix64(uint64_t& x) {
-  uint64_t z = (x += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 // Unbiased integer in [0, bound) by rejection.
 static uint64_t bounded(uint64_t& state, uint64_t bound) {
   const uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
   uint64_t r;
-  do r = splitmix64(state);
+  do r = splitmix64_next(state);
   while (r >= limit);
   return r % bound;
 }
@@ -25,7 +19,7 @@ std::vector<int64_t> DistributedSampler::permutation(int64_t n, uint64_t seed, i
   std::vector<int64_t> p(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) p[size_t(i)] = i;
   uint64_t st = seed * 0x2545F4914F6CDD1Dull ^ (uint64_t(epoch) + 0x632BE59BD9B4E019ull);
-  splitmix64(st);
+  splitmix64_next(st);
   for (int64_t i = n - 1; i > 0; --i) std::swap(p[size_t(i)], p[bounded(st, uint64_t(i) + 1)]);
   return p;
 }

@@ -41,14 +41,6 @@ std::string make_file(const std::string& dir, bool v2) {
   return path;
 }
 
-template <typename F>
-void edit(const std::string& path, F&& f) {
-  hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-  ASSERT_GE(file, 0);
-  f(file);
-  H5Fclose(file);
-}
-
 // Replaces dataset `name` by an i32 dataset of shape dims holding v.
 void put_i32(hid_t file, const char* name, const std::vector<hsize_t>& dims, const std::vector<int32_t>& v) {
   if (H5Lexists(file, name, H5P_DEFAULT) > 0) H5Ldelete(file, name, H5P_DEFAULT);
@@ -126,36 +118,36 @@ TEST(H5CaptionBoxes, BadBoxesRefused) {
     const std::string path = make_file(dir, true);
     std::vector<int32_t> boxes{0, 0, 20, 10, 5, 3, 30, 16, 5, 3, 30, 16};
     std::copy(c.box.begin(), c.box.end(), boxes.begin() + 4);
-    edit(path, [&](hid_t f) { put_i32(f, "/captions/box", {3, 4}, boxes); });
+    test::h5_edit(path, [&](hid_t f) { put_i32(f, "/captions/box", {3, 4}, boxes); });
     expect_user_error(path, {"/captions/box", "entry 1", "inside image 1 (30 x 16"});
   }
   // Image 0 is 20 x 10: caption 0's box may not use image 1's size.
   std::string path = make_file(dir, true);
-  edit(path, [](hid_t f) { put_i32(f, "/captions/box", {3, 4}, {0, 0, 30, 16, 5, 3, 30, 16, 5, 3, 30, 16}); });
+  test::h5_edit(path, [](hid_t f) { put_i32(f, "/captions/box", {3, 4}, {0, 0, 30, 16, 5, 3, 30, 16, 5, 3, 30, 16}); });
   expect_user_error(path, {"/captions/box", "entry 0", "inside image 0 (20 x 10"});
 
   path = make_file(dir, true);
-  edit(path, [](hid_t f) { put_i32(f, "/captions/box", {3, 3}, {0, 0, 1, 0, 0, 1, 0, 0, 1}); });
+  test::h5_edit(path, [](hid_t f) { put_i32(f, "/captions/box", {3, 3}, {0, 0, 1, 0, 0, 1, 0, 0, 1}); });
   expect_user_error(path, {"/captions/box", "[3,3]", "[3,4]"});
   path = make_file(dir, true);
-  edit(path, [](hid_t f) { put_i32(f, "/captions/box", {2, 4}, {0, 0, 1, 1, 0, 0, 1, 1}); });
+  test::h5_edit(path, [](hid_t f) { put_i32(f, "/captions/box", {2, 4}, {0, 0, 1, 1, 0, 0, 1, 1}); });
   expect_user_error(path, {"/captions/box", "[2,4]", "[3,4]"});
 }
 
 TEST(H5CaptionBoxes, BadLabelsRefused) {
   const std::string dir = test::scratch_dir("caption_labels_bad");
   std::string path = make_file(dir, true);
-  edit(path, [](hid_t f) { put_i32(f, "/captions/label", {3}, {8, 11, 10}); });
+  test::h5_edit(path, [](hid_t f) { put_i32(f, "/captions/label", {3}, {8, 11, 10}); });
   expect_user_error(path, {"/captions/label", "entry 1 is 11", "0..10"});
   path = make_file(dir, true);
-  edit(path, [](hid_t f) { put_i32(f, "/captions/label", {3}, {8, 10, -2}); });
+  test::h5_edit(path, [](hid_t f) { put_i32(f, "/captions/label", {3}, {8, 10, -2}); });
   expect_user_error(path, {"/captions/label", "entry 2 is -2"});
   path = make_file(dir, true);
-  edit(path, [](hid_t f) { put_i32(f, "/captions/label", {2}, {8, 10}); });
+  test::h5_edit(path, [](hid_t f) { put_i32(f, "/captions/label", {2}, {8, 10}); });
   expect_user_error(path, {"/captions/label", "2 entries"});
   // Without class names any label >= 0 is read.
   path = make_file(dir, true);
-  edit(path, [](hid_t f) {
+  test::h5_edit(path, [](hid_t f) {
     H5Adelete_by_name(f, "captions", "class_names", H5P_DEFAULT);
     put_i32(f, "/captions/label", {3}, {8, 500, 10});
   });
@@ -167,13 +159,13 @@ TEST(H5CaptionBoxes, VersionsRefused) {
   // Version-2 fields in a file that says version 1.
   for (const char* ds : {"/captions/box", "/captions/label"}) {
     const std::string path = make_file(dir, true);
-    edit(path, [&](hid_t f) {
+    test::h5_edit(path, [&](hid_t f) {
       set_version(f, 1);
       H5Ldelete(f, std::string(ds) == "/captions/box" ? "/captions/label" : "/captions/box", H5P_DEFAULT);
     });
     expect_user_error(path, {ds, "needs schema version 2", "version 1"});
   }
   const std::string path = make_file(dir, true);
-  edit(path, [](hid_t f) { set_version(f, schema::kVersion + 1); });
+  test::h5_edit(path, [](hid_t f) { set_version(f, schema::kVersion + 1); });
   expect_user_error(path, {"unknown schema version 3", "versions 1 to 2"});
 }

@@ -47,15 +47,6 @@ std::string make_small(const std::string& dir) {
   return path;
 }
 
-// Runs `edit` on the file opened read-write.
-template <typename F>
-void edit(const std::string& path, F&& f) {
-  hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-  ASSERT_GE(file, 0);
-  f(file);
-  H5Fclose(file);
-}
-
 void expect_user_error(const std::string& path, const std::string& needle) {
   try {
     DatasetReader r(path);
@@ -117,7 +108,7 @@ TEST(H5Schema, NotHdf5) {
 
 TEST(H5Schema, WrongVersion) {
   const std::string path = make_small(test::scratch_dir("schema_version"));
-  edit(path, [](hid_t f) {
+  test::h5_edit(path, [](hid_t f) {
     hid_t a = H5Aopen(f, "version", H5P_DEFAULT);
     const int64_t v = schema::kVersion + 1;  // 3: versions 1 and 2 are read (test_h5_caption_boxes.cpp)
     H5Awrite(a, H5T_NATIVE_INT64, &v);
@@ -128,19 +119,19 @@ TEST(H5Schema, WrongVersion) {
 
 TEST(H5Schema, WrongFormat) {
   const std::string path = make_small(test::scratch_dir("schema_format"));
-  edit(path, [](hid_t f) { H5Adelete(f, "format"); });
+  test::h5_edit(path, [](hid_t f) { H5Adelete(f, "format"); });
   expect_user_error(path, "'format'");
 }
 
 TEST(H5Schema, MissingDataset) {
   const std::string path = make_small(test::scratch_dir("schema_missing"));
-  edit(path, [](hid_t f) { H5Ldelete(f, "/captions/image", H5P_DEFAULT); });
+  test::h5_edit(path, [](hid_t f) { H5Ldelete(f, "/captions/image", H5P_DEFAULT); });
   expect_user_error(path, "/captions/image is missing");
 }
 
 TEST(H5Schema, WrongDtype) {
   const std::string path = make_small(test::scratch_dir("schema_dtype"));
-  edit(path, [](hid_t f) {
+  test::h5_edit(path, [](hid_t f) {
     H5Ldelete(f, "/images/height", H5P_DEFAULT);
     hsize_t n = 3;
     hid_t s = H5Screate_simple(1, &n, nullptr);
@@ -153,7 +144,7 @@ TEST(H5Schema, WrongDtype) {
 
 TEST(H5Schema, OffsetNeedingTerabytes) {
   const std::string path = make_small(test::scratch_dir("schema_tb"));
-  edit(path, [](hid_t f) {
+  test::h5_edit(path, [](hid_t f) {
     H5Ldelete(f, "/images/offsets", H5P_DEFAULT);
     write_i64(f, "/images/offsets", {0, int64_t(1) << 41, (int64_t(1) << 41) + 5, (int64_t(1) << 41) + 9});
   });
@@ -164,7 +155,7 @@ TEST(H5Schema, CountNeedingTerabytes) {
   // A chunked dataset can claim 2^40 entries while storing none: the reader must refuse
   // from the dims alone.
   const std::string path = make_small(test::scratch_dir("schema_count"));
-  edit(path, [](hid_t f) {
+  test::h5_edit(path, [](hid_t f) {
     H5Ldelete(f, "/captions/image", H5P_DEFAULT);
     hsize_t n = hsize_t(1) << 40, mx = H5S_UNLIMITED, chunk = 1024;
     hid_t s = H5Screate_simple(1, &n, &mx);
@@ -180,7 +171,7 @@ TEST(H5Schema, CountNeedingTerabytes) {
 
 TEST(H5Schema, CaptionPointsPastImages) {
   const std::string path = make_small(test::scratch_dir("schema_capidx"));
-  edit(path, [](hid_t f) {
+  test::h5_edit(path, [](hid_t f) {
     H5Ldelete(f, "/captions/image", H5P_DEFAULT);
     write_i64(f, "/captions/image", {0, 1, 7, 2});
   });

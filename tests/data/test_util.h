@@ -2,6 +2,7 @@
 // an independent gzip/IDX reader (so converter output is checked against bytes read by
 // other code than the converter's), and small HDF5 C API readers.
 #pragma once
+#include <gtest/gtest.h>
 #include <hdf5.h>
 
 #include <cstdint>
@@ -27,5 +28,14 @@ std::vector<int64_t> h5_i64(hid_t f, const char* ds);
 std::vector<int32_t> h5_i32(hid_t f, const char* ds);
 std::string h5_str_attr(hid_t obj, const char* name);
 int64_t h5_int_attr(hid_t obj, const char* name);
+
+// Runs `f(file)` on the HDF5 file `path` opened read-write (to make malformed files).
+template <typename F>
+void h5_edit(const std::string& path, F&& f) {
+  hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(file, 0) << path;
+  f(file);
+  H5Fclose(file);
+}
 
 }  // namespace vlm::test
