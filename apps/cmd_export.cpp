@@ -50,7 +50,7 @@ int export_hf(const Config& cfg) {
   TrainedModel tm = load_trained_model(path, rt, 1);
   check_exportable(tm.vcfg, path);
   Stream& s = rt.backend().default_stream();
-  const HfExportReport rep = export_vlm_hf(*tm.model, *tm.tok, tm.options->dump_ini(), tm.state.step,
+  const HfExportReport rep = export_vlm_hf(*tm.model, *tm.tok, tm.options->dump_ini(true), tm.state.step,
                                            rt.groups().tp(), *tm.self, s, out);
   if (rt.root()) {
     std::printf("vlm export: %s (step %lld) -> %s: llm/ %lld tensors (%s), vision/ %lld tensors (SigLIP), "

@@ -73,7 +73,11 @@ class Config {
 
   std::string help() const;  // usage + every option grouped by section, with defaults
   // "key = value" lines of every option, grouped as INI sections (for logs/checkpoints).
-  std::string dump_ini() const;
+  // set_only: only the options whose value came from a file or the command line, so that
+  // the text read back leaves the others unset (is_set) and every value a command derives
+  // from an unset option (model.vocab_size from the tokenizer, vision.* from vision.hf)
+  // is derived again.
+  std::string dump_ini(bool set_only = false) const;
 
  private:
   struct Impl;

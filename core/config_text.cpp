@@ -73,13 +73,14 @@ std::string Config::help() const {
   return os.str();
 }
 
-std::string Config::dump_ini() const {
+std::string Config::dump_ini(bool set_only) const {
   std::ostringstream os;
   os << "# " << impl_->program << " options (read back with --config FILE)\n";
   for (const auto& group : impl_->grouped()) {
     std::string sec = group.empty() ? "" : section_of(group[0]->name);
     if (!sec.empty()) os << "\n[" << sec << "]\n";
     for (const Opt* o : group) {
+      if (set_only && o->rank == 0) continue;
       std::string v = fmt_value(*o), key = sec.empty() ? o->name : o->name.substr(sec.size() + 1);
       // Quote strings the reader would otherwise trim or cut at a comment.
       // The value follows "= ", so the reader sees it as " " + v.

@@ -61,7 +61,8 @@ def main():
           f"dp={f.attrs['saved_dp']} zero={f.attrs['zero']}, global batch {f.attrs['global_batch']}")
     st = f["state"].attrs
     print(f"  sampler: epoch {st['sampler_epoch']} step {st['sampler_step']} seed {st['sampler_seed']}")
-    print(f"  config: {len(f['config'])} bytes of INI, tokenizer: {len(f['tokenizer'])} bytes of JSON")
+    print(f"  config: {len(f['config'])} bytes of INI ({len(f['options'])} of them given), "
+          f"tokenizer: {len(f['tokenizer'])} bytes of JSON")
     shapes = {}
     for path, ds in tensors(f):
         if not (path.startswith("model/") or path.startswith("optim/")):

@@ -3,7 +3,10 @@
 // newest complete one. Layout (format "vlm-checkpoint", version 1; h5py reads every name):
 //   /                          attrs format, version, step, saved_tp, saved_dp, zero,
 //                              global_batch, micro_batches
-//   /config                    u8 [n]: the run's options as INI text (Config::dump_ini)
+//   /config                    u8 [n]: every option of the run as INI text (Config::dump_ini)
+//   /options                   u8 [n]: the options the run was given (Config::dump_ini(true)),
+//                              which the readers read back: an option the run left unset
+//                              stays unset, so what the run derived from it is derived again
 //   /tokenizer                 u8 [n]: the run's tokenizer.json
 //   /model/<module>/<param>    f32 in the full logical (Hugging Face) shape, whatever the TP
 //                              layout: /model/llm/model.layers.3.self_attn.q_proj.weight,
@@ -61,9 +64,10 @@ class CheckpointReader {
   explicit CheckpointReader(const std::string& path);
   const std::string& path() const { return path_; }
   const CheckpointState& state() const { return state_; }
-  const std::string& config_ini() const { return config_; }
+  const std::string& config_ini() const { return config_; }    // /config
+  const std::string& options_ini() const { return options_; }  // /options
   const std::string& tokenizer_json() const { return tokenizer_; }
-  // A Config with every `vlm train` option registered and the stored INI text read.
+  // A Config with every `vlm train` option registered and /options read.
   std::unique_ptr<Config> options() const;
   // One stored tensor ("model/llm/<name>", "optim/m/vision/<name>") as a host f32 tensor,
   // which must have the shape `expect`, match its checksum and be finite (else a UserError
@@ -76,7 +80,7 @@ class CheckpointReader {
   H5Handle file() const { return file_.get(); }
 
  private:
-  std::string path_, config_, tokenizer_;
+  std::string path_, config_, options_, tokenizer_;
   CheckpointState state_;
   H5Id file_;
 };
@@ -108,7 +112,7 @@ TrainedModel load_trained_model(const std::string& checkpoint, Runtime& rt, int6
 // Writes <dir>/step_<state.step>.h5 (collective over the world: every rank calls it),
 // then `latest`, then prunes to keep_last files (0 = keep all). Returns the path.
 std::string save_checkpoint(const std::string& dir, int keep_last, const CheckpointState& state,
-                            const std::string& config_ini, const Tokenizer& tok, VlmModel& model,
+                            const Config& options, const Tokenizer& tok, VlmModel& model,
                             const std::vector<bool>& trainable, AdamW& opt, Runtime& rt);
 // Every rank restores its parameters and optimizer moments (the optimizer of this layout).
 void load_training_state(const CheckpointReader& ck, VlmModel& model, const std::vector<bool>& trainable,

@@ -9,7 +9,6 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/file_read.h"
-#include "llm/param_specs.h"
 #include "parallel/groups.h"
 #include "parallel/runtime.h"
 #include "train/checkpoint.h"
@@ -73,13 +72,14 @@ CheckpointReader::CheckpointReader(const std::string& path) : path_(path) {
   state_.sampler.epoch = attr_in(st, path, "sampler_epoch", 0, INT64_MAX);
   state_.sampler.step = attr_in(st, path, "sampler_step", 0, INT64_MAX);
   config_ = read_bytes(f, path, "/config", int64_t(kMaxIniBytes));
+  options_ = read_bytes(f, path, "/options", int64_t(kMaxIniBytes));
   tokenizer_ = read_bytes(f, path, "/tokenizer", int64_t(1) << 30);
 }
 
 std::unique_ptr<Config> CheckpointReader::options() const {
   auto cfg = std::make_unique<Config>("vlm train");
   register_all_train_options(*cfg);
-  cfg->read_ini_text(config_, path_ + ":/config");
+  cfg->read_ini_text(options_, path_ + ":/options");
   return cfg;
 }
 
@@ -168,22 +168,13 @@ TrainedModel::~TrainedModel() = default;
 
 TrainedModel load_trained_model(const std::string& checkpoint, Runtime& rt, int64_t max_images) {
   TrainedModel r;
-  std::string path;
+  std::unique_ptr<CheckpointReader> ck;
   rt.on_every_rank("checkpoint", [&] {
-    path = resolve_checkpoint(checkpoint);
-    const CheckpointReader ck(path);
-    r.options = ck.options();
-    if (read_train_options(*r.options).llm_hf.empty()) {
-      // The stored INI lists every option, so model.vocab_size reads back as given even
-      // where the run took the tokenizer's size (resolve_vlm_config): the stored table says.
-      const std::string embed = std::string("/model/llm/") + kEmbedTokens;
-      VLM_REQUIRE(ck.has(embed.substr(1)), path, ": tensor ", embed, " is missing (not a complete vlm checkpoint)");
-      std::vector<int64_t> dims;
-      H5Id ds = h5_open_dataset(ck.file(), path, embed, H5Elem::F32, 2, &dims);
-      r.options->read_ini_text(cat("[model]\nvocab_size = ", dims[0], "\n"), path + ":" + embed);
-    }
-    r.state = ck.state();
-    r.tok = std::make_shared<const Tokenizer>(Tokenizer::from_json(ck.tokenizer_json(), path + ":/tokenizer"));
+    const std::string path = resolve_checkpoint(checkpoint);
+    ck = std::make_unique<CheckpointReader>(path);
+    r.options = ck->options();
+    r.state = ck->state();
+    r.tok = std::make_shared<const Tokenizer>(Tokenizer::from_json(ck->tokenizer_json(), path + ":/tokenizer"));
     TrainOptions t = read_train_options(*r.options);
     t.batch = int(max_images);
     r.vcfg = resolve_vlm_config(*r.options, t, *r.tok, rt.topology().tp());
@@ -193,7 +184,7 @@ TrainedModel load_trained_model(const std::string& checkpoint, Runtime& rt, int6
   Backend& b = rt.backend();
   r.self = make_communicator(b.device(), MPI_COMM_SELF, "self", rt.options().parallel.timeout_s);
   r.model = std::make_unique<VlmModel>(r.vcfg, b, rt.groups().tp(), *r.self);
-  rt.on_every_rank("checkpoint tensors", [&] { load_model(CheckpointReader(path), *r.model); });
+  rt.on_every_rank("checkpoint tensors", [&] { load_model(*ck, *r.model); });
   return r;
 }
 

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/config.h"
 #include "core/error.h"
 #include "core/io/atomic_file.h"
 #include "parallel/groups.h"
@@ -131,7 +132,7 @@ void prune(const std::string& dir, int keep_last, const std::string& keep) {
 }  // namespace
 
 std::string save_checkpoint(const std::string& dir, int keep_last, const CheckpointState& state,
-                            const std::string& config_ini, const Tokenizer& tok, VlmModel& model,
+                            const Config& options, const Tokenizer& tok, VlmModel& model,
                             const std::vector<bool>& trainable, AdamW& opt, Runtime& rt) {
   Stream& s = rt.backend().default_stream();
   s.synchronize();
@@ -154,7 +155,10 @@ std::string save_checkpoint(const std::string& dir, int keep_last, const Checkpo
     h5_write_attr_int(f, "zero", state.zero);
     h5_write_attr_int(f, "global_batch", state.global_batch);
     h5_write_attr_int(f, "micro_batches", state.micro_batches);
-    h5_write_1d(f, "config", H5Elem::U8, config_ini.data(), int64_t(config_ini.size()), true);
+    for (const bool set_only : {false, true}) {
+      const std::string ini = options.dump_ini(set_only);
+      h5_write_1d(f, set_only ? "options" : "config", H5Elem::U8, ini.data(), int64_t(ini.size()), true);
+    }
     const std::string tj = tok.to_json();
     h5_write_1d(f, "tokenizer", H5Elem::U8, tj.data(), int64_t(tj.size()), true);
     H5Id st = h5_create_group(f, "state");

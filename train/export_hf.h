@@ -13,7 +13,7 @@
 //                              scorers/*, vision/embeddings.texture_embedding.weight
 //                              (when vision.texture is on); __metadata__: format "pt",
 //                              vlm_format "vlm-extra", vlm_version "1", vlm_step, vlm_config
-//                              (the run's options as INI text, as the checkpoint's /config)
+//                              (the options the run was given, as the checkpoint's /options)
 // Every tensor is f32 and bitwise the checkpoint's (the model holds them in f32), so
 // import(export) == checkpoint: load_hf_checkpoint(DIR/llm), load_siglip(DIR/vision)
 // plus the extra file give back every parameter.

@@ -96,7 +96,7 @@ void Trainer::State::save(int64_t step) {
   c.step = step, c.sampler = loader->state(), c.seed = seed;
   c.saved_tp = rt.topology().tp(), c.saved_dp = rt.topology().dp(), c.zero = dpg->zero();
   c.micro_batches = train.micro_batches, c.global_batch = int64_t(c.saved_dp) * train.micro_batches * train.batch;
-  const std::string path = save_checkpoint(train.ckpt_dir, train.keep_last, c, cfg.dump_ini(), *tok, *model, trainable,
+  const std::string path = save_checkpoint(train.ckpt_dir, train.keep_last, c, cfg, *tok, *model, trainable,
                                            *opt, rt);
   if (rt.root())
     std::printf("checkpoint: %s (%.1f MiB, %s)\n", path.c_str(),

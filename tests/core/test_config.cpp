@@ -181,6 +181,19 @@ TEST_F(ConfigTest, DumpIniReadsBackToTheSameValues) {
   EXPECT_EQ(b.get_string("train.out"), "");
   EXPECT_EQ(b.get_int_list("model.lod"), (std::vector<int64_t>{5, -6}));
 
+  // set_only: the options given, the others left unset when read back.
+  EXPECT_EQ(a.dump_ini(true),
+            "# vlm options (read back with --config FILE)\n"
+            "device = cpu\n\n[model]\nd_model = 300\nlod = 5,-6\n\n"
+            "[train]\nlr = 0.1\nout = \"\"\nresume = true\n");
+  Config e;
+  register_model(e);
+  e.read_ini(write("dump_set.cfg", a.dump_ini(true)));
+  EXPECT_EQ(e.dump_ini(), ini);
+  EXPECT_TRUE(e.is_set("model.d_model"));
+  EXPECT_FALSE(e.is_set("model.n_layer"));
+  EXPECT_FALSE(e.is_set("seed"));
+
   // Values the reader would cut at a comment are quoted: '#' or ';' first, or after a tab.
   for (const std::string v : {"#abc", ";x", "a\t;b", "a #b"}) {
     Config c;

@@ -6,6 +6,8 @@
 //  - a writer killed inside its second save (VLM_FAULT_CKPT_KILL) leaves step 3 as
 //    `latest`, readable, with its temporary beside it; resume=auto continues from step 3
 //    with bitwise the losses the killed run logged for steps 4-6;
+//  - a run whose tower comes from vision.hf loads in `vlm eval` (options it left unset
+//    stay unset when read back);
 //  - train.keep_last keeps the newest files; the file's names and shapes are the full
 //    logical ones whatever the layout (read back with the HDF5 C API);
 //  - bad checkpoints (not HDF5, truncated, not a checkpoint, another version, a missing /
@@ -126,6 +128,10 @@ TEST_F(Checkpoint, FileHoldsFullLogicalTensorsAndKeepLastPrunes) {
   EXPECT_EQ(ck.state().step, 3);
   EXPECT_EQ(ck.state().global_batch, 8);
   EXPECT_EQ(ck.options()->get_int("model.d_model"), 32);
+  // Read back, an option the run left unset stays unset: the vocabulary size is again the
+  // tokenizer's (resolve_vlm_config), not model.vocab_size's default.
+  EXPECT_TRUE(ck.options()->is_set("model.d_model"));
+  EXPECT_FALSE(ck.options()->is_set("model.vocab_size"));
   EXPECT_EQ(Tokenizer::from_json(ck.tokenizer_json(), "t").vocab_size(), Tokenizer::load(tok_).vocab_size());
   // model + m + v of every trainable parameter, nothing else.
   size_t model = 0, m = 0, v = 0;
@@ -173,6 +179,26 @@ TEST_F(Checkpoint, KilledSaveLeavesThePreviousOneAndAutoResumesFromIt) {
   for (size_t i = 0; i < 3; ++i) EXPECT_EQ(after[6 + i], before[3 + i]) << "step " << 4 + i;
   EXPECT_EQ(test::read_file(cdir + "/latest"), "step_6.h5\n");
   for (const auto& e : fs::directory_iterator(cdir)) EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos);
+}
+
+// A run whose tower comes from vision.hf (the tiny SigLIP fixture) leaves every vision.*
+// option unset; its checkpoint must load in `vlm eval` with the same tower, which holds
+// only when the unset options are read back unset (checkpoint /options).
+TEST_F(Checkpoint, RunFromVisionHfLoadsInEval) {
+  std::string cfg = test::read_file(std::string(VLM_SOURCE_DIR) + "/configs/tiny.cfg");
+  const size_t v0 = cfg.find("[vision]"), v1 = cfg.find("[lod]");
+  ASSERT_TRUE(v0 != std::string::npos && v1 > v0);
+  test::write_file(dir_ + "/no_vision.cfg", cfg.erase(v0, v1 - v0));
+  const std::string run = vlm() + " train --config " + dir_ + "/no_vision.cfg --data.path " + data_ +
+                          " --data.tokenizer " + tok_ + " --train.out_dir " + dir_ + "/runs --train.run vhf " +
+                          "--train.steps 2 --vision.hf " + std::string(VLM_SOURCE_DIR) + "/tests/data/hf_tiny/siglip";
+  const Result r = test::run_command(run, dir_);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const Result e = test::run_command(vlm() + " eval --checkpoint " + dir_ + "/runs/vhf/checkpoints --data " + data_ +
+                                         " --split test --images 8",
+                                     dir_);
+  EXPECT_EQ(e.status, 0) << e.out << e.err;
+  EXPECT_NE(e.out.find("class accuracy"), std::string::npos) << e.out;
 }
 
 // A copy of the reference's step 3 edited by `edit` (HDF5 C API, read-write).

@@ -134,7 +134,7 @@ void check_round_trip(const std::string& ckpt, const std::string& hf, bool tied)
   EXPECT_EQ(seen, reference);
   EXPECT_EQ(extra.metadata().at("vlm_format"), "vlm-extra");
   EXPECT_EQ(extra.metadata().at("vlm_step"), "10");
-  EXPECT_EQ(extra.metadata().at("vlm_config"), tm.options->dump_ini());
+  EXPECT_EQ(extra.metadata().at("vlm_config"), tm.options->dump_ini(true));
 }
 
 TEST_F(ExportRoundTrip, LlamaWithTexture) {
