@@ -25,7 +25,8 @@
 // killed at any moment leaves the previous checkpoint and `latest` intact.
 // Fault injection (tests): VLM_FAULT_CKPT_KILL=<n> makes the writer SIGKILL itself after
 // the n-th tensor written.
-// Reading: every rank reads only its own slices (any tp, dp; ZeRO or not). A file that is
+// Reading: every rank reads each tensor whole (to check its crc32c) and keeps only its own
+// slices, of any tp, dp, ZeRO or not; no communication. A file that is
 // not a checkpoint, is truncated or corrupt, or whose tensors' shapes differ from the
 // model's is a UserError "<file>: <tensor>: ..." (exit 2).
 #pragma once
