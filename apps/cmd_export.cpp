@@ -41,11 +41,13 @@ int export_hf(const Config& cfg) {
     path = resolve_checkpoint(cfg.get_string("checkpoint"));
     const CheckpointReader ck(path);
     const std::unique_ptr<Config> opts = ck.options();
-    if (read_train_options(*opts).llm_hf.empty()) {  // else the backbone is llm.hf's Llama/Qwen2
-      VlmConfig v;
+    VlmConfig v;  // what can be checked before the model loads (the rest: below)
+    v.vision = read_vision_config(*opts);
+    if (read_train_options(*opts).llm_hf.empty())
       v.llm = read_model_config(*opts);
-      check_exportable(v, path);
-    }
+    else
+      v.llm.family = ModelFamily::Llama;  // llm.hf's Llama/Qwen2
+    check_exportable(v, path);
   });
   TrainedModel tm = load_trained_model(path, rt, 1);
   check_exportable(tm.vcfg, path);

@@ -56,6 +56,9 @@ std::string tokenizer_config_json(const Tokenizer& tok, int64_t max_len) {
 void check_exportable(const VlmConfig& cfg, const std::string& checkpoint) {
   VLM_REQUIRE(cfg.llm.is_llama(), checkpoint, ": model.family=", family_name(cfg.llm.family),
               ": only the llama family (exported as Llama/Qwen2) can be exported to Hugging Face");
+  VLM_REQUIRE(cfg.vision.conv_stem == 0, checkpoint, ": vision.conv_stem=", cfg.vision.conv_stem,
+              ": a SigLIP tower has no convolutional stem, so this encoder cannot be exported to Hugging Face "
+              "(use vlm caption / vlm eval on the checkpoint)");
 }
 
 HfExportReport export_vlm_hf(VlmModel& model, const Tokenizer& tok, const std::string& config_ini, int64_t step,

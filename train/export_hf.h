@@ -44,7 +44,8 @@ struct HfExportReport {
 inline constexpr const char* kExtraFile = "vlm_extra.safetensors";
 inline constexpr const char* kSiglipPrefix = "vision_model.";
 
-// UserError naming model.family unless the backbone can be exported (the llama family).
+// UserError naming model.family unless the backbone can be exported (the llama family),
+// or vision.conv_stem when the encoder has a stem (no SigLIP equivalent).
 void check_exportable(const VlmConfig& cfg, const std::string& checkpoint);
 
 // Collective over `tp` (every TP rank of the model calls it): TP rank 0 writes DIR.

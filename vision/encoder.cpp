@@ -144,24 +144,20 @@ void VisionEncoder::backward(Stream& s, const Tensor& dfeatures, const Tensor& t
 }
 
 namespace {
-// The two parts of the cost formula in encoder.h: patch + texture maps, one block.
-struct Macs {
-  double embed, block;
-};
-Macs macs_per_image(const VisionConfig& c) {
-  const double n = double(c.tokens()), d = double(c.d_model), F = double(c.d_ff), K = 3.0 * c.patch * c.patch;
-  return {n * K * d + (c.texture ? n * kVisionTextureChannels * d : 0.0), n * (4 * d * d + 2 * d * F) + 2 * n * n * d};
+// One block's multiply-adds per image (the cost formula in encoder.h); the embedding's
+// are PatchEmbed's.
+double block_macs_per_image(const VisionConfig& c) {
+  const double n = double(c.tokens()), d = double(c.d_model), F = double(c.d_ff);
+  return n * (4 * d * d + 2 * d * F) + 2 * n * n * d;
 }
 }  // namespace
 
 double VisionEncoder::forward_macs_per_image() const {
-  const Macs m = macs_per_image(cfg_);
-  return m.embed + blocks() * m.block;
+  return embed_.forward_macs_per_image() + blocks() * block_macs_per_image(cfg_);
 }
 
 double VisionEncoder::backward_macs_per_image() const {
-  const Macs m = macs_per_image(cfg_);
-  return m.embed + 2.0 * blocks() * m.block;
+  return embed_.backward_macs_per_image() + 2.0 * blocks() * block_macs_per_image(cfg_);
 }
 
 }  // namespace vlm

@@ -81,7 +81,8 @@ class VisionEncoder {
   //   forward  = n K d + [13 n d] + L' (n (4 d^2 + 2 d F) + 2 n^2 d)   (linears; QK^T, PV)
   //   backward = n K d + [13 n d] + 2 L' (...)   (weight gradients only for the patch and
   //              texture maps; weight and input gradients, dQ dK dV dP, in the blocks)
-  // Norms, softmax and GELU are not counted. FLOPs = 2 x MACs.
+  // With a convolutional stem the embedding's terms are the stem's (PatchEmbed's
+  // *_macs_per_image). Norms, softmax and GELU are not counted. FLOPs = 2 x MACs.
   double forward_macs_per_image() const;
   double backward_macs_per_image() const;
 

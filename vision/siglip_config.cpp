@@ -228,6 +228,8 @@ VisionConfig resolve_vision_config(const Config& cfg) {
   VisionConfig v = ck.vision;  // validated by read_siglip_config
   v.texture = opts.texture;
   v.init_std = opts.init_std;
+  v.conv_stem = opts.conv_stem;
+  if (v.conv_stem != 0) v.validate();  // refuses the stem with a checkpoint (vision_config.h)
   return v;
 }
 

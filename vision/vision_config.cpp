@@ -39,6 +39,17 @@ void VisionConfig::validate(const VisionKeys& k) const {
               n_heads);
   VLM_REQUIRE(d_ff >= 1 && d_ff <= kMaxVisionFF, src, k.d_ff, "=", d_ff, ": expected [1, ", kMaxVisionFF, "]");
   VLM_REQUIRE(norm_eps > 0 && std::isfinite(norm_eps), src, k.norm_eps, "=", norm_eps, ": expected > 0");
+  if (conv_stem != 0) {
+    VLM_REQUIRE(conv_stem > 0 && conv_stem <= kMaxVisionWidth, "vision.conv_stem=", conv_stem,
+                ": expected 0 (no stem) or stem channels in [1, ", kMaxVisionWidth, "]");
+    VLM_REQUIRE(patch >= 2 && (patch & (patch - 1)) == 0, src, k.patch, "=", patch,
+                " with vision.conv_stem=", conv_stem, ": the stem halves the image log2(patch) times, so the patch "
+                "must be a power of two >= 2");
+    VLM_REQUIRE(stem_width(stem_layers() - 1) <= kMaxVisionWidth, "vision.conv_stem=", conv_stem, ": its last layer has ",
+                stem_width(stem_layers() - 1), " channels, expected at most ", kMaxVisionWidth);
+    VLM_REQUIRE(hf_dir.empty(), "vision.conv_stem=", conv_stem, " with vision.hf=", hf_dir,
+                ": a SigLIP checkpoint has no convolutional stem (set vision.conv_stem=0)");
+  }
   VLM_REQUIRE(init_std >= 0 && std::isfinite(init_std), "vision.init_std=", init_std, ": expected >= 0");
   for (int c = 0; c < 3; ++c)
     VLM_REQUIRE(image_std[c] > 0 && std::isfinite(image_std[c]) && std::isfinite(image_mean[c]),
@@ -46,10 +57,20 @@ void VisionConfig::validate(const VisionKeys& k) const {
                 image_std[c], " (expected finite values, std > 0)");
 }
 
+int VisionConfig::stem_layers() const {
+  int l = 0;
+  if (conv_stem > 0)
+    for (int p = patch; p > 1; p /= 2) ++l;
+  return l;
+}
+
+int64_t VisionConfig::stem_width(int layer) const { return conv_stem << layer; }
+
 std::string VisionConfig::str() const {
   return cat("S=", image_size, " P=", patch, " G=", grid(), " d=", d_model, " L=", n_layers, " NH=", n_heads,
              " F=", d_ff, " eps=", norm_eps, " act=", activation_name(activation),
-             texture ? " texture" : " no-texture", hf_dir.empty() ? "" : cat(" hf=", hf_dir));
+             texture ? " texture" : " no-texture", conv_stem > 0 ? cat(" stem=", conv_stem, "x", stem_layers()) : "",
+             hf_dir.empty() ? "" : cat(" hf=", hf_dir));
 }
 
 void register_vision_options(Config& cfg) {
@@ -62,6 +83,10 @@ void register_vision_options(Config& cfg) {
   cfg.add_int("vision.d_ff", 3072, "encoder MLP hidden width", 1, kMaxVisionFF);
   cfg.add_choice("vision.texture", "on", {"on", "off"},
                  "add the 13-channel texture array through a zero-initialised linear (on|off)");
+  cfg.add_int("vision.conv_stem", 0,
+              "channels C of a convolutional stem in place of the patch convolution: log2(vision.patch) stride-2 "
+              "3x3 convolutions with C, 2C, ... channels and GELU, then a 1x1 projection (0 = none, as SigLIP)",
+              0, kMaxVisionWidth);
   cfg.add_string("vision.hf", "",
                  "Hugging Face SigLIP checkpoint directory (SiglipVisionModel, SiglipModel, LLaVA or PaliGemma); "
                  "its config.json sets the encoder's shape; empty = random init");
@@ -77,6 +102,7 @@ VisionConfig read_vision_config(const Config& cfg) {
   v.n_heads = int(cfg.get_int("vision.heads"));
   v.d_ff = cfg.get_int("vision.d_ff");
   v.texture = cfg.get_string("vision.texture") == "on";
+  v.conv_stem = cfg.get_int("vision.conv_stem");
   v.hf_dir = cfg.get_string("vision.hf");
   v.init_std = float(cfg.get_float("vision.init_std"));
   return v;

@@ -9,8 +9,13 @@
 // approximation, pixels rescaled to [0,1] then normalised with mean 0.5 / std 0.5 per
 // channel (so to [-1,1]). A checkpoint (`vision.hf`) replaces the shape: see
 // vision/siglip_config.h.
+// Stem (conv_stem = C > 0; vision/patch_embed.h): instead of the P x P patch convolution,
+// log2(P) stride-2 3x3 convolutions with C, 2C, 4C, ... channels, each followed by GELU,
+// then a 1x1 projection to d_model ("early convolutions", a CNN front end on the same
+// G x G grid). A SigLIP checkpoint has no stem, so vision.hf needs conv_stem = 0.
 // Invariants after validate(): every size positive and within the k*Max limits below,
-// S % P == 0, d_model % n_heads == 0, norm_eps > 0, image std > 0.
+// S % P == 0, d_model % n_heads == 0, norm_eps > 0, image std > 0; with a stem, P is a
+// power of two >= 2 and the last stem width within kMaxVisionWidth.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -55,6 +60,7 @@ struct VisionConfig {
   int n_heads = 12;       // attention heads (bidirectional attention)
   int64_t d_ff = 3072;    // MLP hidden width
   bool texture = true;    // add the zero-initialised linear of the 13 texture channels
+  int64_t conv_stem = 0;  // C: channels of the first stem convolution; 0 = no stem
   std::string hf_dir;     // Hugging Face checkpoint directory; empty = random init
   float init_std = 0.02f; // std of the normal initialisation (no checkpoint)
   float norm_eps = 1e-6f; // LayerNorm epsilon
@@ -65,6 +71,8 @@ struct VisionConfig {
   int grid() const { return image_size / patch; }                // G
   int64_t tokens() const { return int64_t(grid()) * grid(); }    // G*G per image
   int64_t head_dim() const { return d_model / n_heads; }
+  int stem_layers() const;                  // log2(P) with a stem, else 0
+  int64_t stem_width(int layer) const;      // channels after stem layer l (0-based): C << l
 
   // Throws UserError naming the offending key (see VisionKeys) when the config is invalid.
   void validate(const VisionKeys& keys = VisionKeys::options()) const;
@@ -72,8 +80,8 @@ struct VisionConfig {
 };
 
 // Registers `vision.image_size`, `vision.patch`, `vision.d_model`, `vision.layers`,
-// `vision.heads`, `vision.d_ff`, `vision.texture` (on|off), `vision.hf` (a directory),
-// `vision.init_std`.
+// `vision.heads`, `vision.d_ff`, `vision.texture` (on|off), `vision.conv_stem`,
+// `vision.hf` (a directory), `vision.init_std`.
 void register_vision_options(Config& cfg);
 // Reads the options registered above (does not validate: call validate(); does not read
 // vision.hf's checkpoint: see resolve_vision_config in vision/siglip_config.h).

@@ -7,6 +7,7 @@
 // avgpool2d: k x k windows with a stride, no padding; backward spreads dout/(k*k) over
 // each window (parallel over (b, c) planes; overlapping windows add in a fixed order).
 // The im2col buffer is per-thread scratch, kept between calls.
+// maps_to_rows / rows_to_maps: a permutation, parallel over the images.
 #include <algorithm>
 
 #include "core/cpu/blas.h"
@@ -195,6 +196,49 @@ void avgpool2d_backward(Stream& s, const Tensor& din, const Tensor& dout, int k,
       }
     });
   });
+}
+
+namespace {
+
+// The shared checks of the two layout ops: maps [B,C,H,W], rows [B*H*W, C], one dtype.
+void check_layout(const char* op, const Tensor& rows, const Tensor& maps) {
+  check_cpu(rows, op, "rows");
+  check_cpu(maps, op, "maps");
+  VLM_ASSERT(maps.ndim() == 4 && rows.ndim() == 2 && rows.dtype() == maps.dtype() &&
+                 rows.size(0) == maps.size(0) * maps.size(2) * maps.size(3) && rows.size(1) == maps.size(1),
+             op, ": rows ", rows.str(), " maps ", maps.str(), " (expected rows [B*H*W, C] for maps [B,C,H,W])");
+}
+
+// to_rows: rows[b*HW + p, c] = maps[(b*C + c)*HW + p]; else the reverse assignment.
+template <typename T>
+void permute_maps(const Tensor& rows, const Tensor& maps, bool to_rows) {
+  const int64_t B = maps.size(0), C = maps.size(1), HW = maps.size(2) * maps.size(3);
+  T* pr = rows.ptr<T>();
+  T* pm = maps.ptr<T>();
+  parallel_for(B, row_grain(C * HW, kGrainStream), [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b)
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t p = 0; p < HW; ++p) {
+          T& r = pr[(b * HW + p) * C + c];
+          T& m = pm[(b * C + c) * HW + p];
+          if (to_rows)
+            r = m;
+          else
+            m = r;
+        }
+  });
+}
+
+}  // namespace
+
+void maps_to_rows(Stream& s, const Tensor& rows, const Tensor& maps) {
+  check_layout("maps_to_rows", rows, maps);
+  dispatch_float(maps.dtype(), "maps_to_rows", [&](auto tag) { permute_maps<decltype(tag)>(rows, maps, true); });
+}
+
+void rows_to_maps(Stream& s, const Tensor& maps, const Tensor& rows) {
+  check_layout("rows_to_maps", rows, maps);
+  dispatch_float(maps.dtype(), "rows_to_maps", [&](auto tag) { permute_maps<decltype(tag)>(rows, maps, false); });
 }
 
 }  // namespace vlm::cpu

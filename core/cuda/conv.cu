@@ -9,6 +9,7 @@
 //  - Bias: our own kernels (out += bias[c]; dbias[c] += sum over B,H,W, one block per
 //    channel, fixed order). dw and dbias accumulate (cuDNN beta = 1); din is overwritten
 //    and skipped when undefined; bias/dbias may be undefined.
+//  - maps_to_rows / rows_to_maps: one thread per element (a permutation, f32).
 #include "core/cuda/cuda_util.cuh"
 
 namespace vlm::cuda {
@@ -182,5 +183,37 @@ void conv2d_backward(Stream& s, const Tensor& din, const Tensor& dw, const Tenso
                                              cs.workspace(), ws, &zero, cv.x.h, din.data()));
   }
 }
+
+namespace {
+
+// i runs over the rows' elements: rows[i = (b*HW + p)*C + c] <-> maps[(b*C + c)*HW + p].
+__global__ void permute_maps_kernel(float* rows, float* maps, int64_t n, int64_t C, int64_t HW, bool to_rows) {
+  VLM_GRID_STRIDE(i, n) {
+    const int64_t c = i % C, p = (i / C) % HW, b = i / (C * HW);
+    float& m = maps[(b * C + c) * HW + p];
+    if (to_rows)
+      rows[i] = m;
+    else
+      m = rows[i];
+  }
+}
+
+void permute_maps(Stream& s, const char* op, const Tensor& rows, const Tensor& maps, bool to_rows) {
+  check_f32(rows, op, "rows");
+  check_f32(maps, op, "maps");
+  VLM_ASSERT(maps.ndim() == 4 && rows.ndim() == 2 && rows.size(0) == maps.size(0) * maps.size(2) * maps.size(3) &&
+                 rows.size(1) == maps.size(1),
+             op, ": rows ", rows.str(), " maps ", maps.str(), " (expected rows [B*H*W, C] for maps [B,C,H,W])");
+  const int64_t n = rows.numel();
+  if (n == 0) return;
+  permute_maps_kernel<<<grid_1d(n), kThreads, 0, stream_of(s)>>>(f32p(rows), f32p(maps), n, maps.size(1),
+                                                                   maps.size(2) * maps.size(3), to_rows);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void maps_to_rows(Stream& s, const Tensor& rows, const Tensor& maps) { permute_maps(s, "maps_to_rows", rows, maps, true); }
+void rows_to_maps(Stream& s, const Tensor& maps, const Tensor& rows) { permute_maps(s, "rows_to_maps", rows, maps, false); }
 
 }  // namespace vlm::cuda

@@ -1,6 +1,6 @@
 // Conformance cases, parts 2 and 3 (op_case.h): norms, softmax, sigmoid, row_stats, rope, attention and
 // embedding, forward and backward (nn_cases), then cross-entropy, the vocab-parallel
-// pieces, conv2d, avgpool2d, image_to_patches and AdamW (loss_conv_optim_cases).
+// pieces, conv2d, avgpool2d, maps_to_rows/rows_to_maps, image_to_patches and AdamW (loss_conv_optim_cases).
 // Tolerances: norms and row_stats 1e-4 (f32 statistics), softmax/sigmoid/CE/pool 1e-5, rope 2e-4 (f32
 // angles of positions up to 512), attention 1e-2 (admits bf16 tensor-core attention;
 // wrong masking or GQA mapping gives O(0.1..1)), conv 2e-3 (TF32), image_to_patches 1e-6,
@@ -159,6 +159,15 @@ std::vector<OpCase> loss_conv_optim_cases() {
                    return OpOutputs{{"out", out}, {"din", din}};
                  }});
   }
+  // maps_to_rows / rows_to_maps: a permutation, so exact (tolerance 0).
+  v.push_back({"maps_to_rows/rows_to_maps 2x5x3x4", 0, [=](Backend& b) {
+                 CaseCtx c(b, 7400);
+                 const Shape sm{2, 5, 3, 4}, sr{2 * 3 * 4, 5};
+                 Tensor rows = c.junk(sr), maps = c.junk(sm);
+                 maps_to_rows(c.stream(), rows, c.rand(sm));
+                 rows_to_maps(c.stream(), maps, c.rand(sr));
+                 return OpOutputs{{"rows", rows}, {"maps", maps}};
+               }});
   // image_to_patches: exact on both backends up to the last bit of the division (pixel
   // values 0..255, so any indexing mistake moves values by >= 1/255 / 0.5).
   for (int P : {1, 4}) {

@@ -80,6 +80,8 @@ void conv2d_forward(Stream& s, const Tensor& out, const Tensor& in, const Tensor
 void conv2d_backward(Stream& s, const Tensor& din, const Tensor& dw, const Tensor& dbias, const Tensor& dout, const Tensor& in, const Tensor& w, int stride, int pad) { VLM_DISPATCH(conv2d_backward, s, din, dw, dbias, dout, in, w, stride, pad); }
 void avgpool2d_forward(Stream& s, const Tensor& out, const Tensor& in, int k, int stride) { VLM_DISPATCH(avgpool2d_forward, s, out, in, k, stride); }
 void avgpool2d_backward(Stream& s, const Tensor& din, const Tensor& dout, int k, int stride) { VLM_DISPATCH(avgpool2d_backward, s, din, dout, k, stride); }
+void maps_to_rows(Stream& s, const Tensor& rows, const Tensor& maps) { VLM_DISPATCH(maps_to_rows, s, rows, maps); }
+void rows_to_maps(Stream& s, const Tensor& maps, const Tensor& rows) { VLM_DISPATCH(rows_to_maps, s, maps, rows); }
 
 // image
 void image_to_patches(Stream& s, const Tensor& out, const Tensor& in, int patch, const PixelNorm& n) { VLM_DISPATCH(image_to_patches, s, out, in, patch, n); }

@@ -62,7 +62,7 @@ TEST(ConformanceTable, CoversEveryOp) {
                        "swiglu_forward", "swiglu_backward", "sum_squares", "layernorm", "rmsnorm", "softmax",
                        "rope", "attention", "embedding", "cross_entropy", "vocab_ce", "conv2d", "avgpool2d",
                        "image_to_patches", "adamw_step", "sigmoid", "row_stats", "scatter_rows",
-                       "attention_decode"};
+                       "attention_decode", "maps_to_rows", "rows_to_maps"};
   for (const char* op : ops) EXPECT_TRUE(tokens.count(op)) << "no conformance case for " << op;
 }
 

@@ -2,7 +2,9 @@
 // test_ops_reference), f32 and f64: every output against the formula in double, and
 // the patch rows times a conv weight [Cout,3,P,P] viewed as [Cout,3PP] against conv2d
 // (stride P, no padding) of the normalised image in NCHW: the identity the ViT patch
-// embedding relies on (vision/patch_embed.h).
+// embedding relies on (vision/patch_embed.h). The layout ops maps_to_rows/rows_to_maps
+// against their formula, and image_to_patches with one patch per image (P = S) against
+// the normalised image in NCHW: the input of the convolutional stem.
 #include "tests/core/test_util.h"
 
 namespace vlm::test {
@@ -72,6 +74,39 @@ TEST_P(RefImage, PatchRowsAndConvEquivalence) {
           perm[size_t((b * G * G + cell) * Cout + co)] = cv[size_t((b * Cout + co) * G * G + cell)];
     EXPECT_CLOSE(yv, perm, dt() == DType::F64 ? 1e-12 : 2e-5) << "S" << S << " P" << P;
   }
+}
+
+TEST_P(RefImage, MapsToRowsAndBackAndTheWholeImageAsOnePatch) {
+  Rng rng(37);
+  const int64_t B = 2, C = 3, H = 4, W = 5;
+  const Vec m = rounded(rng.vec(B * C * H * W), dt());
+  Tensor rows = zeros(Shape{B * H * W, C}, dt()), back = zeros(Shape{B, C, H, W}, dt());
+  maps_to_rows(cpu_stream(), rows, host(m, Shape{B, C, H, W}, dt()));
+  const Vec r = to_vector_f64(rows);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t y = 0; y < H; ++y)
+        for (int64_t x = 0; x < W; ++x)
+          ASSERT_EQ(r[size_t(((b * H + y) * W + x) * C + c)], m[size_t(((b * C + c) * H + y) * W + x)]);
+  rows_to_maps(cpu_stream(), back, rows);
+  EXPECT_EQ(to_vector_f64(back), m);
+
+  // image_to_patches with P = S: row b is image b normalised, in (c, y, x) order = NCHW.
+  PixelNorm n;
+  const int64_t S = 6;
+  const Tensor px = random_pixels(rng, B, S);
+  Tensor one = zeros(Shape{B, 3 * S * S}, dt());
+  image_to_patches(cpu_stream(), one, px, int(S), n);
+  const Vec o = to_vector_f64(one);
+  const uint8_t* v = px.ptr<uint8_t>();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t ch = 0; ch < 3; ++ch)
+      for (int64_t y = 0; y < S; ++y)
+        for (int64_t x = 0; x < S; ++x) {
+          const double want = (double(v[((b * S + y) * S + x) * 3 + ch]) * double(n.scale) - double(n.mean[size_t(ch)])) /
+                               double(n.stddev[size_t(ch)]);
+          ASSERT_NEAR(o[size_t(((b * 3 + ch) * S + y) * S + x)], want, dt() == DType::F64 ? 1e-13 : 1e-6);
+        }
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, RefImage, ::testing::Values(DType::F32, DType::F64),

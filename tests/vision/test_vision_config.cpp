@@ -121,6 +121,28 @@ TEST(VisionOptions, ValidateNamesTheOption) {
   EXPECT_EQ(err([](VisionConfig& v) { v.norm_eps = 0; }), "vision norm_eps=0: expected > 0");
   EXPECT_EQ(err([](VisionConfig& v) { v.image_std[1] = 0; }),
             "vision image normalisation: channel 1 has mean 0.5 and std 0 (expected finite values, std > 0)");
+  // The convolutional stem: log2(P) layers, P a power of two, no checkpoint.
+  EXPECT_EQ(err([](VisionConfig& v) { v.conv_stem = 32; }), "");
+  EXPECT_EQ(err([](VisionConfig& v) {
+              v.conv_stem = 8;
+              v.image_size = 48;
+              v.patch = 12;
+            }),
+            "vision.patch=12 with vision.conv_stem=8: the stem halves the image log2(patch) times, so the patch must be "
+            "a power of two >= 2");
+  EXPECT_EQ(err([](VisionConfig& v) {
+              v.conv_stem = 8;
+              v.hf_dir = "ckpt";
+            }),
+            "vision.conv_stem=8 with vision.hf=ckpt: a SigLIP checkpoint has no convolutional stem (set vision.conv_stem=0)");
+  EXPECT_EQ(err([](VisionConfig& v) { v.conv_stem = 40000; }),
+            "vision.conv_stem=40000: its last layer has 320000 channels, expected at most 65536");
+  {
+    VisionConfig v;
+    v.conv_stem = 32;
+    EXPECT_EQ(v.stem_layers(), 4);  // P = 16
+    EXPECT_EQ(v.stem_width(3), 256);
+  }
   // Keys of another source (what the SigLIP reader passes) replace the option names.
   VisionKeys k{"x/config.json: ", "image_size", "patch_size", "hidden_size", "num_hidden_layers",
                "num_attention_heads", "intermediate_size", "layer_norm_eps"};

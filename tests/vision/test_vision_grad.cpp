@@ -7,9 +7,14 @@
 //    ACCUMULATE (they start from random values subtracted after), dx to be overwritten.
 //  - The patch embedding against an independent reference: conv2d (stride P) of the
 //    normalised NCHW image + the position row + the texture channels times W_tex.
+//  - The convolutional stem (vision.conv_stem): finite differences of every parameter
+//    (stem convolutions, 1x1 projection, positions, texture map), and its forward against
+//    conv2d -> GELU (tanh formula in double) -> conv2d -> GELU -> 1x1 of the NCHW image.
 //  - The zero-initialised texture map leaves the encoder's features unchanged, and a
 //    texture change then moves no feature (while it does once the map is non-zero).
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include <memory>
 
@@ -89,7 +94,8 @@ struct EmbedRig {
   Tensor pixels = random_pixels(3, kImages, tiny_vision().image_size);
   Tensor texture = random_texture(4, tiny_vision());
 
-  EmbedRig() : cfg(tiny_vision()), embed(cfg), table(embed.param_specs(0.02f), 1, 0, DType::F64) {
+  explicit EmbedRig(VisionConfig c = tiny_vision())
+      : cfg(c), embed(cfg), table(embed.param_specs(0.02f), 1, 0, DType::F64) {
     table.allocate(cpu_backend());
     embed.bind(table);
     embed.plan(plan);
@@ -145,6 +151,69 @@ TEST(VisionGrad, PatchEmbeddingMatchesConvolutionReference) {
         for (int64_t k = 0; k < kVisionTextureChannels; ++k)
           x += tex[size_t((b * kVisionTextureChannels + k) * G * G + cell)] * wt[size_t(j * kVisionTextureChannels + k)];
         want[size_t((b * G * G + cell) * d + j)] = x;
+      }
+  EXPECT_CLOSE(got, want, 1e-12);
+}
+
+VisionConfig stem_vision() {
+  VisionConfig v = tiny_vision();
+  v.conv_stem = 2;  // P = 4: two layers, 2 then 4 channels, sides 4 then 2 (= G)
+  v.validate();
+  return v;
+}
+
+TEST(VisionGrad, ConvStemGradients) {
+  EmbedRig rig(stem_vision());
+  EXPECT_EQ(rig.cfg.stem_layers(), 2);
+  EXPECT_EQ(rig.table.params().size(), 8u);  // 2 x (conv weight, bias), projection, bias, positions, texture
+  EXPECT_EQ(rig.table.get(kPatchWeight).value.shape(), Shape({8, 4, 1, 1}));
+  GradProblem p;
+  for (const Param& q : rig.table.params()) p.inputs.push_back(q.value);
+  p.forward = [&] { return std::vector<Tensor>{rig.forward()}; };
+  p.backward = [&](const std::vector<Tensor>& d) {
+    rig.forward();
+    return param_grads(rig.table, 8, [&] { rig.embed.backward(cpu_stream(), d[0], rig.texture); });
+  };
+  gradcheck(p, 9);
+}
+
+TEST(VisionGrad, ConvStemMatchesReference) {
+  EmbedRig rig(stem_vision());
+  const VisionConfig& v = rig.cfg;
+  const int64_t S = v.image_size, G = v.grid(), d = v.d_model, B = kImages;
+  const Vec got = to_vector_f64(rig.forward());
+  Vec x(size_t(B * 3 * S * S));
+  const uint8_t* px = rig.pixels.ptr<uint8_t>();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t c = 0; c < 3; ++c)
+      for (int64_t y = 0; y < S; ++y)
+        for (int64_t xx = 0; xx < S; ++xx)
+          x[size_t(((b * 3 + c) * S + y) * S + xx)] =
+              (double(px[((b * S + y) * S + xx) * 3 + c]) * double(1.f / 255.f) - double(v.image_mean[size_t(c)])) /
+              double(v.image_std[size_t(c)]);
+  Shape in_shape{B, 3, S, S};
+  for (int l = 0; l < 2; ++l) {  // conv 3x3 stride 2 pad 1, then GELU (tanh) in double
+    const Tensor& w = rig.table.get(stem_weight_name(l)).value;
+    const int64_t side = S >> (l + 1);
+    Tensor y = zeros(Shape{B, w.size(0), side, side});
+    conv2d_forward(cpu_stream(), y, host(x, in_shape), w, rig.table.get(stem_bias_name(l)).value, 2, 1);
+    x = to_vector_f64(y);
+    for (double& e : x) e = 0.5 * e * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (e + 0.044715 * e * e * e)));
+    in_shape = y.shape();
+  }
+  const int64_t C = in_shape[1];
+  const Vec w = to_vector_f64(rig.table.get(kPatchWeight).value), bias = to_vector_f64(rig.table.get(kPatchBias).value);
+  const Vec pos = to_vector_f64(rig.table.get(kPositionTable).value), tex = to_vector_f64(rig.texture);
+  const Vec wt = to_vector_f64(rig.table.get(kTextureWeight).value);
+  Vec want(got.size());
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t cell = 0; cell < G * G; ++cell)
+      for (int64_t j = 0; j < d; ++j) {
+        double acc = bias[size_t(j)] + pos[size_t(cell * d + j)];
+        for (int64_t c = 0; c < C; ++c) acc += w[size_t(j * C + c)] * x[size_t((b * C + c) * G * G + cell)];
+        for (int64_t k = 0; k < kVisionTextureChannels; ++k)
+          acc += tex[size_t((b * kVisionTextureChannels + k) * G * G + cell)] * wt[size_t(j * kVisionTextureChannels + k)];
+        want[size_t((b * G * G + cell) * d + j)] = acc;
       }
   EXPECT_CLOSE(got, want, 1e-12);
 }
