@@ -109,7 +109,7 @@ void VlmModel::zero_grads() {
 }
 
 int64_t VlmModel::activation_bytes() const {
-  return int64_t(vision_->activation_bytes() + llm_->activation_bytes());
+  return int64_t(vision_->activation_bytes() + projector_->activation_bytes() + llm_->activation_bytes());
 }
 
 void VlmModel::load(Stream& s, const MicroBatch& mb) {

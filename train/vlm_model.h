@@ -134,7 +134,7 @@ class VlmModel {
   // The last micro-batch: the visual tokens per image, the LM input (for decoding).
   const std::vector<int64_t>& visual_offsets() const { return stage_->offsets(); }
   const LmInput& lm_input() const { return input_; }
-  int64_t activation_bytes() const;
+  int64_t activation_bytes() const;  // the activation arenas: encoder, projector, backbone
 
  private:
   class FeatureSource;  // the ImageEncoder the stage reads F through
