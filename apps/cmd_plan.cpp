@@ -108,14 +108,14 @@ void print_ranking(const std::vector<LayoutPlan>& all, int top, const LayoutChoi
       why = "does not fit: " + p.overflow();
     } else {
       char b[200];
-      std::snprintf(b, sizeof b, "%s%.0f%% of memory; compute %.1f + TP %.1f + DP %.1f ms", i == 0 ? "fastest; " : "",
+      std::snprintf(b, sizeof b, "%s%.1f%% of memory; compute %.3f + TP %.3f + DP %.3f ms", i == 0 ? "fastest; " : "",
                     100.0 * double(p.max_bytes()) / double(p.usable), ms(p.time.compute_s), ms(p.time.tp_s),
                     ms(p.time.dp_exposed_s));
       why = b;
     }
     const bool is_req = c.tp == req.tp && c.micro_batches == req.micro_batches && c.recompute == req.recompute &&
                         c.placement == req.placement;
-    std::printf("  %3zu | %3d | %3d | %5d | %5d | %-9s | %-11s | %10s | %9.2f | %s%s\n", i + 1, c.tp, c.dp,
+    std::printf("  %3zu | %3d | %3d | %5d | %5d | %-9s | %-11s | %10s | %9.3f | %s%s\n", i + 1, c.tp, c.dp,
                 c.micro_batches, c.batch, recompute_name(c.recompute), placement_name(c.placement),
                 mb(double(p.max_bytes())).c_str(), ms(p.time.total()), why.c_str(), is_req ? " (requested)" : "");
   }

@@ -24,7 +24,7 @@ std::string LayoutChoice::str() const {
 std::string LayoutPlan::overflow() const {
   const MemoryTerms& m = ranks[size_t(max_rank)].memory;
   const MemoryTerms::Term big = m.largest();
-  std::string s = cat("rank ", max_rank, " (TP rank ", max_rank, ") needs ", format_bytes(double(m.total())), ", ",
+  std::string s = cat("TP rank ", max_rank, " needs ", format_bytes(double(m.total())), ", ",
                       format_bytes(double(m.total() - std::min(m.total(), usable))), " more than the ",
                       format_bytes(double(usable)), " usable on ", device, "; its largest term is ", big.name, " (",
                       format_bytes(double(big.bytes)), ")");
