@@ -6,6 +6,7 @@
 // first). A layout that does not fit ends with one line naming the term and the excess
 // (exit 2), after the tables.
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -45,7 +46,7 @@ double ms(double s) { return 1e3 * s; }
 int64_t tokenizer_vocab(const Config& cfg) {
   const DataOptions d = read_data_options(cfg);
   if (!d.tokenizer.empty()) return Tokenizer::load(d.tokenizer).vocab_size();
-  if (d.path.empty()) return 0;
+  if (d.path.empty() || !std::filesystem::is_regular_file(d.path)) return 0;  // planning needs no data
   DatasetReader ds(d.path);
   return find_tokenizer(d, ds)->vocab_size();
 }

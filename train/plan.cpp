@@ -126,7 +126,11 @@ std::vector<LayoutPlan> Planner::ranked(std::vector<std::string>* skipped) const
         for (Placement pl : pls) {
           LayoutChoice c;
           c.tp = tp, c.dp = dp, c.micro_batches = M, c.batch = int(batch), c.recompute = rc, c.placement = pl;
-          all.push_back(plan(c));
+          try {
+            all.push_back(plan(c));
+          } catch (const UserError& e) {
+            if (skipped) skipped->push_back(cat(c.str(), ": ", e.what()));
+          }
         }
       }
     }

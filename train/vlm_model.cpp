@@ -27,7 +27,8 @@ const char* module_name(ModuleId m) {
 }
 
 int64_t VlmConfig::max_backbone_tokens(int tp) const {
-  return max_images * (scorers.lod.max_tokens + max_text) + tp;
+  const int64_t n = max_images * (scorers.lod.max_tokens + max_text) + tp;
+  return (n + tp - 1) / tp * tp;  // a multiple of tp, as sequence parallelism requires
 }
 
 int64_t MicroBatch::counted() const {
