@@ -3,8 +3,8 @@
 //  - memory: plan's total per TP rank is within 5% of every rank's measured peak of the
 //    bytes allocated through the training backend (core/counting_backend.h), and never
 //    above it (the planned arenas are part of what is measured), at (tp, dp) = (1,1),
-//    (2,1), (2,2), (4,2), and with ZeRO-1, sequence parallelism, full recomputation and
-//    the batch-split and dedicated placements;
+//    (2,1), (2,2), (4,2), and with ZeRO-1, sequence parallelism, full recomputation,
+//    the batch-split and dedicated placements and frozen modules;
 //  - bytes: plan's bytes per step per group equal the Communicator's counters of the
 //    last step exactly, kind by kind. The runs fix the step's shape to the largest one
 //    plan assumes (lod.budget = lod.max_tokens, train.max_text short enough that every
@@ -127,12 +127,14 @@ TEST_F(PlanCli, MemoryAndBytesMatchMeasuredRuns) {
       {4, 2, "--train.batch 4"},
       {2, 2, "--train.batch 4 --train.zero 1 --scorers.placement dedicated"},
       {2, 1, "--train.batch 8 --model.sequence_parallel --model.recompute full --scorers.placement batch-split"},
+      {2, 2, "--train.batch 4 --train.freeze vision,llm --train.zero 1 --scorers.placement batch-split"},
   };
   for (const Case& c : cases) {
     const int world = c.tp * c.dp;
     const std::string what = "tp=" + std::to_string(c.tp) + " dp=" + std::to_string(c.dp) + " " + c.extra;
     const std::string opts = common("--tp " + std::to_string(c.tp) + " " + c.extra);
-    const std::string run = "r" + std::to_string(&c - cases.data());
+    std::string run = "r";
+    run += std::to_string(&c - cases.data());
     const Result t = test::run_command((world > 1 ? mpirun(world) : std::string()) + vlm() + " train" + opts +
                                            " --train.save_every -1 --train.out_dir " + dir_ + "/runs --train.run " + run,
                                        dir_);
