@@ -98,8 +98,8 @@ void print_ranking(const std::vector<LayoutPlan>& all, int top, const LayoutChoi
   int fit = 0;
   for (const LayoutPlan& p : all) fit += p.fits();
   std::printf("\nrecommended layouts (%d of %zu fit in memory; fastest first, then least memory)\n", fit, all.size());
-  std::printf("  %3s | %3s | %3s | %5s | %5s | %-9s | %-11s | %10s | %9s | %s\n", "#", "tp", "dp", "micro", "batch",
-              "recompute", "placement", "max memory", "step ms", "reason");
+  std::printf("  %3s | %3s | %3s | %5s | %5s | %4s | %-9s | %-11s | %10s | %9s | %s\n", "#", "tp", "dp", "micro",
+              "batch", "zero", "recompute", "placement", "max memory", "step ms", "reason");
   int shown = 0;
   for (size_t i = 0; i < all.size() && shown < top; ++i, ++shown) {
     const LayoutPlan& p = all[i];
@@ -114,10 +114,10 @@ void print_ranking(const std::vector<LayoutPlan>& all, int top, const LayoutChoi
                     ms(p.time.dp_exposed_s));
       why = b;
     }
-    const bool is_req = c.tp == req.tp && c.micro_batches == req.micro_batches && c.recompute == req.recompute &&
-                        c.placement == req.placement;
-    std::printf("  %3zu | %3d | %3d | %5d | %5d | %-9s | %-11s | %10s | %9.3f | %s%s\n", i + 1, c.tp, c.dp,
-                c.micro_batches, c.batch, recompute_name(c.recompute), placement_name(c.placement),
+    const bool is_req = c.tp == req.tp && c.micro_batches == req.micro_batches && c.zero == req.zero &&
+                        c.recompute == req.recompute && c.placement == req.placement;
+    std::printf("  %3zu | %3d | %3d | %5d | %5d | %4d | %-9s | %-11s | %10s | %9.3f | %s%s\n", i + 1, c.tp, c.dp,
+                c.micro_batches, c.batch, c.zero, recompute_name(c.recompute), placement_name(c.placement),
                 mb(double(p.max_bytes())).c_str(), ms(p.time.total()), why.c_str(), is_req ? " (requested)" : "");
   }
 }
@@ -135,8 +135,7 @@ int run_plan(const Config& cfg) {
   std::printf("vlm plan: %d node(s) x %d %s (%.0f GiB, fp32 %.1f / bf16 %.1f TFLOP/s, HBM %.2f TB/s), matmuls in %s\n",
               o.nodes, o.gpus_per_node, g.name, g.memory_gib, g.fp32_tflops, g.bf16_tflops, g.hbm_gbs / 1e3,
               o.bf16 ? "bf16" : "fp32");
-  std::printf("requested: %s, global batch %lld, zero=%lld\n", req.str().c_str(), (long long)planner.global_batch(),
-              (long long)cfg.get_int("train.zero"));
+  std::printf("requested: %s, global batch %lld\n", req.str().c_str(), (long long)planner.global_batch());
   std::fflush(stdout);
   const LayoutPlan p = planner.plan(req);
   print_memory(p);

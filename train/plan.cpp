@@ -17,7 +17,8 @@ const char* placement_option(Placement p) { return placement_name(p); }
 }  // namespace
 
 std::string LayoutChoice::str() const {
-  return cat("tp=", tp, " dp=", dp, " micro=", micro_batches, " batch=", batch, " recompute=", recompute_name(recompute),
+  return cat("tp=", tp, " dp=", dp, " micro=", micro_batches, " batch=", batch, " zero=", zero,
+             " recompute=", recompute_name(recompute),
              " placement=", placement_option(placement));
 }
 
@@ -69,6 +70,7 @@ Links Planner::links(int tp, int dp) const {
 LayoutChoice Planner::requested() const {
   LayoutChoice c;
   c.tp = tp_, c.dp = o_.world() / tp_, c.micro_batches = train_.micro_batches, c.batch = train_.batch;
+  c.zero = c.dp > 1 ? train_.zero : 0;  // ZeRO over one DP rank is none (train/dp_grads.h)
   const VlmConfig v = resolve_vlm_config(cfg_, train_, vocab_, tp_);
   c.recompute = v.llm.recompute, c.placement = v.scorers.scorers.placement;
   return c;
@@ -85,7 +87,7 @@ LayoutPlan Planner::plan(const LayoutChoice& c) const {
   v.scorers.validate(v.vision.grid(), c.tp);
   p.cfg = v;
   RankLayout l;
-  l.tp = c.tp, l.dp = c.dp, l.zero = t.zero, l.bucket_mb = t.bucket_mb;
+  l.tp = c.tp, l.dp = c.dp, l.zero = c.zero, l.bucket_mb = t.bucket_mb;
   for (int r = 0; r < c.tp; ++r) {
     l.tp_rank = r;
     p.ranks.push_back(plan_rank(v, l, t.optim));
@@ -123,15 +125,17 @@ std::vector<LayoutPlan> Planner::ranked(std::vector<std::string>* skipped) const
       for (Recompute rc : {Recompute::None, Recompute::Selective, Recompute::Full}) {
         std::vector<Placement> pls{Placement::Replicated};
         if (tp > 1) pls.push_back(Placement::BatchSplit), pls.push_back(Placement::Dedicated);
-        for (Placement pl : pls) {
-          LayoutChoice c;
-          c.tp = tp, c.dp = dp, c.micro_batches = M, c.batch = int(batch), c.recompute = rc, c.placement = pl;
-          try {
-            all.push_back(plan(c));
-          } catch (const UserError& e) {
-            if (skipped) skipped->push_back(cat(c.str(), ": ", e.what()));
+        for (Placement pl : pls)
+          for (int zero = 0; zero <= (dp > 1 ? 1 : 0); ++zero) {
+            LayoutChoice c;
+            c.tp = tp, c.dp = dp, c.micro_batches = M, c.batch = int(batch), c.zero = zero, c.recompute = rc;
+            c.placement = pl;
+            try {
+              all.push_back(plan(c));
+            } catch (const UserError& e) {
+              if (skipped) skipped->push_back(cat(c.str(), ": ", e.what()));
+            }
           }
-        }
       }
     }
   }

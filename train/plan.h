@@ -3,7 +3,8 @@
 // placement) it gives every TP rank's exact device memory (train/plan_memory.h), the
 // exact bytes of the largest step per group (train/plan_comm.h) and a modelled step time
 // (train/plan_time.h); it ranks every layout of the cluster that keeps the run's global
-// batch, those that fit in memory first, fastest first.
+// batch (tp, micro-batches, ZeRO-1 or not, recompute, placement), those that fit in
+// memory first, fastest first.
 // The DP ranks of one TP rank hold the same memory (ZeRO-1's blocks have equal sizes and
 // every rank keeps the tail: train/dp_grads.h), so ranks are planned per TP rank.
 #pragma once
@@ -28,9 +29,10 @@ struct PlanOptions {
 
 struct LayoutChoice {
   int tp = 1, dp = 1, micro_batches = 1, batch = 1;
+  int zero = 0;  // train.zero
   Recompute recompute = Recompute::None;
   Placement placement = Placement::Replicated;
-  std::string str() const;  // "tp=2 dp=4 micro=1 batch=8 recompute=none placement=replicated"
+  std::string str() const;  // "tp=2 dp=4 micro=1 batch=8 zero=0 recompute=none placement=replicated"
 };
 
 struct LayoutPlan {
