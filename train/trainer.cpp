@@ -48,7 +48,7 @@ struct Trainer::State {
   VlmConfig vcfg;
   std::shared_ptr<const Tokenizer> tok;
   TextRule rule;
-  std::unique_ptr<CountingBackend> meter;  // first: outlives every tensor allocated through it
+  std::unique_ptr<CountingBackend> meter;  // before what allocates through it: destroyed after them
   MemoryTerms memory;                      // of the objects below, after construction
   std::unique_ptr<Communicator> self;
   std::unique_ptr<VlmModel> model;
