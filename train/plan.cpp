@@ -10,16 +10,10 @@
 
 namespace vlm {
 
-namespace {
-
-const char* placement_option(Placement p) { return placement_name(p); }
-
-}  // namespace
-
 std::string LayoutChoice::str() const {
   return cat("tp=", tp, " dp=", dp, " micro=", micro_batches, " batch=", batch, " zero=", zero,
              " recompute=", recompute_name(recompute),
-             " placement=", placement_option(placement));
+             " placement=", placement_name(placement));
 }
 
 std::string LayoutPlan::overflow() const {
