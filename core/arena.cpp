@@ -19,7 +19,7 @@ void Arena::add(const std::string& name, Shape shape, DType dtype) {
 void Arena::allocate(Backend& b, bool zero) {
   VLM_ASSERT(!allocated(), "arena '", name_, "' allocated twice");
   // Host memory: sizes come from configs and files, so too much is the user's problem.
-  if (b.device() == DeviceKind::CPU)
+  if (b.device() == DeviceKind::CPU && b.commits_memory())
     require_allocatable(bytes_, cat("arena '", name_, "' (", entries_.size(), " tensors, first '",
                                     entries_.empty() ? "" : entries_[0].name, "')"));
   backend_ = &b;

@@ -157,12 +157,16 @@ std::shared_ptr<const Tokenizer> find_tokenizer(const DataOptions& d, const Data
 }
 
 VlmConfig resolve_vlm_config(const Config& cfg, const TrainOptions& t, const Tokenizer& tok, int tp) {
+  return resolve_vlm_config(cfg, t, tok.vocab_size(), tp);
+}
+
+VlmConfig resolve_vlm_config(const Config& cfg, const TrainOptions& t, int64_t tok_vocab, int tp) {
   VlmConfig v;
   v.vision = resolve_vision_config(cfg);
   v.llm = t.llm_hf.empty() ? read_model_config(cfg) : read_hf_config(t.llm_hf);
-  if (t.llm_hf.empty() && !cfg.is_set("model.vocab_size")) v.llm.vocab_size = tok.vocab_size();
+  if (t.llm_hf.empty() && !cfg.is_set("model.vocab_size")) v.llm.vocab_size = tok_vocab;
   v.llm.validate(tp);
-  VLM_REQUIRE(tok.vocab_size() <= v.llm.vocab_size, "the tokenizer's vocabulary (", tok.vocab_size(),
+  VLM_REQUIRE(tok_vocab <= v.llm.vocab_size, "the tokenizer's vocabulary (", tok_vocab,
               " tokens) exceeds the model's (model.vocab_size=", v.llm.vocab_size, ")");
   v.scorers = read_scorer_options(cfg);
   v.scorers.validate(v.vision.grid(), tp);

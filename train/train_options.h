@@ -74,6 +74,9 @@ std::shared_ptr<const Tokenizer> find_tokenizer(const DataOptions& d, const Data
 // config.json of llm.hf / vision.hf when set), validated for tp and the tokenizer, planned
 // for train.batch images of train.max_text tokens. UserError naming the options otherwise.
 VlmConfig resolve_vlm_config(const Config& cfg, const TrainOptions& t, const Tokenizer& tok, int tp);
+// The same with the tokenizer's vocabulary size only (`vlm plan`, which reads no tokenizer
+// when model.vocab_size is given).
+VlmConfig resolve_vlm_config(const Config& cfg, const TrainOptions& t, int64_t tok_vocab, int tp);
 // The text of every sample: BOS, data.prompt's tokens, then the caption (train/batch.h).
 TextRule text_rule(const DataOptions& d, const TrainOptions& t, const Tokenizer& tok);
 

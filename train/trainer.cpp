@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "core/config.h"
+#include "core/counting_backend.h"
 #include "core/error.h"
 #include "data/storage/dataset.h"
 #include "llm/hf_import.h"
@@ -20,6 +21,8 @@
 #include "train/batch.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
+#include "train/plan_memory.h"
+#include "train/train_measure.h"
 #include "train/run_log.h"
 #include "train/step.h"
 #include "train/train_options.h"
@@ -45,6 +48,8 @@ struct Trainer::State {
   VlmConfig vcfg;
   std::shared_ptr<const Tokenizer> tok;
   TextRule rule;
+  std::unique_ptr<CountingBackend> meter;  // before what allocates through it: destroyed after them
+  MemoryTerms memory;                      // of the objects below, after construction
   std::unique_ptr<Communicator> self;
   std::unique_ptr<VlmModel> model;
   std::unique_ptr<sched::StreamSet> streams;
@@ -133,7 +138,8 @@ Trainer::Trainer(const Config& cfg, Runtime& rt) : st_(std::make_unique<State>(c
     S.rule = text_rule(S.data, S.train, *S.tok);
   });
 
-  Backend& b = rt.backend();
+  S.meter = std::make_unique<CountingBackend>(rt.backend());
+  Backend& b = *S.meter;
   S.self = make_communicator(b.device(), MPI_COMM_SELF, "self", rt.options().parallel.timeout_s);
   S.model = std::make_unique<VlmModel>(S.vcfg, b, rt.groups().tp(), *S.self);
   S.model->init(S.seed);
@@ -146,6 +152,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt) : st_(std::make_unique<State>(c
   S.dpg = std::make_unique<DpGrads>(S.model->modules(), S.trainable, rt.groups().dp(), S.train.zero, S.train.bucket_mb, b);
   S.step = std::make_unique<VlmStep>(*S.model, *S.streams, *S.dpg, S.trainable, S.train.micro_batches, so);
   S.opt = std::make_unique<AdamW>(S.model->modules(), S.trainable, *S.dpg, b, S.train.optim);
+  S.memory = memory_terms(*S.model, *S.dpg, *S.opt, S.meter->live_bytes());
   S.loader = std::make_unique<Loader>(S.loader_options(S.data.train_split));
   S.total = S.train.total_steps(S.loader->steps_per_epoch());
   S.log = std::make_unique<RunLog>(S.train.out_dir + "/" + S.train.run, rt.root(), cfg.dump_ini());
@@ -163,6 +170,7 @@ TrainReport Trainer::run() {
   TrainReport rep;
   rep.optimizer_bytes = S.opt->state_bytes();
   for (const ModuleParams& m : S.model->modules()) rep.grad_bytes += m.table->grad_bytes();
+  rep.planned_arena_bytes = S.memory.total();
   if (rt.root()) {
     std::printf("vlm train: %s | tp=%d dp=%d | %lld steps of %d x %d x %d images | %s\n", rt.backend().description().c_str(),
                 rt.topology().tp(), rt.topology().dp(), (long long)S.total, rt.topology().dp(), M, S.train.batch,
@@ -170,8 +178,11 @@ TrainReport Trainer::run() {
     std::printf("  vision %s\n  llm    %s\n  optimizer state %.1f MiB, gradients %.1f MiB, activations %.1f MiB\n",
                 S.vcfg.vision.str().c_str(), S.vcfg.llm.str().c_str(), double(rep.optimizer_bytes) / (1 << 20),
                 double(rep.grad_bytes) / (1 << 20), double(S.model->activation_bytes()) / (1 << 20));
+    std::printf("  memory (rank 0, planned): %s\n", S.memory.str().c_str());
     std::fflush(stdout);
   }
+  Communicator& tpc = rt.groups().tp();
+  S.meter->reset_peak();
   sched::Trace trace(rt.topology().world_rank());
   std::vector<sched::TaskTiming> timings;
   std::array<double, sched::kNumStreams> busy{};
@@ -180,6 +191,7 @@ TrainReport Trainer::run() {
   double loss = 0;
   for (int64_t step = S.start; step <= S.total; ++step) {
     const auto t0 = Clock::now();
+    const CommCounters tp0 = tpc.counters(), dp0 = dp.counters();
     std::vector<Batch> batches(static_cast<size_t>(M));
     std::vector<MicroBatch> mbs;
     double counted = 0;
@@ -211,6 +223,7 @@ TrainReport Trainer::run() {
     const float scale = S.train.optim.clip > 0 && gnorm > S.train.optim.clip ? float(S.train.optim.clip / gnorm) : 1.f;
     S.opt->step(s, step, lr, scale);
     s.synchronize();
+    rep.comm_tp = counters_since(tpc.counters(), tp0), rep.comm_dp = counters_since(dp.counters(), dp0);
     if (step == S.start) rep.first_loss = loss;
     const double dt = seconds_since(t0), elapsed = seconds_since(t_start);
     StepLine line{step, S.total, loss, lr, gnorm, dt, elapsed, tot[1] / dt, tot[3] / dt, tot[2] / std::max(1.0, tot[3]),
@@ -243,6 +256,8 @@ TrainReport Trainer::run() {
     }
   }
   rep.steps = S.total, rep.last_loss = loss;
+  rep.peak_arena_bytes = S.meter->peak_bytes();
+  report_memory_and_bytes(rt, s, rep);
   const double ran = double(std::max<int64_t>(1, S.total - S.start + 1));  // steps this process ran
   rep.train_seconds = seconds_since(t_start);
   rep.images_per_s /= rep.train_seconds, rep.tokens_per_s /= rep.train_seconds;

@@ -16,6 +16,8 @@
 #include <memory>
 #include <string>
 
+#include "parallel/communicator.h"
+
 namespace vlm {
 
 class Config;
@@ -29,6 +31,11 @@ struct TrainReport {
   double train_seconds = 0, images_per_s = 0, tokens_per_s = 0;
   double loader_stall = 0;   // fraction of the training time spent waiting for batches
   size_t optimizer_bytes = 0, grad_bytes = 0;
+  // This rank's device memory: the planned arenas (train/plan_memory.h, what `vlm plan`
+  // predicts) and the measured peak of the bytes allocated through the training backend
+  // during the training steps (core/counting_backend.h).
+  size_t planned_arena_bytes = 0, peak_arena_bytes = 0;
+  CommCounters comm_tp, comm_dp;  // bytes the last step moved on this rank's TP and DP groups
 };
 
 

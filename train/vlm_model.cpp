@@ -27,7 +27,8 @@ const char* module_name(ModuleId m) {
 }
 
 int64_t VlmConfig::max_backbone_tokens(int tp) const {
-  return max_images * (scorers.lod.max_tokens + max_text) + tp;
+  const int64_t n = max_images * (scorers.lod.max_tokens + max_text) + tp;
+  return (n + tp - 1) / tp * tp;  // a multiple of tp, as sequence parallelism requires
 }
 
 int64_t MicroBatch::counted() const {
@@ -109,7 +110,7 @@ void VlmModel::zero_grads() {
 }
 
 int64_t VlmModel::activation_bytes() const {
-  return int64_t(vision_->activation_bytes() + llm_->activation_bytes());
+  return int64_t(vision_->activation_bytes() + projector_->activation_bytes() + llm_->activation_bytes());
 }
 
 void VlmModel::load(Stream& s, const MicroBatch& mb) {

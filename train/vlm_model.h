@@ -57,7 +57,8 @@ struct VlmConfig {
   // Frozen modules (by ModuleId) get no gradient arena and skip their weight gradients.
   std::array<bool, kNumModules> frozen{};
   // Tokens of the backbone's packed micro-batch at most: every image at lod.max_tokens
-  // plus its text, plus tp - 1 rows of sequence-parallel padding.
+  // plus its text, plus tp - 1 rows of sequence-parallel padding, rounded up to a multiple
+  // of tp (the backbone's arena under sequence parallelism).
   int64_t max_backbone_tokens(int tp) const;
 };
 
@@ -134,7 +135,7 @@ class VlmModel {
   // The last micro-batch: the visual tokens per image, the LM input (for decoding).
   const std::vector<int64_t>& visual_offsets() const { return stage_->offsets(); }
   const LmInput& lm_input() const { return input_; }
-  int64_t activation_bytes() const;
+  int64_t activation_bytes() const;  // the activation arenas: encoder, projector, backbone
 
  private:
   class FeatureSource;  // the ImageEncoder the stage reads F through

@@ -38,6 +38,7 @@ class Projector {
   const ParamTable& params() const { return *params_; }
   void init(uint64_t seed);  // nn/init.h
   void zero_grads() { params_->zero_grads(); }
+  size_t activation_bytes() const { return acts_.bytes(); }  // the planned arena, exact
 
   // x [N, d_in] -> y [N, d_out], N <= max_tokens; keeps h and a for backward.
   void forward(Stream& s, const Tensor& y, const Tensor& x);

@@ -1,0 +1,191 @@
+// `vlm plan` against measured runs of `vlm train` (README "Planning (`vlm plan`)"), on a
+// real Fashion-MNIST subset with configs/tiny.cfg, 2 steps under real mpirun:
+//  - memory: plan's total per TP rank is within 5% of every rank's measured peak of the
+//    bytes allocated through the training backend (core/counting_backend.h), and never
+//    above it (the planned arenas are part of what is measured), at (tp, dp) = (1,1),
+//    (2,1), (2,2), (4,2), and with ZeRO-1, sequence parallelism, full recomputation,
+//    the batch-split and dedicated placements and frozen modules;
+//  - bytes: plan's bytes per step per group equal the Communicator's counters of the
+//    last step exactly, kind by kind. The runs fix the step's shape to the largest one
+//    plan assumes (lod.budget = lod.max_tokens, train.max_text short enough that every
+//    prompt and caption is cut to it);
+//  - bad arguments exit 2 with one line: an unknown placement, tp2 with an odd tp, a
+//    budget below the regions' count, a TP group larger than a node, a layout that does
+//    not fit in memory (naming the term), no vocabulary size.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/support/cli.h"
+
+namespace vlm {
+namespace {
+
+using Result = test::CommandResult;
+using Bytes = std::map<std::string, uint64_t>;  // collective kind -> bytes
+
+std::string vlm() { return VLM_BINARY; }
+std::string cfg() { return std::string(VLM_SOURCE_DIR) + "/configs/tiny.cfg"; }
+std::string mpirun(int n) { return std::string(VLM_MPIEXEC) + " -n " + std::to_string(n) + " --oversubscribe "; }
+
+// The trainer's line "memory per rank (...): rank 0 N B, rank 1 N B, ..." -> N per world rank.
+std::vector<uint64_t> measured_peaks(const std::string& out) {
+  std::vector<uint64_t> v;
+  const size_t at = out.find("measured peak in training");
+  if (at == std::string::npos) return v;
+  const std::string line = out.substr(at, out.find('\n', at) - at);
+  const std::regex re("rank (\\d+) (\\d+) B");
+  for (std::sregex_iterator it(line.begin(), line.end(), re), end; it != end; ++it) v.push_back(std::stoull((*it)[2]));
+  return v;
+}
+
+// The trainer's "communication of the last step (rank 0): tp N B (all_reduce X B / k calls, ...) | dp ...".
+Bytes measured_bytes(const std::string& out, const std::string& group) {
+  Bytes b;
+  std::smatch m;
+  if (!std::regex_search(out, m, std::regex("[:|] " + group + " (\\d+) B \\(([^)]*)\\)"))) return b;
+  const std::string kinds = m[2];
+  const std::regex re("(\\w+) (\\d+) B");
+  for (std::sregex_iterator it(kinds.begin(), kinds.end(), re), end; it != end; ++it)
+    if (std::stoull((*it)[2]) > 0) b[(*it)[1]] = std::stoull((*it)[2]);
+  b["total"] = std::stoull(m[1]);
+  return b;
+}
+
+std::vector<std::string> cells(const std::string& line) {
+  std::vector<std::string> c;
+  std::stringstream ss(line);
+  for (std::string x; std::getline(ss, x, '|');) {
+    const size_t a = x.find_first_not_of(' '), e = x.find_last_not_of(' ');
+    c.push_back(a == std::string::npos ? "" : x.substr(a, e - a + 1));
+  }
+  return c;
+}
+
+struct PlanOut {
+  std::vector<uint64_t> memory;  // per TP rank
+  std::map<std::string, Bytes> bytes;
+};
+
+PlanOut parse_plan(const std::string& out) {
+  PlanOut p;
+  std::stringstream ss(out);
+  bool mem = false, comm = false;
+  for (std::string line; std::getline(ss, line);) {
+    if (line.rfind("memory per rank", 0) == 0) mem = true, comm = false;
+    if (line.rfind("communication per step", 0) == 0) comm = true, mem = false;
+    if (line.empty()) mem = comm = false;
+    const std::vector<std::string> c = cells(line);
+    if (mem && c.size() == 8 && !c[0].empty() && std::isdigit(static_cast<unsigned char>(c[0][0])))
+      p.memory.push_back(std::stoull(c[7]));
+    if (comm && c.size() == 9 && (c[0] == "tp" || c[0] == "dp")) {
+      Bytes b;
+      const char* kinds[] = {"all_reduce", "all_gather", "reduce_scatter", "broadcast"};
+      for (int k = 0; k < 4; ++k)
+        if (std::stoull(c[size_t(3 + k)]) > 0) b[kinds[k]] = std::stoull(c[size_t(3 + k)]);
+      b["total"] = std::stoull(c[7]);
+      p.bytes[c[0]] = b;
+    }
+  }
+  return p;
+}
+
+std::string str(const Bytes& b) {
+  std::string s;
+  for (const auto& [k, v] : b) s += k + "=" + std::to_string(v) + " ";
+  return s;
+}
+
+class PlanCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = test::scratch_dir("plan_cli");
+    const test::FashionSubset f = test::fashion_subset(vlm(), dir_);
+    data_ = f.data, tok_ = f.tokenizer;
+  }
+  // The options both commands get: the tiny model at its largest step shape.
+  static std::string common(const std::string& extra) {
+    return " --config " + cfg() + " --data.path " + data_ + " --data.tokenizer " + tok_ +
+           " --lod.budget 10 --train.max_text 4 --train.steps 2 " + extra;
+  }
+  static inline std::string dir_, data_, tok_;
+};
+
+TEST_F(PlanCli, MemoryAndBytesMatchMeasuredRuns) {
+  struct Case {
+    int tp, dp;
+    std::string extra;
+  };
+  const std::vector<Case> cases = {
+      {1, 1, "--train.batch 8"},
+      {2, 1, "--train.batch 8"},
+      {2, 2, "--train.batch 4"},
+      {4, 2, "--train.batch 4"},
+      {2, 2, "--train.batch 4 --train.zero 1 --scorers.placement dedicated"},
+      {2, 1, "--train.batch 8 --model.sequence_parallel --model.recompute full --scorers.placement batch-split"},
+      {2, 2, "--train.batch 4 --train.freeze vision,llm --train.zero 1 --scorers.placement batch-split"},
+  };
+  for (const Case& c : cases) {
+    const int world = c.tp * c.dp;
+    const std::string what = "tp=" + std::to_string(c.tp) + " dp=" + std::to_string(c.dp) + " " + c.extra;
+    const std::string opts = common("--tp " + std::to_string(c.tp) + " " + c.extra);
+    std::string run = "r";
+    run += std::to_string(&c - cases.data());
+    const Result t = test::run_command((world > 1 ? mpirun(world) : std::string()) + vlm() + " train" + opts +
+                                           " --train.save_every -1 --train.out_dir " + dir_ + "/runs --train.run " + run,
+                                       dir_);
+    ASSERT_EQ(t.status, 0) << what << "\n" << t.out << t.err;
+    const Result p = test::run_command(vlm() + " plan" + opts + " --nodes 1 --gpus-per-node " + std::to_string(world), dir_);
+    ASSERT_EQ(p.status, 0) << what << "\n" << p.out << p.err;
+    PlanOut plan = parse_plan(p.out);
+    const std::vector<uint64_t> peaks = measured_peaks(t.out);
+    ASSERT_EQ(plan.memory.size(), size_t(c.tp)) << what << "\n" << p.out;
+    ASSERT_EQ(peaks.size(), size_t(world)) << what << "\n" << t.out;
+    for (int r = 0; r < world; ++r) {
+      const double planned = double(plan.memory[size_t(r % c.tp)]), got = double(peaks[size_t(r)]);  // tp-first ranks
+      EXPECT_LE(planned, got) << what << " rank " << r;
+      EXPECT_LE((got - planned) / got, 0.05) << what << " rank " << r << ": planned " << planned << ", measured " << got;
+    }
+    for (const char* g : {"tp", "dp"}) {
+      const Bytes want = measured_bytes(t.out, g);
+      ASSERT_FALSE(want.empty()) << what << "\n" << t.out;
+      EXPECT_EQ(str(plan.bytes[g]), str(want)) << what << " group " << g;
+    }
+    std::printf("[%s] planned per TP rank:", what.c_str());
+    for (uint64_t m : plan.memory) std::printf(" %llu", (unsigned long long)m);
+    std::printf(" B; measured rank 0: %llu B; tp %s; dp %s\n", (unsigned long long)peaks[0], str(plan.bytes["tp"]).c_str(),
+                str(plan.bytes["dp"]).c_str());
+  }
+}
+
+TEST_F(PlanCli, BadArgumentsExitTwoWithOneLine) {
+  const std::string plan = vlm() + " plan --config " + cfg() + " --model.vocab_size 300 ";
+  struct Case {
+    std::string args, what;
+  };
+  const std::vector<Case> cases = {
+      {"--scorers.placement nowhere", "--scorers.placement: 'nowhere' is not one of"},
+      {"--scorers.placement tp2 --tp 1", "tp2 needs an even parallel.tp"},
+      {"--lod.budget 2", "lod.budget=2"},
+      {"--tp 4 --gpus-per-node 2", "a TP group never spans nodes"},
+      {"--nodes 3 --gpus-per-node 1 --train.global_batch 8", "train.global_batch=8 must equal dp"},
+      {"--gpus-per-node 2 --tp 2 --model.d_model 8192 --model.n_layers 40 --model.n_heads 64 --model.d_ff 28672",
+       "does not fit: TP rank"},
+  };
+  for (const Case& c : cases) {
+    const Result r = test::run_command(plan + c.args, dir_);
+    test::expect_one_error_line(r, "vlm plan", c.what);
+  }
+  const Result big = test::run_command(plan + cases.back().args, dir_);
+  EXPECT_NE(big.err.find("its largest term is optimizer state"), std::string::npos) << big.err;
+  EXPECT_NE(big.out.find("recommended layouts"), std::string::npos) << "the ranking comes before the refusal";
+  test::expect_one_error_line(test::run_command(vlm() + " plan --config " + cfg(), dir_), "vlm plan",
+                              "vlm plan needs the vocabulary size");
+}
+
+}  // namespace
+}  // namespace vlm

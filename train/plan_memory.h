@@ -1,0 +1,71 @@
+// The device memory of one rank of `vlm train`, term by term, and the planner's way of
+// knowing it without a GPU, MPI or the memory itself (README "Planning (`vlm plan`)").
+//
+// Exact by construction: plan_rank_memory builds the rank's objects with the very
+// constructors the trainer runs (VlmModel, DpGrads, AdamW: train/trainer.cpp), on a
+// backend that only reserves address space (nothing is written but a few small tables)
+// and with stand-in communicators of the layout's sizes and ranks that never
+// communicate. Every arena is therefore planned by the code that plans it in training
+// (ParamTable, nn/act_plan.h, the modules' own buffers), and memory_terms reads the same
+// figures from either set of objects.
+//
+// MemoryTerms is the one place where the terms are named: a new kind of device memory
+// (for instance low-precision copies of the weights) becomes one field here, filled in
+// memory_terms; `buffers` takes whatever is not named yet, so total() stays exact.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "train/dp_grads.h"
+#include "train/optimizer.h"
+#include "train/vlm_model.h"
+
+namespace vlm {
+
+struct MemoryTerms {
+  size_t params = 0;       // parameter arenas of the four modules (f32 master weights)
+  size_t grads = 0;        // gradient arenas of the trainable modules (none when frozen)
+  size_t optimizer = 0;    // AdamW moments of the elements this rank updates, and with
+                           // ZeRO-1 the DP gradient shard and the values' gather buffer
+  size_t activations = 0;  // activation arenas: encoder, projector, backbone (nn/act_plan.h)
+  size_t buffers = 0;      // the rest: the model's input and token buffers (images, texture,
+                           // prompt rows, visual tokens and their gradients), small tables
+  size_t total() const { return params + grads + optimizer + activations + buffers; }
+
+  struct Term {
+    const char* name;
+    size_t bytes;
+  };
+  std::vector<Term> terms() const;  // in the order above
+  Term largest() const;
+  // "parameters 1.2 MiB, gradients ..., total N B" (the total exact, in bytes)
+  std::string str() const;
+};
+
+// The terms of a constructed rank. `allocated`: the bytes its backend counted for the
+// model, the DP reduction and the optimizer (their sum; `buffers` is the rest).
+MemoryTerms memory_terms(VlmModel& model, const DpGrads& dp, const AdamW& opt, size_t allocated);
+
+// A rank of a TP x DP layout.
+struct RankLayout {
+  int tp = 1, tp_rank = 0, dp = 1, dp_rank = 0;
+  int zero = 0;           // train.zero
+  double bucket_mb = 25;  // train.bucket_mb
+};
+
+// One planned rank: its terms and the objects' figures the communication plan needs.
+struct RankPlan {
+  MemoryTerms memory;
+  std::vector<DpGrads::Owned> owned;  // per model.modules() entry (empty when frozen)
+  std::vector<int64_t> grad_elems;    // per module: elements of its gradient arena (0 when frozen)
+  int64_t scorer_params = 0;          // RelevanceStage::scorer_param_count (full tensors)
+};
+
+// The rank's memory without allocating it (above). cfg: validated for l.tp (resolve_vlm_config).
+RankPlan plan_rank(const VlmConfig& cfg, const RankLayout& l, const OptimOptions& o);
+
+// "1.23 GiB" / "456.7 MiB" / "12.0 KiB" / "17 B".
+std::string format_bytes(double bytes);
+
+}  // namespace vlm
