@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numbers>
 
 #include "core/error.h"
@@ -103,6 +104,29 @@ void AdamW::step(Stream& s, int64_t step, double lr, float grad_scale) {
     adamw_step(s, x.value, x.grad, x.m, x.v, Tensor{}, o);
   }
   for (size_t i : modules_) dp_.gather_values(s, i);
+}
+
+TrainMemory train_memory(VlmModel& model, const AdamW& opt) {
+  TrainMemory m;
+  for (const ModuleParams& mod : model.modules()) {
+    m.params += mod.table->param_bytes() + mod.table->working_bytes();
+    m.bf16_copies += mod.table->working_bytes();
+    m.grads += mod.table->grad_bytes();
+  }
+  m.grads += opt.dp_grads().wire_bytes();
+  m.optimizer = opt.state_bytes();
+  m.activations = size_t(model.activation_bytes());
+  return m;
+}
+
+std::string TrainMemory::line(bool bf16) const {
+  auto mib = [](size_t b) { return double(b) / (1 << 20); };
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "precision %s | parameters %.1f MiB (of which bf16 copies %.1f MiB), optimizer state %.1f MiB, "
+                "gradients %.1f MiB, activations %.1f MiB",
+                bf16 ? "bf16" : "fp32", mib(params), mib(bf16_copies), mib(optimizer), mib(grads), mib(activations));
+  return buf;
 }
 
 }  // namespace vlm

@@ -1,5 +1,5 @@
 // AdamW over the model's parameter tables, the global gradient norm and the learning-
-// rate schedule of `vlm train`.
+// rate schedule of `vlm train`, and the memory figures of a run (TrainMemory).
 //  - State: first and second moments (f32) of the elements this rank updates
 //    (train/dp_grads.h: every element of its parameters, or with ZeRO-1 its 1/dp block
 //    of each module), for the trainable modules only; a frozen module has no optimizer
@@ -81,5 +81,17 @@ class AdamW {
   size_t state_bytes_ = 0;
   Tensor sums_;  // [2]: squares of TP-split, of replicated gradients
 };
+
+// This rank's training memory in bytes (the `vlm train` header line, TrainReport):
+// params = f32 master weights + bf16 working copies (train.precision=bf16, the copies
+// alone in bf16_copies); grads = the f32 gradient arenas + the DP reduction's bf16 copy
+// (train.grad_reduce_dtype=bf16); optimizer = AdamW's moments; activations = the
+// planned activation arenas.
+struct TrainMemory {
+  size_t params = 0, bf16_copies = 0, optimizer = 0, grads = 0, activations = 0;
+  // "precision bf16 | parameters X MiB (of which bf16 copies Y MiB), optimizer state ..."
+  std::string line(bool bf16) const;
+};
+TrainMemory train_memory(VlmModel& model, const AdamW& opt);
 
 }  // namespace vlm

@@ -28,7 +28,10 @@ struct TrainReport {
   int64_t eval_images = 0;
   double train_seconds = 0, images_per_s = 0, tokens_per_s = 0;
   double loader_stall = 0;   // fraction of the training time spent waiting for batches
+  // Memory of this rank (train/optimizer.h TrainMemory): AdamW state; gradients (+ the
+  // bf16 copy of the DP reduction); f32 master weights + bf16 working copies; the copies.
   size_t optimizer_bytes = 0, grad_bytes = 0;
+  size_t param_bytes = 0, working_bytes = 0;
 };
 
 
