@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include "core/ops.h"
-
 #include "parallel/regions.h"
 
 namespace vlm {

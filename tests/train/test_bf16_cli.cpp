@@ -5,6 +5,9 @@
 //  - bf16 at TP=2 (bf16 activations on the wire) and at DP=2 with bf16 gradient buckets
 //    (train.grad_reduce_dtype=bf16) stay within 2% of the bf16 TP=1 run;
 //  - the run reports the bf16 weight copies in its memory line;
+//  - a bf16 run resumed from its checkpoint gives bitwise the losses of the
+//    uninterrupted run, and `vlm eval` of its final checkpoint the validation loss it
+//    logged (the bf16 copies are re-rounded from the loaded masters);
 //  - a bad precision or gradient dtype exits 2 naming the option.
 #include <gtest/gtest.h>
 
@@ -14,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/json.h"
 #include "tests/support/cli.h"
 
 namespace vlm {
@@ -83,6 +87,26 @@ TEST_F(Bf16Cli, TensorAndDataParallelBf16MatchOneRank) {
   ASSERT_EQ(ref.size(), 20u);
   expect_within(tp2, ref, 0.02, "bf16 tp=2 vs tp=1");
   expect_within(dp2, ref, 0.02, "bf16 dp=2 (bf16 gradient buckets) vs dp=1");
+}
+
+TEST_F(Bf16Cli, ResumeAndEvalOfABf16Checkpoint) {
+  const std::string opts = " --train.precision bf16 --train.steps 6 --train.save_every 3 --train.eval_batches 2";
+  const std::vector<double> full = run_losses("full", train("full", opts));
+  const std::string cdir = dir_ + "/runs/full/checkpoints";
+  const std::vector<double> resumed =
+      run_losses("resumed", train("resumed", opts + " --train.resume " + cdir + "/step_3.h5"));
+  ASSERT_EQ(full.size(), 6u);
+  ASSERT_EQ(resumed.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(resumed[i], full[3 + i]) << "step " << 4 + i;
+  // The validation loss of the final weights: train.eval_batches (2) x train.batch (8).
+  const std::vector<double> val = test::jsonl_values(dir_ + "/runs/full/metrics.jsonl", "val_loss");
+  ASSERT_FALSE(val.empty());
+  const std::string out = dir_ + "/eval.json";
+  const Result r = test::run_command(vlm() + " eval --checkpoint " + cdir + " --data " + data_ +
+                                         " --split val --images 16 --out " + out, dir_);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const double loss = json::parse(test::read_file(out), out).at("loss").as_double();
+  EXPECT_LE(std::fabs(loss / val.back() - 1), 1e-5) << loss << " vs " << val.back();
 }
 
 TEST_F(Bf16Cli, BadPrecisionIsOneLine) {
