@@ -11,7 +11,8 @@
 //  - gradients: two micro-batches accumulate in f32 (their sum matches the sum of the
 //    micro-batches' separate gradients to 1e-6; a bf16 accumulation is off by ~1e-3);
 //  - communication: serial == overlap bitwise in bf16 at every layout, with bf16 DP
-//    gradient buckets too; every layout (ZeRO-0 and 1, f32 and bf16 gradient buckets)
+//    gradient buckets too; every layout (ZeRO-0 and 1, f32 and bf16 gradient buckets,
+//    sequence parallelism at tp > 1)
 //    matches the bf16 (1,1) run's loss and gradient norm to 1e-2 relative (measured at
 //    most 3.3e-3: the bf16 wire and the rounded TP partial sums; fp32 layouts match to
 //    1e-5, test_step.cpp); the DP byte formula at the wire's element size equals the
@@ -249,8 +250,10 @@ TEST(MixedPrecision, EveryLayoutMatchesOneRankInBf16) {
   const GlobalBatch g = make_batch(11, tiny_config(kImages));
   OptimOptions oo;
   oo.lr = 1e-2;
-  auto run = [&](Communicator& tp, Communicator& dp, Communicator& self, int dps, int r, int zero, DType wire) {
-    const VlmConfig c = bf16_config(kImages / (dps * kM));
+  auto run = [&](Communicator& tp, Communicator& dp, Communicator& self, int dps, int r, int zero, DType wire,
+                 bool sp) {
+    VlmConfig c = bf16_config(kImages / (dps * kM));
+    c.llm.sequence_parallel = sp;
     VlmModel model(c, b, tp, self);
     model.init(5);
     model.refresh_working_weights();
@@ -283,22 +286,24 @@ TEST(MixedPrecision, EveryLayoutMatchesOneRankInBf16) {
     return std::make_pair(loss, norm);
   };
   auto self1 = test::self_comm("a"), self2 = test::self_comm("b"), self3 = test::self_comm("c");
-  const auto ref = run(*self1, *self2, *self3, 1, 0, 0, DType::F32);
+  const auto ref = run(*self1, *self2, *self3, 1, 0, 0, DType::F32, false);
   for (int tp : layouts_tp()) {
     Layout L(tp);
     const int dp = test::world_size() / tp;
-    for (int zero : {0, 1})
-      for (DType wire : {DType::F32, DType::BF16}) {
-        const auto got = run(L.groups->tp(), L.groups->dp(), *L.self, dp, L.groups->dp().rank(), zero, wire);
-        const double dl = rel(got.first, ref.first), dn = rel(got.second, ref.second);
-        SCOPED_TRACE("tp=" + std::to_string(tp) + " dp=" + std::to_string(dp) + " zero=" + std::to_string(zero) +
-                     " grad wire " + std::string(dtype_name(wire)));
-        if (test::world_rank() == 0)
-          std::printf("bf16 tp=%d dp=%d zero=%d grad wire %s: loss %.3g, grad norm %.3g relative to (1,1)\n", tp,
-                      dp, zero, std::string(dtype_name(wire)).c_str(), dl, dn);
-        EXPECT_LE(dl, 1e-2) << got.first << " vs " << ref.first;
-        EXPECT_LE(dn, 1e-2) << got.second << " vs " << ref.second;
-      }
+    for (int v = 0; v < (tp > 1 ? 5 : 4); ++v) {  // ZeRO 0/1 x f32/bf16 gradient wire; SP (bf16, ZeRO-0)
+      const int zero = v < 4 ? v % 2 : 0;
+      const DType wire = v < 2 ? DType::F32 : DType::BF16;
+      const bool sp = v == 4;
+      const auto got = run(L.groups->tp(), L.groups->dp(), *L.self, dp, L.groups->dp().rank(), zero, wire, sp);
+      const double dl = rel(got.first, ref.first), dn = rel(got.second, ref.second);
+      SCOPED_TRACE("tp=" + std::to_string(tp) + " dp=" + std::to_string(dp) + " zero=" + std::to_string(zero) +
+                   " grad wire " + std::string(dtype_name(wire)) + (sp ? " sp" : ""));
+      if (test::world_rank() == 0)
+        std::printf("bf16 tp=%d dp=%d zero=%d grad wire %s%s: loss %.3g, grad norm %.3g relative to (1,1)\n", tp, dp,
+                    zero, std::string(dtype_name(wire)).c_str(), sp ? " sp" : "", dl, dn);
+      EXPECT_LE(dl, 1e-2) << got.first << " vs " << ref.first;
+      EXPECT_LE(dn, 1e-2) << got.second << " vs " << ref.second;
+    }
   }
 }
 
