@@ -30,7 +30,6 @@ void plan_options(Config& cfg) {
                  "inter-node link per GPU: InfiniBand NDR 400 Gb/s, HDR 200 Gb/s, 100 GbE");
   cfg.add_float("plan.intra_gbs", 0, "intra-node GB/s per GPU and direction (0 = the GPU's NVLink)", 0, 1e6);
   cfg.add_float("plan.inter_gbs", 0, "inter-node GB/s per GPU and direction (0 = plan.interconnect's)", 0, 1e6);
-  cfg.add_choice("plan.precision", "fp32", {"fp32", "bf16"}, "matmul peak of the time model");
   cfg.add_string("plan.op_table", "", "CSV of measured ops (op,flops,bytes,seconds) replacing the roofline peaks");
   cfg.add_float("plan.reserve_gib", 1, "GiB per GPU kept for the CUDA context and workspaces", 0, 1e4);
   cfg.add_int("plan.top", 10, "ranked layouts printed", 1, 1000);
@@ -127,7 +126,7 @@ int run_plan(const Config& cfg) {
   o.nodes = int(cfg.get_int("plan.nodes")), o.gpus_per_node = int(cfg.get_int("plan.gpus_per_node"));
   o.gpu = cfg.get_string("plan.gpu"), o.interconnect = cfg.get_string("plan.interconnect");
   o.intra_gbs = cfg.get_float("plan.intra_gbs"), o.inter_gbs = cfg.get_float("plan.inter_gbs");
-  o.bf16 = cfg.get_string("plan.precision") == "bf16", o.op_table = cfg.get_string("plan.op_table");
+  o.bf16 = cfg.get_string("train.precision") == "bf16", o.op_table = cfg.get_string("plan.op_table");
   o.reserve_gib = cfg.get_float("plan.reserve_gib");
   const Planner planner(cfg, o, tokenizer_vocab(cfg));
   const LayoutChoice req = planner.requested();

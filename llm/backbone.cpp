@@ -17,7 +17,8 @@ const ModelConfig& validated(const ModelConfig& cfg, int tp) {
 }
 }  // namespace
 
-Backbone::Backbone(const ModelConfig& cfg, Backend& backend, Communicator& tp, int64_t max_tokens, bool grads)
+Backbone::Backbone(const ModelConfig& cfg, Backend& backend, Communicator& tp, int64_t max_tokens, bool grads,
+                   Precision precision)
     : cfg_(validated(cfg, tp.size())),
       backend_(backend),
       tp_(tp),
@@ -30,6 +31,7 @@ Backbone::Backbone(const ModelConfig& cfg, Backend& backend, Communicator& tp, i
               max_tokens, " must be > 0", sp_ ? cat(" and a multiple of parallel.tp=", tp.size(),
                                                      " (model.sequence_parallel)") : "");
   params_ = std::make_unique<ParamTable>(backbone_param_specs(cfg_, tp.size()), tp.size(), tp.rank());
+  if (precision == Precision::BF16) params_->add_bf16_working_copy();
   params_->allocate(backend_, grads);
   bind_params();
   plan_activations();
@@ -82,6 +84,7 @@ float Backbone::run_forward(Stream& s, const LmInput& in, const Tensor& cache_sl
     embedding_forward(s, sc.dtmp, in.positions.slice(row0, row0 + Ts), wpe_, 0);
     add(s, h0, h0, sc.dtmp);
   }
+  round_act(s, h0, params_->has_working());  // the residual stream in bf16 (README "Numerics")
   stack_.forward(ctx, seq, cache_slots.defined() ? cache_.get() : nullptr, cache_slots);
 
   lnf_.forward(s, a.ln, a.ln_mean, a.ln_rstd, stack_.output());

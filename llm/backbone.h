@@ -65,7 +65,10 @@ class Backbone {
   // call init() or load them) and plans the activation arena for max_tokens tokens.
   // grads = false: frozen, no gradient arena (nn/param_table.h); backward still gives
   // d_embeddings.
-  Backbone(const ModelConfig& cfg, Backend& backend, Communicator& tp, int64_t max_tokens, bool grads = true);
+  // precision BF16: the table gets its bf16 working copy (nn/param_table.h; refresh it
+  // with params().refresh_working after every change of the values).
+  Backbone(const ModelConfig& cfg, Backend& backend, Communicator& tp, int64_t max_tokens, bool grads = true,
+           Precision precision = Precision::FP32);
   ~Backbone();
   Backbone(const Backbone&) = delete;
   Backbone& operator=(const Backbone&) = delete;

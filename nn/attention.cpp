@@ -12,6 +12,8 @@ void Attention::forward(TpContext& ctx, const PackedSeqs& seq, const Tensor& x, 
   if (rope) {
     rope_forward(s, a.q, a.q, seq.positions, rope_theta);
     rope_forward(s, a.k, a.k, seq.positions, rope_theta);
+    round_act(s, a.q, o.bf16());
+    round_act(s, a.k, o.bf16());
   }
   core_forward(s, seq, a, c);
   row_parallel_forward(ctx, y, sc.partial, c.att, o);
@@ -19,6 +21,7 @@ void Attention::forward(TpContext& ctx, const PackedSeqs& seq, const Tensor& x, 
 
 void Attention::core_forward(Stream& s, const PackedSeqs& seq, const AttentionActs& a, const AttentionCore& c) const {
   attention_forward(s, c.att, c.lse, a.q, a.k, a.v, seq.cu_seqlens, seq.max_seqlen, causal);
+  round_act(s, c.att, o.bf16());  // the softmax statistics (lse) stay f32
 }
 
 void Attention::decode(TpContext& ctx, const DecodeRows& rows, const Tensor& x, const Tensor& y,
@@ -30,10 +33,13 @@ void Attention::decode(TpContext& ctx, const DecodeRows& rows, const Tensor& x, 
   if (rope) {
     rope_forward(s, a.q, a.q, rows.positions, rope_theta);
     rope_forward(s, a.k, a.k, rows.positions, rope_theta);
+    round_act(s, a.q, o.bf16());
+    round_act(s, a.k, o.bf16());
   }
   scatter_rows(s, k_cache, a.k, rows.slots);
   scatter_rows(s, v_cache, a.v, rows.slots);
   attention_decode(s, att, a.q, k_cache, v_cache, rows.key_start, rows.key_len, rows.max_len);
+  round_act(s, att, o.bf16());
   row_parallel_forward(ctx, y, sc.partial, att, o);
 }
 
@@ -48,6 +54,7 @@ void Attention::backward(TpContext& ctx, const PackedSeqs& seq, const Tensor& dx
     rope_backward(s, sc.dq, sc.dq, seq.positions, rope_theta);
     rope_backward(s, sc.dk, sc.dk, seq.positions, rope_theta);
   }
+  for (const Tensor* d : {&sc.dq, &sc.dk, &sc.dv}) round_act(s, *d, o.bf16());
   column_parallel_backward(ctx, dx, sc.dfull_b, a.x_full, {{&q, sc.dq}, {&k, sc.dk}, {&v, sc.dv}});
 }
 

@@ -81,9 +81,11 @@ void Block::forward(TpContext& ctx, const PackedSeqs& seq, const Tensor& h_in, c
   ln1.forward(s, a.ln1, a.ln1_mean, a.ln1_rstd, h_in);
   attn.forward(ctx, seq, a.ln1, sc.y, a.attn, c, sc);
   add(s, a.h_mid, h_in, sc.y);
+  round_act(s, a.h_mid, attn.o.bf16());  // the residual stream is bf16 too (README "Numerics")
   ln2.forward(s, a.ln2, a.ln2_mean, a.ln2_rstd, a.h_mid);
   mlp.forward(ctx, a.ln2, sc.y, a.mlp, sc);
   add(s, h_out, a.h_mid, sc.y);
+  round_act(s, h_out, attn.o.bf16());
 }
 
 void Block::decode(TpContext& ctx, const DecodeRows& rows, const Tensor& h, const BlockActs& a, const Tensor& att,
@@ -92,9 +94,11 @@ void Block::decode(TpContext& ctx, const DecodeRows& rows, const Tensor& h, cons
   ln1.forward(s, a.ln1, a.ln1_mean, a.ln1_rstd, h);
   attn.decode(ctx, rows, a.ln1, sc.y, a.attn, att, sc, k_cache, v_cache);
   add(s, a.h_mid, h, sc.y);
+  round_act(s, a.h_mid, attn.o.bf16());
   ln2.forward(s, a.ln2, a.ln2_mean, a.ln2_rstd, a.h_mid);
   mlp.forward(ctx, a.ln2, sc.y, a.mlp, sc);
   add(s, h, a.h_mid, sc.y);  // h_in is not read after h_mid: the update is in place
+  round_act(s, h, attn.o.bf16());
 }
 
 void Block::backward(TpContext& ctx, const PackedSeqs& seq, const Tensor& dres, const Tensor& h_in,

@@ -11,11 +11,18 @@ namespace {
 // [T, ...] viewed as [T, features] (q/k/v are [T, heads, HS]).
 Tensor as2d(const Tensor& t) { return t.view(Shape{t.size(0), t.numel() / t.size(0)}); }
 
+// The dtype TP activations travel in (parallel/regions.h): bf16 for a bf16 layer.
+DType wire(const Linear& l) { return l.bf16() ? DType::BF16 : DType::F32; }
+
 }  // namespace
+
+void round_act(Stream& s, const Tensor& x, bool on) {
+  if (on) round_bf16(s, x);
+}
 
 Linear Linear::bind(const ParamTable& t, const std::string& weight, const std::string& bias) {
   Linear l;
-  l.w = t.get(weight).value;
+  l.w = t.get(weight).work.defined() ? t.get(weight).work : t.get(weight).value;
   l.dw = t.get(weight).grad;
   if (!bias.empty()) {
     l.b = t.get(bias).value;
@@ -45,6 +52,8 @@ void Linear::forward(Stream& s, const Tensor& y, const Tensor& x, const Tensor& 
     g.pre_gelu = &pre;
   }
   matmul(s, as2d(y), as2d(x), w, g);
+  round_act(s, y, bf16());
+  if (pre_gelu.defined()) round_act(s, pre_gelu, bf16());
 }
 
 void Linear::backward(Stream& s, const Tensor& dx, const Tensor& dy, const Tensor& x, float dx_beta) const {
@@ -56,13 +65,14 @@ void Linear::backward(Stream& s, const Tensor& dx, const Tensor& dy, const Tenso
   GemmOpts d;
   d.beta = dx_beta;
   matmul(s, as2d(dx), as2d(dy), w, d);
+  round_act(s, dx, bf16());
 }
 
 void column_parallel_forward(TpContext& ctx, const Tensor& x_full, const Tensor& x,
                              std::initializer_list<ColumnOut> outs) {
   Stream& s = ctx.stream;
   if (ctx.seq_parallel())
-    gather_from_sequence_region_forward(s, ctx.tp, x_full, x);
+    gather_from_sequence_region_forward(s, ctx.tp, x_full, x, wire(*outs.begin()->lin));
   else
     copy_to_region_forward(s, ctx.tp, x_full, x);
   for (const ColumnOut& o : outs) o.lin->forward(s, o.y, x_full, o.pre_gelu);
@@ -76,10 +86,11 @@ void column_parallel_backward(TpContext& ctx, const Tensor& dx, const Tensor& dx
     g.lin->backward(s, dx_full, g.dy, x_full, beta);
     beta = 1.f;
   }
+  const DType w = wire(*grads.begin()->lin);
   if (ctx.seq_parallel())
-    gather_from_sequence_region_backward(s, ctx.tp, dx, dx_full);
+    gather_from_sequence_region_backward(s, ctx.tp, dx, dx_full, w);
   else
-    copy_to_region_backward(s, ctx.tp, dx, dx_full);
+    copy_to_region_backward(s, ctx.tp, dx, dx_full, w);
 }
 
 void row_parallel_forward(TpContext& ctx, const Tensor& y, const Tensor& y_partial, const Tensor& x,
@@ -89,10 +100,11 @@ void row_parallel_forward(TpContext& ctx, const Tensor& y, const Tensor& y_parti
   g.trans_b = true;
   matmul(s, as2d(y_partial), as2d(x), lin.w, g);
   if (ctx.seq_parallel())
-    reduce_scatter_to_sequence_region_forward(s, ctx.tp, y, y_partial);
+    reduce_scatter_to_sequence_region_forward(s, ctx.tp, y, y_partial, wire(lin));
   else
-    reduce_from_region_forward(s, ctx.tp, y, y_partial);
+    reduce_from_region_forward(s, ctx.tp, y, y_partial, wire(lin));
   if (lin.b.defined()) bias_add(s, as2d(y), as2d(y), lin.b);
+  round_act(s, y, lin.bf16());
 }
 
 void row_parallel_backward(TpContext& ctx, const Tensor& dx, const Tensor& dy_full, const Tensor& dy,
@@ -100,7 +112,7 @@ void row_parallel_backward(TpContext& ctx, const Tensor& dx, const Tensor& dy_fu
   Stream& s = ctx.stream;
   if (lin.b.defined() && lin.db.defined()) bias_backward(s, lin.db, as2d(dy));
   if (ctx.seq_parallel())
-    reduce_scatter_to_sequence_region_backward(s, ctx.tp, dy_full, dy);
+    reduce_scatter_to_sequence_region_backward(s, ctx.tp, dy_full, dy, wire(lin));
   else
     reduce_from_region_backward(s, ctx.tp, dy_full, dy);
   GemmOpts o;
@@ -109,6 +121,7 @@ void row_parallel_backward(TpContext& ctx, const Tensor& dx, const Tensor& dy_fu
   if (lin.dw.defined()) matmul(s, lin.dw, as2d(dy_full), as2d(x), o);
   GemmOpts d;
   matmul(s, as2d(dx), as2d(dy_full), lin.w, d);
+  round_act(s, dx, lin.bf16());
 }
 
 }  // namespace vlm

@@ -15,6 +15,11 @@
 //   rank (ParamSpec::tp_partial_grad; ParamTable::finalize_tp_grads reduces it).
 // At tp = 1 both are the plain Linear (the regions are identities).
 // Gradients follow the rule of nn/context.h.
+// Mixed precision (train.precision=bf16, README "Numerics"): bind() takes the table's
+// bf16 working copy of the weight when it has one (nn/param_table.h); every matmul is
+// then a bf16 GEMM with f32 accumulation (core/ops/gemm.inc), its outputs (y, pre_gelu,
+// dx) are rounded to bf16 values, and dW/db accumulate in f32; the region ops move the
+// activations in bf16 (parallel/regions.h `wire`).
 #pragma once
 #include <initializer_list>
 #include <string>
@@ -28,13 +33,17 @@ namespace vlm {
 
 // The local shard of one linear layer and its gradients (views into the arenas).
 struct Linear {
-  Tensor w, dw;  // [out_l, in_l]; dw (and db) undefined when frozen: no weight gradients
+  // [out_l, in_l]; w: the weights the matmuls read (bf16 working copy or f32 values); dw
+  // (and db) f32, undefined when frozen: no weight gradients
+  Tensor w, dw;
   Tensor b, db;  // [out_l], undefined when the layer has no bias
 
   // Views of parameter `weight` (and `bias`, unless empty) of `t`; aborts if unknown.
   static Linear bind(const ParamTable& t, const std::string& weight, const std::string& bias = "");
   // Output rows [r0, r1) of this layer (weight rows and bias entries).
   Linear rows(int64_t r0, int64_t r1) const;
+  // Whether the layer runs in bf16 (its weights are a bf16 working copy).
+  bool bf16() const { return w.defined() && w.dtype() == DType::BF16; }
 
   // y [N,out_l] = x [N,in_l] W^T (+ b); with pre_gelu defined: pre_gelu = that value,
   // y = GELU_tanh(pre_gelu) (fused epilogue). x and y may be [N, ...] (viewed as 2-D).
@@ -42,6 +51,10 @@ struct Linear {
   // dW += dy^T x, db += sum_rows dy; dx = dy W (dx_beta = 0: overwrite, 1: add into dx).
   void backward(Stream& s, const Tensor& dx, const Tensor& dy, const Tensor& x, float dx_beta = 0.f) const;
 };
+
+// x = bf16(x) when `on` (core/ops round_bf16): an activation or activation gradient
+// at an op boundary under train.precision=bf16.
+void round_act(Stream& s, const Tensor& x, bool on);
 
 // One output of a column-parallel layer: y = x_full W^T + b (then GELU when pre_gelu is
 // given: it keeps the value before the GELU).

@@ -10,6 +10,7 @@ void Mlp::forward(TpContext& ctx, const Tensor& x, const Tensor& y, const MlpAct
   if (kind == MlpKind::SwiGLU) {
     column_parallel_forward(ctx, a.x_full, x, {{&gate, a.h1}, {&up, a.h2}});
     swiglu_forward(s, a.act, a.h1, a.h2);
+    round_act(s, a.act, down.bf16());
   } else {
     column_parallel_forward(ctx, a.x_full, x, {{&up, a.act, a.h1}});
   }
@@ -22,9 +23,12 @@ void Mlp::backward(TpContext& ctx, const Tensor& dx, const Tensor& dy, const Mlp
   row_parallel_backward(ctx, sc.dact, dy_full, dy, a.act, down);
   if (kind == MlpKind::SwiGLU) {
     swiglu_backward(s, sc.dh1, sc.dh2, sc.dact, a.h1, a.h2);
+    round_act(s, sc.dh1, down.bf16());
+    round_act(s, sc.dh2, down.bf16());
     column_parallel_backward(ctx, dx, sc.dfull_b, a.x_full, {{&gate, sc.dh1}, {&up, sc.dh2}});
   } else {
     gelu_backward(s, sc.dh1, a.h1, sc.dact);
+    round_act(s, sc.dh1, down.bf16());
     column_parallel_backward(ctx, dx, sc.dfull_b, a.x_full, {{&up, sc.dh1}});
   }
 }

@@ -2,6 +2,7 @@
 #include "nn/norm.h"
 
 #include "core/ops.h"
+#include "nn/linear.h"
 
 namespace vlm {
 
@@ -16,6 +17,7 @@ Norm Norm::bind(const ParamTable& t, NormKind kind, float eps, const std::string
   Norm n;
   n.kind = kind;
   n.eps = eps;
+  n.bf16 = t.has_working();
   n.w = t.get(weight).value;
   n.dw = t.get(weight).grad;
   if (n.has_bias()) {
@@ -30,6 +32,7 @@ void Norm::forward(Stream& s, const Tensor& out, const Tensor& mean, const Tenso
     rmsnorm_forward(s, out, rstd, x, w, eps);
   else
     layernorm_forward(s, out, mean, rstd, x, w, b, eps);
+  round_act(s, out, bf16);
 }
 
 void Norm::backward(Stream& s, const Tensor& dx, const Tensor& dout, const Tensor& x, const Tensor& mean,
@@ -38,6 +41,7 @@ void Norm::backward(Stream& s, const Tensor& dx, const Tensor& dout, const Tenso
     rmsnorm_backward(s, dx, dw, dout, x, w, rstd);
   else
     layernorm_backward(s, dx, dw, db, dout, x, w, mean, rstd);
+  round_act(s, dx, bf16);
 }
 
 }  // namespace vlm

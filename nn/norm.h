@@ -20,6 +20,9 @@ struct Norm {
   float eps = 1e-5f;
   Tensor w, dw;  // [C]
   Tensor b, db;  // [C] (LayerNorm only)
+  // train.precision=bf16 (the table has a bf16 working copy): out and dx are rounded to
+  // bf16; the statistics (mean, rstd) and the weights stay f32.
+  bool bf16 = false;
 
   bool has_bias() const { return kind == NormKind::LayerNorm; }
   // The parameters of one norm: `weight` [C] (init 1) and, for LayerNorm, `bias` [C]

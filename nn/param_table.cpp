@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "core/ops.h"
 #include "parallel/regions.h"
 
 namespace vlm {
@@ -46,10 +47,32 @@ ParamTable::ParamTable(std::vector<ParamSpec> specs, int tp, int tp_rank, DType 
 void ParamTable::allocate(Backend& b, bool grads) {
   values_.allocate(b, true);
   if (grads) grads_.allocate(b, true);
+  if (has_working() && !works_.entries().empty()) works_.allocate(b, true);
   for (auto& p : params_) {
     p.value = values_.get(p.spec.name);
     p.grad = grads ? grads_.get(p.spec.name) : Tensor{};
+    p.work = works_.has(p.spec.name) ? works_.get(p.spec.name) : Tensor{};
   }
+}
+
+void ParamTable::add_bf16_working_copy() {
+  VLM_ASSERT(!allocated() && !has_work_, "add_bf16_working_copy: once, before allocate");
+  VLM_ASSERT(dtype_ == DType::F32, "bf16 working copy of a ", dtype_name(dtype_), " table");
+  has_work_ = true;
+  for (const Param& p : params_)
+    if (p.local.ndim() >= 2) works_.add(p.spec.name, p.local, DType::BF16);
+}
+
+size_t ParamTable::bf16_copy_bytes() const {
+  size_t n = 0;
+  for (const Param& p : params_)
+    if (p.local.ndim() >= 2) n += size_t(p.local.numel()) * dtype_size(DType::BF16);
+  return n;
+}
+
+void ParamTable::refresh_working(Stream& s) {
+  for (const Param& p : params_)
+    if (p.work.defined()) convert(s, p.work, p.value);
 }
 
 const Param& ParamTable::get(const std::string& name) const {

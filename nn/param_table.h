@@ -18,6 +18,12 @@
 // step (finalize_tp_grads).
 // Element type: f32, or f64 on CPU for gradient checks (the `dtype` of the table).
 // Gradients accumulate (+=, nn/context.h); zero_grads() clears them.
+// Mixed precision (train.precision=bf16, README "Numerics"): add_bf16_working_copy()
+// before allocate() declares a third arena, a bf16 copy of every matrix parameter
+// (ndim >= 2: the weights matmuls read; vectors stay f32 only). Param::work views it
+// (undefined for vectors and at fp32). refresh_working() re-rounds it from the f32
+// master values: after init, a load, and every optimizer step. Master values and
+// gradients stay in the table's dtype (f32).
 #pragma once
 #include <string>
 #include <unordered_map>
@@ -31,6 +37,11 @@
 namespace vlm {
 
 enum class InitKind { Normal, Zeros, Ones };
+
+// The arithmetic of a model (train.precision, README "Numerics"): FP32, or BF16 mixed
+// precision (a bf16 working copy of the weights, bf16 activations, f32 master weights,
+// gradients and statistics). A model part built at BF16 calls add_bf16_working_copy().
+enum class Precision { FP32, BF16 };
 
 struct ParamSpec {
   std::string name;
@@ -52,6 +63,7 @@ struct Param {
   int64_t offset = 0;  // start of this rank's slice along spec.split_dim (0 if replicated)
   Tensor value;        // local view in the parameter arena
   Tensor grad;         // local view in the gradient arena
+  Tensor work;         // local view in the bf16 working arena, or undefined (see above)
 };
 
 class ParamTable {
@@ -71,6 +83,17 @@ class ParamTable {
   int tp() const { return tp_; }
   int tp_rank() const { return tp_rank_; }
   DType dtype() const { return dtype_; }
+
+  // The bf16 working copy (see above): declared once, before allocate().
+  void add_bf16_working_copy();
+  bool has_working() const { return has_work_; }
+  // work = bf16(value) for every parameter with a working copy (no-op without one).
+  void refresh_working(Stream& s);
+  size_t working_bytes() const { return works_.allocated() ? works_.bytes() : 0; }
+  // The memory term of train.precision=bf16 (for plans, declared or not): exact bytes
+  // of a bf16 working copy of this rank's matrices, 2 per element (as param_bytes(),
+  // without the arena's alignment padding, which working_bytes() includes).
+  size_t bf16_copy_bytes() const;
 
   // Exact bytes of this rank's parameters: sum of local numel * dtype size.
   size_t param_bytes() const;
@@ -92,9 +115,10 @@ class ParamTable {
  private:
   int tp_ = 1, tp_rank_ = 0;
   DType dtype_ = DType::F32;
+  bool has_work_ = false;
   std::vector<Param> params_;
   std::unordered_map<std::string, size_t> index_;
-  Arena values_{"params"}, grads_{"grads"};
+  Arena values_{"params"}, grads_{"grads"}, works_{"params_bf16"};
 };
 
 }  // namespace vlm

@@ -67,11 +67,17 @@ void Communicator::check_tensor(CollKind k, Stream& s, const Tensor& t, bool red
   VLM_ASSERT(t.data() != nullptr || t.numel() == 0, coll_name(k), " on group ", name_, ": undefined tensor");
   if (reduction) {
     const DType d = t.dtype();
-    const bool ok = d == DType::F32 || d == DType::F64 || d == DType::I32 ||
-                    (d == DType::BF16 && device() == DeviceKind::CUDA);
+    const bool ok = d == DType::F32 || d == DType::F64 || d == DType::I32 || d == DType::BF16;
     VLM_ASSERT(ok, coll_name(k), " on group ", name_, ": no reduction for dtype ", dtype_name(d), " on ",
                device_name(device()));
   }
+}
+
+Tensor Communicator::staging(int slot, int64_t n, DType dt) {
+  VLM_ASSERT(slot == 0 || slot == 1, "staging slot ", slot);
+  Tensor& t = staging_[size_t(slot)];
+  if (!t.defined() || t.dtype() != dt || t.numel() < n) t = Tensor::empty(backend_for(device()), Shape{n}, dt);
+  return t.sub(0, Shape{n});
 }
 
 void Communicator::count(CollKind k, size_t bytes) {

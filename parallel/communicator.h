@@ -15,7 +15,8 @@
 //   send(x, peer) / recv(x, peer)  point to point, matched in call order per pair
 //   barrier()                  completes when every member has entered it (on CUDA:
 //                              later work on the caller's stream waits for that)
-// Reductions (all_reduce, reduce_scatter) take f32, f64 or i32 (and bf16 on NCCL);
+// Reductions (all_reduce, reduce_scatter) take f32, f64, i32 or bf16 (bf16: each step
+// of the reduction rounds to bf16; the order of the steps is the library's);
 // data movement takes any dtype. Tensors must be contiguous, on the communicator's device.
 //
 // Asynchrony: each `X_async` posts the operation and returns a handle; handle.wait()
@@ -107,6 +108,11 @@ class Communicator {
   void recv(Stream& s, const Tensor& x, int peer) { recv_async(s, x, peer)->wait(); }
   void barrier(Stream& s) { barrier_async(s)->wait(); }
 
+  // A buffer of at least n elements of dtype dt on the group's device, one per slot
+  // (0 or 1), grown on demand and kept: the staging of the bf16 wire format of the
+  // region ops (parallel/regions.h). Valid until the next call with the same slot.
+  Tensor staging(int slot, int64_t n, DType dt);
+
   const CommCounters& counters() const { return counters_; }
   void reset_counters() { counters_ = CommCounters{}; }
 
@@ -133,6 +139,7 @@ class Communicator {
   int world_rank_ = 0;
   double timeout_s_ = 300.0;
   CommCounters counters_;
+  std::array<Tensor, 2> staging_;
 };
 
 // Every rank's string, on every rank (two all-gathers over `c` on stream s; blocking):

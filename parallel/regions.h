@@ -20,7 +20,14 @@
 // scatters need distinct buffers.
 // `work` (last-dim gathers only): scratch of at least p * numel(slice) elements of the
 // same dtype on the same device, planned by the caller (no allocation in the step).
-// Reductions need f32/f64/i32 (bf16 on CUDA); dx OVERWRITES (activation gradients).
+// Reductions need f32/f64/i32/bf16; dx OVERWRITES (activation gradients).
+// `wire` (the ops that communicate): the dtype on the wire. BF16 with f32 tensors
+// (train.precision=bf16, README "Numerics"): the f32 values are converted to bf16 into
+// the communicator's staging buffers, communicated (half the bytes; a reduction rounds
+// each of its steps to bf16) and converted back. Exact for data movement of bf16-valued
+// activations; a reduction of f32 partial sums rounds them first. F32: as they are.
+// The staging buffers belong to the communicator, so its bf16 region ops must all be
+// issued from one stream (the training step issues every TP collective from `llm`).
 #pragma once
 #include "core/backend.h"
 #include "core/tensor.h"
@@ -29,24 +36,29 @@
 namespace vlm {
 
 void copy_to_region_forward(Stream& s, Communicator& comm, const Tensor& y, const Tensor& x);
-void copy_to_region_backward(Stream& s, Communicator& comm, const Tensor& dx, const Tensor& dy);
+void copy_to_region_backward(Stream& s, Communicator& comm, const Tensor& dx, const Tensor& dy,
+                             DType wire = DType::F32);
 
-void reduce_from_region_forward(Stream& s, Communicator& comm, const Tensor& y, const Tensor& x);
+void reduce_from_region_forward(Stream& s, Communicator& comm, const Tensor& y, const Tensor& x,
+                                DType wire = DType::F32);
 void reduce_from_region_backward(Stream& s, Communicator& comm, const Tensor& dx, const Tensor& dy);
 
 void scatter_to_region_forward(Stream& s, Communicator& comm, const Tensor& y, const Tensor& x);
 void scatter_to_region_backward(Stream& s, Communicator& comm, const Tensor& dx, const Tensor& dy,
-                                const Tensor& work);
+                                const Tensor& work, DType wire = DType::F32);
 
 void gather_from_region_forward(Stream& s, Communicator& comm, const Tensor& y, const Tensor& x,
-                                const Tensor& work);
+                                const Tensor& work, DType wire = DType::F32);
 void gather_from_region_backward(Stream& s, Communicator& comm, const Tensor& dx, const Tensor& dy);
 
-void gather_from_sequence_region_forward(Stream& s, Communicator& comm, const Tensor& y, const Tensor& x);
-void gather_from_sequence_region_backward(Stream& s, Communicator& comm, const Tensor& dx, const Tensor& dy);
+void gather_from_sequence_region_forward(Stream& s, Communicator& comm, const Tensor& y, const Tensor& x,
+                                         DType wire = DType::F32);
+void gather_from_sequence_region_backward(Stream& s, Communicator& comm, const Tensor& dx, const Tensor& dy,
+                                          DType wire = DType::F32);
 
-void reduce_scatter_to_sequence_region_forward(Stream& s, Communicator& comm, const Tensor& y, const Tensor& x);
+void reduce_scatter_to_sequence_region_forward(Stream& s, Communicator& comm, const Tensor& y, const Tensor& x,
+                                               DType wire = DType::F32);
 void reduce_scatter_to_sequence_region_backward(Stream& s, Communicator& comm, const Tensor& dx,
-                                                const Tensor& dy);
+                                                const Tensor& dy, DType wire = DType::F32);
 
 }  // namespace vlm

@@ -135,6 +135,7 @@ void load_model(const CheckpointReader& ck, VlmModel& model) {
     check_members(ck, group, *m.table);
     for (const Param& p : m.table->params()) copy_tensor(p.value, ck.read_local(group + "/" + p.spec.name, *m.table, p));
   }
+  model.refresh_working_weights();  // bf16 copies of the loaded values (no-op at fp32)
 }
 
 void load_training_state(const CheckpointReader& ck, VlmModel& model, const std::vector<bool>& trainable, AdamW& opt) {

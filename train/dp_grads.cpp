@@ -14,14 +14,15 @@ Tensor flat_f32(const Arena& a) {
 }
 
 DpGrads::DpGrads(const std::vector<ModuleParams>& modules, const std::vector<bool>& trainable, Communicator& dp,
-                 int zero, double bucket_mb, Backend& backend)
-    : modules_(modules), dp_(dp), zero_(dp.size() > 1 ? zero : 0), bucket_mb_(bucket_mb) {  // ZeRO over one rank = none
+                 int zero, double bucket_mb, Backend& backend, DType wire)
+    : modules_(modules), dp_(dp), zero_(dp.size() > 1 ? zero : 0), bucket_mb_(bucket_mb), wire_(wire) {  // ZeRO over one rank = none
+  VLM_ASSERT(wire == DType::F32 || wire == DType::BF16, "DP gradient wire dtype ", dtype_name(wire));
   const int64_t p = dp.size(), r = dp.rank();
   VLM_ASSERT(trainable.size() == modules.size(), "one trainable flag per module");
   for (size_t i = 0; i < modules_.size(); ++i) {
     const ModuleParams& m = modules_[i];
     if (!trainable[i]) {
-      owned_.push_back({}), gather_tmp_.push_back({});
+      owned_.push_back({}), gather_tmp_.push_back({}), wire_buf_.push_back({});
       continue;
     }
     VLM_ASSERT(m.table->dtype() == DType::F32, "DP reduction of f32 tables");
@@ -34,6 +35,9 @@ DpGrads::DpGrads(const std::vector<ModuleParams>& modules, const std::vector<boo
       o.begin = r * s, o.end = (r + 1) * s, o.tail_begin = p * s, o.tail_end = n;
       o.grad = Tensor::zeros(backend, Shape{s + (n - p * s)});
     }
+    // BF16: the gradients' bf16 copy, then (zero = 1) room for the reduced shard.
+    const bool bf = wire_ == DType::BF16 && p > 1;
+    wire_buf_.push_back(bf ? Tensor::zeros(backend, Shape{n + (o.end - o.begin)}, DType::BF16) : Tensor{});
     owned_.push_back(o);
     gather_tmp_.push_back(zero_ ? Tensor::zeros(backend, Shape{std::max<int64_t>(1, o.end - o.begin)}) : Tensor{});
   }
@@ -42,30 +46,50 @@ DpGrads::DpGrads(const std::vector<ModuleParams>& modules, const std::vector<boo
 size_t DpGrads::bytes(size_t i) const {
   const int64_t n = int64_t(modules_[i].table->grad_arena().bytes() / 4);
   if (dp_.size() == 1) return 0;
-  if (zero_ == 0) return size_t(n) * 4;
+  const size_t e = dtype_size(wire_);
+  if (zero_ == 0) return size_t(n) * e;
   const Owned& o = owned_[i];
-  return size_t(o.tail_begin + (o.tail_end - o.tail_begin)) * 4;  // reduce-scatter input + tail
+  return size_t(o.tail_begin + (o.tail_end - o.tail_begin)) * e;  // reduce-scatter input + tail
+}
+
+size_t DpGrads::wire_bytes() const {
+  size_t n = 0;
+  for (const Tensor& t : wire_buf_)
+    if (t.defined()) n += t.nbytes();
+  return n;
 }
 
 void DpGrads::reduce(Stream& s, size_t i) {
-  const Tensor all = flat_f32(modules_[i].table->grad_arena());
-  const int64_t n = all.numel();
+  const Tensor grads = flat_f32(modules_[i].table->grad_arena());
+  const int64_t n = grads.numel();
   const Owned& o = owned_[i];
+  if (dp_.size() == 1) return;
+  // What goes on the wire: the f32 gradients, or their bf16 copy.
+  const bool bf = wire_ == DType::BF16;
+  const Tensor all = bf ? wire_buf_[i].sub(0, Shape{n}) : grads;
+  if (bf) convert(s, all, grads);
   if (zero_ == 0) {
-    if (dp_.size() == 1) return;
-    const int64_t chunk = std::max<int64_t>(1, int64_t(bucket_mb_ * 1024 * 1024 / 4));
+    const int64_t chunk = std::max<int64_t>(1, int64_t(bucket_mb_ * 1024 * 1024 / dtype_size(wire_)));
     std::vector<CommWork> work;
     for (int64_t at = 0; at < n; at += chunk)
       work.push_back(dp_.all_reduce_async(s, all.sub(at, Shape{std::min(chunk, n - at)})));
     for (CommWork& w : work) w->wait();
+    if (bf) convert(s, grads, all);  // the sums, back in the f32 gradients
     return;
   }
   const int64_t blk = o.end - o.begin, tail = o.tail_end - o.tail_begin;
-  if (blk > 0) dp_.reduce_scatter(s, o.grad.sub(0, Shape{blk}), all.sub(0, Shape{o.tail_begin}));
+  if (blk > 0) {
+    const Tensor shard = bf ? wire_buf_[i].sub(n, Shape{blk}) : o.grad.sub(0, Shape{blk});
+    dp_.reduce_scatter(s, shard, all.sub(0, Shape{o.tail_begin}));
+    if (bf) convert(s, o.grad.sub(0, Shape{blk}), shard);
+  }
   if (tail > 0) {
     const Tensor t = all.sub(o.tail_begin, Shape{tail});
     dp_.all_reduce(s, t);
-    copy(s, o.grad.sub(blk, Shape{tail}), t);
+    if (bf)
+      convert(s, o.grad.sub(blk, Shape{tail}), t);
+    else
+      copy(s, o.grad.sub(blk, Shape{tail}), t);
   }
 }
 

@@ -10,6 +10,12 @@
 //    optimizer has updated the owned values, gather_values all-gathers every rank's
 //    block back into the value arena. So optimizer state exists only for s + tail
 //    elements per module (train/optimizer.h), 1/dp of the unsharded state.
+// wire (train.grad_reduce_dtype): F32 (the default) reduces the f32 gradients as they
+// are; BF16 converts them into a bf16 copy (wire_, n elements, allocated once), reduces
+// that (half the bytes; each reduction step rounds to bf16) and converts the sums back
+// into the f32 gradients (zero = 0) or the f32 shard (zero = 1). The optimizer always
+// reads f32 gradients. The values' all-gather (zero = 1) stays f32: master weights are
+// never rounded.
 // Every rank must call reduce (and gather_values) for the same modules in the same order
 // on the same stream kind (the step's `comm` tasks, the trainer's default stream).
 #pragma once
@@ -26,7 +32,7 @@ class DpGrads {
  public:
   // Only the modules whose `trainable` flag is set are reduced (and get buffers).
   DpGrads(const std::vector<ModuleParams>& modules, const std::vector<bool>& trainable, Communicator& dp, int zero,
-          double bucket_mb, Backend& backend);
+          double bucket_mb, Backend& backend, DType wire = DType::F32);
 
   int zero() const { return zero_; }
   Communicator& dp() const { return dp_; }
@@ -43,7 +49,11 @@ class DpGrads {
     Tensor grad;                       // [end-begin + tail_end-tail_begin] f32
   };
   const Owned& owned(size_t i) const { return owned_[i]; }
-  size_t bytes(size_t i) const;  // bytes this rank sends for module i per step (the byte counters' rule)
+  // Bytes this rank sends for module i per step (the byte counters' rule): the reduced
+  // elements (zero = 0: n; zero = 1: the reduce-scatter input + the tail) x the wire size.
+  size_t bytes(size_t i) const;
+  DType wire() const { return wire_; }
+  size_t wire_bytes() const;  // memory of the bf16 copies (0 at F32)
 
  private:
   std::vector<ModuleParams> modules_;
@@ -52,6 +62,8 @@ class DpGrads {
   double bucket_mb_;
   std::vector<Owned> owned_;
   std::vector<Tensor> gather_tmp_;  // zero = 1: [s] the owned values, the all-gather's input
+  DType wire_ = DType::F32;
+  std::vector<Tensor> wire_buf_;    // BF16: [n] bf16 per trainable module (+ [s] for the shard)
 };
 
 // A module's flat f32 view of a ParamTable arena (values or gradients).

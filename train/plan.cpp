@@ -82,6 +82,7 @@ LayoutPlan Planner::plan(const LayoutChoice& c) const {
   p.cfg = v;
   RankLayout l;
   l.tp = c.tp, l.dp = c.dp, l.zero = c.zero, l.bucket_mb = t.bucket_mb;
+  l.grad_wire = t.grad_reduce_bf16 ? DType::BF16 : DType::F32;
   for (int r = 0; r < c.tp; ++r) {
     l.tp_rank = r;
     p.ranks.push_back(plan_rank(v, l, t.optim));

@@ -36,6 +36,10 @@ StepBytes step_bytes(const VlmConfig& cfg, const RankLayout& l, const RankPlan& 
   const ModelConfig& m = cfg.llm;
   const int64_t tp = l.tp, M = s.micro_batches, C = m.d_model, L = m.n_layers, HS = m.head_dim(), NKV = m.kv_heads();
   auto trains = [&](ModuleId id) { return !cfg.frozen[size_t(id)]; };
+  // Element sizes on the wire (README "Numerics"): the backbone's activations cross the TP
+  // regions in the compute precision, its statistics and the prompt lookup in f32; the DP
+  // reduction in train.grad_reduce_dtype, ZeRO-1's all-gather of the values in f32.
+  const int64_t act = cfg.precision == Precision::BF16 ? 2 : 4, grad = int64_t(dtype_size(l.grad_wire));
   CommCounters& t = out.tp;
   if (tp > 1) {
     const int64_t T = s.backbone_tokens(cfg, l.tp), Ts = T / tp, P = s.images * s.prompt;
@@ -45,10 +49,10 @@ StepBytes step_bytes(const VlmConfig& cfg, const RankLayout& l, const RankPlan& 
     if (P > 0) add(t, CollKind::AllReduce, M * 4 * P * C);
     const int64_t blocks = 4 * L + 2 + (full ? 2 * L : 0);  // E + 4L + 1 (+ 2L recomputed forwards)
     if (!sp) {
-      add(t, CollKind::AllReduce, M * 4 * (T * C * blocks + 3 * T));
+      add(t, CollKind::AllReduce, M * (act * T * C * blocks + 4 * 3 * T));
     } else {
-      add(t, CollKind::ReduceScatter, M * 4 * T * C * blocks);
-      add(t, CollKind::AllGather, M * 4 * Ts * C * blocks);
+      add(t, CollKind::ReduceScatter, M * act * T * C * blocks);
+      add(t, CollKind::AllGather, M * act * Ts * C * blocks);
       add(t, CollKind::AllReduce, M * 4 * 3 * T);
     }
     ScorerDims dims;
@@ -81,13 +85,13 @@ StepBytes step_bytes(const VlmConfig& cfg, const RankLayout& l, const RankPlan& 
   for (size_t i = 0; i < r.owned.size(); ++i) {
     if (r.grad_elems[i] == 0) continue;  // frozen
     if (!zero) {
-      if (l.dp > 1) add(d, CollKind::AllReduce, 4 * r.grad_elems[i]);
+      if (l.dp > 1) add(d, CollKind::AllReduce, grad * r.grad_elems[i]);
       continue;
     }
     const DpGrads::Owned& o = r.owned[i];
     const int64_t blk = o.end - o.begin, tail = o.tail_end - o.tail_begin;
-    if (blk > 0) add(d, CollKind::ReduceScatter, 4 * o.tail_begin), add(d, CollKind::AllGather, 4 * blk);
-    if (tail > 0) add(d, CollKind::AllReduce, 4 * tail);
+    if (blk > 0) add(d, CollKind::ReduceScatter, grad * o.tail_begin), add(d, CollKind::AllGather, 4 * blk);
+    if (tail > 0) add(d, CollKind::AllReduce, grad * tail);
   }
   if (zero) add(d, CollKind::AllReduce, 8);  // the norm's two sums, over DP
   return out;

@@ -89,7 +89,7 @@ class StandInCommunicator final : public Communicator {
 }  // namespace
 
 std::vector<MemoryTerms::Term> MemoryTerms::terms() const {
-  return {{"parameters", params}, {"gradients", grads}, {"optimizer state", optimizer},
+  return {{"parameters", params}, {"bf16 weight copies", bf16_copies}, {"gradients", grads}, {"optimizer state", optimizer},
           {"activations", activations}, {"model buffers", buffers}};
 }
 
@@ -109,6 +109,7 @@ MemoryTerms memory_terms(VlmModel& model, const DpGrads& dp, const AdamW& opt, s
   const std::vector<ModuleParams> mods = model.modules();
   for (size_t i = 0; i < mods.size(); ++i) {
     m.params += mods[i].table->value_arena().bytes();
+    m.bf16_copies += mods[i].table->working_bytes();
     m.grads += mods[i].table->grad_bytes();
     // ZeRO-1 (train/dp_grads.h): the reduced gradient shard and the values' gather buffer.
     if (dp.zero() > 0 && dp.owned(i).grad.defined()) {
@@ -116,9 +117,10 @@ MemoryTerms memory_terms(VlmModel& model, const DpGrads& dp, const AdamW& opt, s
       m.optimizer += o.grad.nbytes() + size_t(std::max<int64_t>(1, o.end - o.begin)) * 4;
     }
   }
+  m.grads += dp.wire_bytes();
   m.optimizer += opt.state_bytes();
   m.activations = size_t(model.activation_bytes());
-  const size_t named = m.params + m.grads + m.optimizer + m.activations;
+  const size_t named = m.params + m.bf16_copies + m.grads + m.optimizer + m.activations;
   VLM_ASSERT(allocated >= named, "memory terms: ", named, " bytes named, ", allocated, " allocated");
   m.buffers = allocated - named;
   return m;
@@ -133,7 +135,7 @@ RankPlan plan_rank(const VlmConfig& cfg, const RankLayout& l, const OptimOptions
     std::vector<bool> trainable;
     for (int m = 0; m < kNumModules; ++m) trainable.push_back(!cfg.frozen[size_t(m)]);
     const std::vector<ModuleParams> mods = model.modules();
-    DpGrads dpg(mods, trainable, dp, l.zero, l.bucket_mb, b);
+    DpGrads dpg(mods, trainable, dp, l.zero, l.bucket_mb, b, l.grad_wire);
     AdamW opt(mods, trainable, dpg, b, o);
     r.memory = memory_terms(model, dpg, opt, b.allocated());
     for (size_t i = 0; i < mods.size(); ++i) {

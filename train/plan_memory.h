@@ -25,13 +25,15 @@ namespace vlm {
 
 struct MemoryTerms {
   size_t params = 0;       // parameter arenas of the four modules (f32 master weights)
-  size_t grads = 0;        // gradient arenas of the trainable modules (none when frozen)
+  size_t bf16_copies = 0;  // their bf16 working copies (train.precision=bf16; README "Numerics")
+  size_t grads = 0;        // gradient arenas of the trainable modules (none when frozen), and
+                           // with bf16 gradient buckets the DP reduction's bf16 copy
   size_t optimizer = 0;    // AdamW moments of the elements this rank updates, and with
                            // ZeRO-1 the DP gradient shard and the values' gather buffer
   size_t activations = 0;  // activation arenas: encoder, projector, backbone (nn/act_plan.h)
   size_t buffers = 0;      // the rest: the model's input and token buffers (images, texture,
                            // prompt rows, visual tokens and their gradients), small tables
-  size_t total() const { return params + grads + optimizer + activations + buffers; }
+  size_t total() const { return params + bf16_copies + grads + optimizer + activations + buffers; }
 
   struct Term {
     const char* name;
@@ -52,6 +54,7 @@ struct RankLayout {
   int tp = 1, tp_rank = 0, dp = 1, dp_rank = 0;
   int zero = 0;           // train.zero
   double bucket_mb = 25;  // train.bucket_mb
+  DType grad_wire = DType::F32;  // train.grad_reduce_dtype
 };
 
 // One planned rank: its terms and the objects' figures the communication plan needs.

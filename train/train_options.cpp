@@ -56,6 +56,11 @@ void register_train_options(Config& cfg) {
                  "resume from a checkpoint: auto (the newest in train.ckpt_dir, when there is one), a step_N.h5 "
                  "file or a checkpoint folder; empty = start afresh");
   cfg.add_float("train.bucket_mb", 25, "DP gradient bucket size in MiB", 0.001, 1 << 20);
+  cfg.add_choice("train.precision", "fp32", {"fp32", "bf16"},
+                 "arithmetic: fp32, or bf16 mixed precision (bf16 weight copies and activations, f32 master "
+                 "weights, gradients and statistics; README Numerics)");
+  cfg.add_choice("train.grad_reduce_dtype", "fp32", {"fp32", "bf16"},
+                 "dtype of the DP gradient buckets on the wire (bf16 halves the traffic; the sums land in f32)");
   cfg.add_string("llm.hf", "", "Hugging Face Llama/Qwen2/GPT-2 checkpoint directory for the backbone");
 
   cfg.add_string("eval.split", "test", "split of the caption accuracy after training (empty = none)");
@@ -117,6 +122,8 @@ TrainOptions read_train_options(const Config& cfg) {
   t.run = cfg.get_string("train.run");
   t.out_dir = cfg.get_string("train.out_dir");
   t.bucket_mb = cfg.get_float("train.bucket_mb");
+  t.precision = cfg.get_string("train.precision") == "bf16" ? Precision::BF16 : Precision::FP32;
+  t.grad_reduce_bf16 = cfg.get_string("train.grad_reduce_dtype") == "bf16";
   t.save_every = cfg.get_int("train.save_every");
   t.keep_last = int(cfg.get_int("train.keep_last"));
   t.ckpt_dir = cfg.get_string("train.ckpt_dir");
@@ -174,6 +181,7 @@ VlmConfig resolve_vlm_config(const Config& cfg, const TrainOptions& t, int64_t t
               "--scorers.placement=tp2 is not supported by vlm train (use replicated, batch-split or dedicated)");
   v.max_images = t.batch, v.max_text = t.max_text;
   v.frozen = t.frozen;
+  v.precision = t.precision;
   const int64_t longest = v.scorers.lod.max_tokens + t.max_text;
   VLM_REQUIRE(v.llm.is_llama() || longest <= v.llm.max_pos, "lod.max_tokens + train.max_text = ", longest,
               " exceeds model.max_pos=", v.llm.max_pos, " (the learned position table)");

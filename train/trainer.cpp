@@ -149,7 +149,8 @@ Trainer::Trainer(const Config& cfg, Runtime& rt) : st_(std::make_unique<State>(c
   S.streams = std::make_unique<sched::StreamSet>(b);
   StepOptions so;
   so.mode = S.sched.mode;
-  S.dpg = std::make_unique<DpGrads>(S.model->modules(), S.trainable, rt.groups().dp(), S.train.zero, S.train.bucket_mb, b);
+  S.dpg = std::make_unique<DpGrads>(S.model->modules(), S.trainable, rt.groups().dp(), S.train.zero, S.train.bucket_mb, b,
+                                     S.train.grad_reduce_bf16 ? DType::BF16 : DType::F32);
   S.step = std::make_unique<VlmStep>(*S.model, *S.streams, *S.dpg, S.trainable, S.train.micro_batches, so);
   S.opt = std::make_unique<AdamW>(S.model->modules(), S.trainable, *S.dpg, b, S.train.optim);
   S.memory = memory_terms(*S.model, *S.dpg, *S.opt, S.meter->live_bytes());
@@ -157,6 +158,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt) : st_(std::make_unique<State>(c
   S.total = S.train.total_steps(S.loader->steps_per_epoch());
   S.log = std::make_unique<RunLog>(S.train.out_dir + "/" + S.train.run, rt.root(), cfg.dump_ini());
   if (!S.train.resume.empty()) S.resume();
+  S.model->refresh_working_weights();  // bf16 copies of the initial weights (no-op at fp32)
 }
 
 Trainer::~Trainer() = default;
@@ -168,17 +170,14 @@ TrainReport Trainer::run() {
   Communicator& dp = rt.groups().dp();
   const int M = S.train.micro_batches;
   TrainReport rep;
-  rep.optimizer_bytes = S.opt->state_bytes();
-  for (const ModuleParams& m : S.model->modules()) rep.grad_bytes += m.table->grad_bytes();
+  rep.optimizer_bytes = S.memory.optimizer, rep.grad_bytes = S.memory.grads;
   rep.planned_arena_bytes = S.memory.total();
   if (rt.root()) {
     std::printf("vlm train: %s | tp=%d dp=%d | %lld steps of %d x %d x %d images | %s\n", rt.backend().description().c_str(),
                 rt.topology().tp(), rt.topology().dp(), (long long)S.total, rt.topology().dp(), M, S.train.batch,
                 sched::mode_name(S.sched.mode));
-    std::printf("  vision %s\n  llm    %s\n  optimizer state %.1f MiB, gradients %.1f MiB, activations %.1f MiB\n",
-                S.vcfg.vision.str().c_str(), S.vcfg.llm.str().c_str(), double(rep.optimizer_bytes) / (1 << 20),
-                double(rep.grad_bytes) / (1 << 20), double(S.model->activation_bytes()) / (1 << 20));
-    std::printf("  memory (rank 0, planned): %s\n", S.memory.str().c_str());
+  rep.optimizer_bytes = S.memory.optimizer, rep.grad_bytes = S.memory.grads;
+  rep.planned_arena_bytes = S.memory.total();
     std::fflush(stdout);
   }
   Communicator& tpc = rt.groups().tp();
@@ -222,6 +221,7 @@ TrainReport Trainer::run() {
     const double lr = lr_at(S.train.optim, step, S.total);
     const float scale = S.train.optim.clip > 0 && gnorm > S.train.optim.clip ? float(S.train.optim.clip / gnorm) : 1.f;
     S.opt->step(s, step, lr, scale);
+    S.model->refresh_working_weights();  // bf16 copies of the new weights
     s.synchronize();
     rep.comm_tp = counters_since(tpc.counters(), tp0), rep.comm_dp = counters_since(dp.counters(), dp0);
     if (step == S.start) rep.first_loss = loss;

@@ -30,6 +30,8 @@ struct TrainReport {
   int64_t eval_images = 0;
   double train_seconds = 0, images_per_s = 0, tokens_per_s = 0;
   double loader_stall = 0;   // fraction of the training time spent waiting for batches
+  // Memory of this rank (train/plan_memory.h MemoryTerms): optimizer state; gradients
+  // (+ the bf16 copy of the DP reduction).
   size_t optimizer_bytes = 0, grad_bytes = 0;
   // This rank's device memory: the planned arenas (train/plan_memory.h, what `vlm plan`
   // predicts) and the measured peak of the bytes allocated through the training backend

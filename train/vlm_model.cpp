@@ -62,15 +62,18 @@ VlmModel::VlmModel(const VlmConfig& cfg, Backend& backend, Communicator& tp, Com
   const int64_t Bm = cfg.max_images, N = v.tokens(), dv = v.d_model, C = cfg.llm.d_model;
   const int64_t Pm = Bm * cfg.max_text, Tv = Bm * cfg.scorers.lod.max_tokens;
   auto trains = [&](ModuleId m) { return !cfg.frozen[size_t(m)]; };
-  vision_ = std::make_unique<VisionEncoder>(v, backend, self, Bm, VisionReadout{}, DType::F32, trains(ModuleId::Vision));
+  vision_ = std::make_unique<VisionEncoder>(v, backend, self, Bm, VisionReadout{}, DType::F32, trains(ModuleId::Vision),
+                                            cfg.precision);
   ScorerDims dims;
   dims.G = v.grid(), dims.d = dv, dims.dq = C;
   stage_ = std::make_unique<RelevanceStage>(cfg.scorers, dims, tp);
   stage_params_ = std::make_unique<ParamTable>(stage_->param_specs(), 1, 0);
   stage_params_->allocate(backend, trains(ModuleId::Scorers));
   stage_->bind(*stage_params_);
-  projector_ = std::make_unique<Projector>(dv, C, cfg.projector_std, backend, Tv, DType::F32, trains(ModuleId::Projector));
-  llm_ = std::make_unique<Backbone>(cfg.llm, backend, tp, cfg.max_backbone_tokens(tp.size()), trains(ModuleId::Llm));
+  projector_ = std::make_unique<Projector>(dv, C, cfg.projector_std, backend, Tv, DType::F32, trains(ModuleId::Projector),
+                                           cfg.precision);
+  llm_ = std::make_unique<Backbone>(cfg.llm, backend, tp, cfg.max_backbone_tokens(tp.size()), trains(ModuleId::Llm),
+                                    cfg.precision);
   features_ = std::make_unique<FeatureSource>(*vision_, dF_);
   const Param& table = llm_->params().get(kEmbedTokens);
   prompt_emb_.table = table.value, prompt_emb_.dtable = table.grad, prompt_emb_.vocab_offset = table.offset;
@@ -107,6 +110,16 @@ std::vector<ModuleParams> VlmModel::modules() {
 
 void VlmModel::zero_grads() {
   for (const ModuleParams& m : modules()) m.table->zero_grads();
+}
+
+void VlmModel::refresh_working_weights() {
+  for (const ModuleParams& m : modules()) m.table->refresh_working(backend_.default_stream());
+}
+
+size_t VlmModel::working_weight_bytes() {
+  size_t n = 0;
+  for (const ModuleParams& m : modules()) n += m.table->working_bytes();
+  return n;
 }
 
 int64_t VlmModel::activation_bytes() const {

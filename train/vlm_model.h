@@ -54,6 +54,9 @@ struct VlmConfig {
   int64_t max_images = 8;  // images per micro-batch (per rank)
   int64_t max_text = 64;   // prompt + caption tokens per sample
   float projector_std = 0.02f;
+  // train.precision (README "Numerics"): at BF16 the vision encoder, projector and
+  // backbone hold a bf16 working copy of their weights (refresh_working_weights()).
+  Precision precision = Precision::FP32;
   // Frozen modules (by ModuleId) get no gradient arena and skip their weight gradients.
   std::array<bool, kNumModules> frozen{};
   // Tokens of the backbone's packed micro-batch at most: every image at lod.max_tokens
@@ -95,6 +98,11 @@ class VlmModel {
   void init(uint64_t seed);  // every part from (seed, parameter name): independent of tp
   std::vector<ModuleParams> modules();
   void zero_grads();
+  // Re-rounds every bf16 working copy from the f32 master weights (no-op at FP32): after
+  // init, a load and every optimizer step. On the backend's default stream.
+  void refresh_working_weights();
+  // Bytes of the bf16 working copies on this rank (0 at FP32).
+  size_t working_weight_bytes();
 
   VisionEncoder& vision() { return *vision_; }
   RelevanceStage& stage() { return *stage_; }

@@ -68,7 +68,7 @@ BlockConfig vision_block_config(const VisionConfig& cfg) {
 }
 
 VisionEncoder::VisionEncoder(const VisionConfig& cfg, Backend& backend, Communicator& self, int64_t max_images,
-                             VisionReadout readout, DType dtype, bool grads)
+                             VisionReadout readout, DType dtype, bool grads, Precision precision)
     : cfg_(cfg),
       readout_(readout),
       backend_(backend),
@@ -86,6 +86,7 @@ VisionEncoder::VisionEncoder(const VisionConfig& cfg, Backend& backend, Communic
     for (ParamSpec& s : Norm::param_specs(NormKind::LayerNorm, d, kPostNormWeight, kPostNormBias, false))
       specs.push_back(std::move(s));
   params_ = std::make_unique<ParamTable>(std::move(specs), 1, 0, dtype);
+  if (precision == Precision::BF16) params_->add_bf16_working_copy();
   params_->allocate(backend, grads);
   embed_.bind(*params_);
   stack_.bind(*params_);

@@ -54,7 +54,8 @@ class VisionEncoder {
   // the backend's device. Parameters are zero until init() or a load. grads = false: frozen,
   // no gradient arena (nn/param_table.h); backward still gives the input gradients.
   VisionEncoder(const VisionConfig& cfg, Backend& backend, Communicator& self, int64_t max_images,
-                VisionReadout readout = {}, DType dtype = DType::F32, bool grads = true);
+                VisionReadout readout = {}, DType dtype = DType::F32, bool grads = true,
+                Precision precision = Precision::FP32);
   VisionEncoder(const VisionEncoder&) = delete;
   VisionEncoder& operator=(const VisionEncoder&) = delete;
 

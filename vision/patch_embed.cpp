@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "nn/linear.h"
 
 namespace vlm {
 
@@ -63,14 +64,16 @@ void PatchEmbed::bind(const ParamTable& t) {
     st.db = t.get(stem_bias_name(l)).grad;
   }
   const Param& w = t.get(kPatchWeight);
-  w_ = w.value.view(Shape{d, K});
+  w_ = (w.work.defined() ? w.work : w.value).view(Shape{d, K});  // the matmul's weights
+  bf16_ = t.has_working();
   dw_ = w.grad.defined() ? w.grad.view(Shape{d, K}) : Tensor{};  // undefined: frozen
   b_ = t.get(kPatchBias).value;
   db_ = t.get(kPatchBias).grad;
   pos_ = t.get(kPositionTable).value;
   dpos_ = t.get(kPositionTable).grad;
   if (cfg_.texture) {
-    tex_ = t.get(kTextureWeight).value;
+    const Param& tw = t.get(kTextureWeight);
+    tex_ = tw.work.defined() ? tw.work : tw.value;
     dtex_ = t.get(kTextureWeight).grad;
   }
 }
@@ -136,7 +139,7 @@ void PatchEmbed::forward(Stream& s, const Tensor& out, const Tensor& pixels, con
   o.bias = &b_;
   matmul(s, out, embed_rows(), w_, o);                                        // conv P x P, stride P (or 1x1)
   bias_add(s, out.view(Shape{B, GG * d}), out.view(Shape{B, GG * d}), pos_.view(Shape{GG * d}));  // + positions
-  if (!cfg_.texture) return;
+  if (!cfg_.texture) return round_act(s, out, bf16_);
   VLM_ASSERT(texture.defined() && texture.shape() == Shape({B, kVisionTextureChannels, G, G}) &&
                  texture.dtype() == out.dtype(),
              "patch embedding: texture ", texture.defined() ? texture.str() : "undefined", ", expected [", B, ",",
@@ -146,6 +149,7 @@ void PatchEmbed::forward(Stream& s, const Tensor& out, const Tensor& pixels, con
   t.trans_b = true;
   t.beta = 1.f;
   matmul(s, out.view(Shape{B, GG, d}), texture.view(Shape{B, kVisionTextureChannels, GG}), tex_, t);
+  round_act(s, out, bf16_);
 }
 
 void PatchEmbed::backward(Stream& s, const Tensor& dout, const Tensor& texture) const {

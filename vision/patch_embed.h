@@ -65,7 +65,8 @@ class PatchEmbed {
 
  private:
   VisionConfig cfg_;
-  Tensor w_, dw_, b_, db_;      // patch weight viewed [d, 3PP], bias [d]
+  Tensor w_, dw_, b_, db_;      // patch weight viewed [d, 3PP] (bf16 working copy at BF16), bias [d]
+  bool bf16_ = false;           // train.precision=bf16: the output is rounded to bf16
   Tensor pos_, dpos_;           // [G*G, d]
   Tensor tex_, dtex_;           // [d, 13] (texture on)
   Tensor patches_;              // [T, 3PP] (planned)

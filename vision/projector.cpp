@@ -10,7 +10,7 @@
 namespace vlm {
 
 Projector::Projector(int64_t d_in, int64_t d_out, float init_std, Backend& backend, int64_t max_tokens, DType dtype,
-                     bool grads)
+                     bool grads, Precision precision)
     : d_in_(d_in), d_out_(d_out), max_tokens_(max_tokens) {
   VLM_REQUIRE(d_in >= 1 && d_out >= 1 && max_tokens >= 1, "projector: widths ", d_in, " -> ", d_out, " for ",
               max_tokens, " tokens (expected positive sizes)");
@@ -19,6 +19,7 @@ Projector::Projector(int64_t d_in, int64_t d_out, float init_std, Backend& backe
                                param_spec(kProjector2Weight, Shape{d_out, d_out}, -1, InitKind::Normal, init_std),
                                param_spec(kProjector2Bias, Shape{d_out}, -1, InitKind::Zeros)};
   params_ = std::make_unique<ParamTable>(std::move(specs), 1, 0, dtype);
+  if (precision == Precision::BF16) params_->add_bf16_working_copy();
   params_->allocate(backend, grads);
   l1_ = Linear::bind(*params_, kProjector1Weight, kProjector1Bias);
   l2_ = Linear::bind(*params_, kProjector2Weight, kProjector2Bias);
@@ -48,6 +49,7 @@ void Projector::backward(Stream& s, const Tensor& dx, const Tensor& dy, const Te
   require_shape(dy, Shape{N, d_out_}, "projector output gradient");
   l2_.backward(s, da_, dy, a_);       // da = dy W2, dW2 += dy^T a, db2 += sum dy
   gelu_backward(s, da_, h_, da_);     // dh = da * GELU'(h), in place
+  round_act(s, da_, l1_.bf16());
   if (dx.defined()) {
     require_shape(dx, Shape{N, d_in_}, "projector input gradient");
     l1_.backward(s, dx, da_, x);

@@ -28,7 +28,7 @@ class Projector {
  public:
   // grads = false: frozen, no gradient arena (nn/param_table.h).
   Projector(int64_t d_in, int64_t d_out, float init_std, Backend& backend, int64_t max_tokens,
-            DType dtype = DType::F32, bool grads = true);
+            DType dtype = DType::F32, bool grads = true, Precision precision = Precision::FP32);
   Projector(const Projector&) = delete;
   Projector& operator=(const Projector&) = delete;
 

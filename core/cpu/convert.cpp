@@ -1,5 +1,6 @@
-// CPU dtype conversion (core/ops/elementwise.inc `convert`): dst = src between f32,
-// bf16 and f64 (any pair, including a plain copy for equal dtypes); same numel.
+// CPU dtype conversion (core/ops/elementwise.inc `convert`, `round_bf16`): dst = src
+// between f32, bf16 and f64 (any pair, including a plain copy for equal dtypes); same
+// numel. round_bf16 is f32 -> bf16 -> f32 in place (dtype.h's f32_to_bf16).
 // Every conversion rounds to nearest even exactly once: f64 -> bf16 goes through f32
 // with round-to-odd (f32 keeps 16 more bits than bf16, so the final RNE step is exact),
 // avoiding the double-rounding error of a plain f64 -> f32 -> bf16 chain.
@@ -69,6 +70,15 @@ void convert(Stream& s, const Tensor& dst, const Tensor& src) {
         for (int64_t i = b; i < e; ++i) d[i] = convert_one<D>(p[i]);
       });
     });
+  });
+}
+
+void round_bf16(Stream& s, const Tensor& x) {
+  check_cpu(x, "round_bf16", "x");
+  VLM_ASSERT(x.dtype() == DType::F32, "round_bf16: x is ", x.str(), ", expected f32");
+  float* p = x.ptr<float>();
+  parallel_for(x.numel(), kGrainStream, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) p[i] = bf16_to_f32(f32_to_bf16(p[i]));
   });
 }
 

@@ -7,6 +7,10 @@
 //    (f32 GELU through the 4-lane vec_math.h kernel).
 //  - beta == 0 never reads C (BLAS overwrites it; K == 0 zeroes it), so NaN garbage
 //    cannot leak in.
+//  - Mixed precision (A or B bf16, C f32): both operands are copied as f32 holding
+//    their bf16 values (an f32 operand is rounded to bf16), then the f32 GEMM runs. A
+//    product of two bf16 values is exact in f32, so this is a bf16 GEMM with f32
+//    accumulation, as cuBLASLt's on the GPU (up to the order of the sums).
 // Deterministic: a GEMM is split between threads by output blocks, never over K
 // (blas.h); bias_backward sums the rows of each column in row order.
 #include <algorithm>
@@ -88,12 +92,39 @@ void bias_backward_impl(const Tensor& dbias, const Tensor& dout) {
   });
 }
 
+// An f32 copy of t (f32 or bf16) holding bf16 values, in this thread's scratch `slot`.
+Tensor bf16_values_f32(const Tensor& t, int slot) {
+  const int64_t n = t.numel();
+  float* d = thread_scratch<float>(slot, n);
+  if (t.dtype() == DType::BF16) {
+    const bf16* p = t.ptr<bf16>();
+    parallel_for(n, kGrainStream, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) d[i] = bf16_to_f32(p[i]);
+    });
+  } else {
+    VLM_ASSERT(t.dtype() == DType::F32, "matmul: mixed-precision operand ", t.str(), " (f32 or bf16)");
+    const float* p = t.ptr<float>();
+    parallel_for(n, kGrainStream, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) d[i] = bf16_to_f32(f32_to_bf16(p[i]));
+    });
+  }
+  return Tensor(d, t.shape(), DType::F32, DeviceKind::CPU);
+}
+
 }  // namespace
 
 void matmul(Stream& s, const Tensor& C, const Tensor& A, const Tensor& B, const GemmOpts& o) {
   check_cpu(C, "matmul", "C");
   check_cpu(A, "matmul", "A");
   check_cpu(B, "matmul", "B");
+  if (A.dtype() == DType::BF16 || B.dtype() == DType::BF16) {  // mixed precision (file comment)
+    VLM_ASSERT(C.dtype() == DType::F32, "matmul: bf16 operands need an f32 C, got ", C.str());
+    VLM_ASSERT(!o.bias || o.bias->dtype() == DType::F32, "matmul: bias of a bf16 GEMM must be f32");
+    // Slots 0 and 3 of this thread (cpu_util.h); the BLAS tasks use no scratch.
+    const Tensor a = bf16_values_f32(A, 0), b = bf16_values_f32(B, 3);
+    matmul_impl<float>(C, a, b, o);
+    return;
+  }
   VLM_ASSERT(A.dtype() == C.dtype() && B.dtype() == C.dtype(), "matmul: dtypes differ: A ", A.str(), " B ",
              B.str(), " C ", C.str());
   dispatch_float(C.dtype(), "matmul", [&](auto tag) { matmul_impl<decltype(tag)>(C, A, B, o); });

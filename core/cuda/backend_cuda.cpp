@@ -57,7 +57,19 @@ CudaStream::~CudaStream() {
   if (cudnn_) cudnnDestroy(cudnn_);
   if (cublaslt_) cublasLtDestroy(cublaslt_);
   if (workspace_) cudaFree(workspace_);
+  if (cast_) cudaFree(cast_);
   if (stream_) cudaStreamDestroy(stream_);
+}
+
+void* CudaStream::cast_scratch(size_t bytes) {
+  if (bytes <= cast_bytes_) return cast_;
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  if (cast_) CUDA_CHECK(cudaFree(cast_));
+  cast_ = nullptr;
+  cast_bytes_ = 0;
+  CUDA_CHECK(cudaMalloc(&cast_, bytes));
+  cast_bytes_ = bytes;
+  return cast_;
 }
 
 void CudaStream::synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }

@@ -9,6 +9,8 @@
 //    cuBLASLt and cuDNN; work on one stream is ordered, so they never overlap. The
 //    cuDNN handle is created on first use (cuDNN's initialisation is slow and most
 //    streams never run a convolution).
+//  - Each CudaStream also owns a cast buffer (cast_scratch), grown on demand: the bf16
+//    copy of an f32 operand of a mixed-precision matmul, used by one op at a time.
 //  - Streams are blocking streams (cudaStreamDefault): synchronous copies through the
 //    legacy default stream (Backend::copy) wait for the work already enqueued on them.
 #pragma once
@@ -66,6 +68,9 @@ class CudaStream final : public Stream {
   cudnnHandle_t cudnn();  // created on first call, bound to this stream
   void* workspace() const { return workspace_; }
   size_t workspace_bytes() const { return kWorkspaceBytes; }
+  // At least `bytes` of device memory for the op running on this stream; growing it
+  // first waits for the stream's work (the old buffer may still be read).
+  void* cast_scratch(size_t bytes);
 
  private:
   std::string name_;
@@ -73,6 +78,8 @@ class CudaStream final : public Stream {
   cublasLtHandle_t cublaslt_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;
   void* workspace_ = nullptr;
+  void* cast_ = nullptr;
+  size_t cast_bytes_ = 0;
 };
 
 // The CudaStream behind a Stream of the CUDA backend (internal error otherwise).

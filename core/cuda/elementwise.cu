@@ -1,5 +1,5 @@
 // CUDA elementwise helpers (core/ops/elementwise.inc, first part): fill, scale, add,
-// accumulate, mul, convert, bias_add, slice_cols, unslice_cols, sum_squares.
+// accumulate, mul, convert, round_bf16, bias_add, slice_cols, unslice_cols, sum_squares.
 // All f32 except convert (any pair of f32, bf16, f64). Grid-stride loops over int64
 // element counts; each element is read and written by one thread, so every op whose
 // declaration allows aliasing (out == a, out == in) is safe. sum_squares reduces per
@@ -37,6 +37,10 @@ __global__ void slice_cols_kernel(float* dst, const float* src, int64_t n, int64
 // dst[r, off + j] = src[r, j], j < w
 __global__ void unslice_cols_kernel(float* dst, const float* src, int64_t n, int64_t w, int64_t W, int64_t off) {
   VLM_GRID_STRIDE(i, n) dst[(i / w) * W + off + i % w] = src[i];
+}
+
+__global__ void round_bf16_kernel(float* x, int64_t n) {
+  VLM_GRID_STRIDE(i, n) x[i] = __bfloat162float(__float2bfloat16(x[i]));
 }
 
 __global__ void sum_squares_kernel(float* out, const float* x, int64_t n) {
@@ -134,6 +138,13 @@ void convert(Stream& s, const Tensor& dst, const Tensor& src) {
     case DType::F64: return launch_convert_from<double>(st, src.dtype(), dst.data(), src.data(), n);
     default: VLM_ASSERT(false, "convert: unsupported destination ", dst.str());
   }
+}
+
+void round_bf16(Stream& s, const Tensor& x) {
+  check_f32(x, "round_bf16", "x");
+  if (x.numel() == 0) return;
+  round_bf16_kernel<<<grid_1d(x.numel()), kThreads, 0, stream_of(s)>>>(f32p(x), x.numel());
+  CUDA_CHECK_LAUNCH();
 }
 
 void bias_add(Stream& s, const Tensor& out, const Tensor& in, const Tensor& bias) {

@@ -5,7 +5,9 @@
 //  - Batched: strided batches; a 2-D operand is broadcast with batch stride 0. The
 //    common case A[b,M,K] x B[K,N] (no trans_a) is folded into one 2-D GEMM of b*M rows.
 //  - Types: f32 compute (CUBLAS_COMPUTE_32F, exact f32, no TF32) with A/B f32 -> C f32,
-//    or A/B bf16 -> C f32 or bf16.
+//    or A/B bf16 -> C f32 or bf16. Mixed (one of A/B bf16, the other f32): the f32
+//    operand is converted to bf16 into the stream's cast buffer first, then the bf16
+//    GEMM runs (C f32 or bf16).
 //  - Epilogues: bias -> CUBLASLT_EPILOGUE_BIAS, bias+gelu -> GELU_BIAS, with pre_gelu ->
 //    GELU_AUX_BIAS (cuBLASLt's GELU is the tanh approximation, as ours). They are used
 //    only where cuBLASLt documents the combination (bias and pre_gelu of C's dtype, the
@@ -182,6 +184,15 @@ void matmul(Stream& s, const Tensor& C, const Tensor& A, const Tensor& B, const 
   check_dev(C, "matmul", "C");
   check_dev(A, "matmul", "A");
   check_dev(B, "matmul", "B");
+  if (A.dtype() != B.dtype()) {  // mixed precision: cast the f32 operand (file comment)
+    const bool a_f32 = A.dtype() == DType::F32;
+    const Tensor& f = a_f32 ? A : B;
+    VLM_ASSERT((a_f32 ? B : A).dtype() == DType::BF16 && f.dtype() == DType::F32,
+               "matmul: operands ", A.str(), " and ", B.str(), " (f32 and/or bf16)");
+    Tensor cast(cuda_stream(s).cast_scratch(size_t(f.numel()) * 2), f.shape(), DType::BF16, DeviceKind::CUDA);
+    cuda::convert(s, cast, f);
+    return a_f32 ? cuda::matmul(s, C, cast, B, o) : cuda::matmul(s, C, A, cast, o);
+  }
   VLM_ASSERT(A.dtype() == B.dtype() && (A.dtype() == DType::F32 || A.dtype() == DType::BF16),
              "matmul: A and B must both be f32 or both bf16, got ", A.str(), " and ", B.str());
   VLM_ASSERT(C.dtype() == DType::F32 || (C.dtype() == DType::BF16 && A.dtype() == DType::BF16),

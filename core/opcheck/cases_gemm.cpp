@@ -1,6 +1,6 @@
 // Conformance cases, part 1 (op_case.h): matmul in every variant (transposes, batched
-// with broadcast, alpha/beta, bias, GELU + pre_gelu, bf16 A/B on non-CPU backends),
-// bias_backward, the elementwise helpers and copy.
+// with broadcast, alpha/beta, bias, GELU + pre_gelu, bf16 A/B on non-CPU backends,
+// mixed f32 x bf16), bias_backward, the elementwise helpers, round_bf16 and copy.
 // Tolerances: matmul 2e-3 (admits TF32 tensor-core math; a wrong layout gives O(1)),
 // exact-ish elementwise 1e-6, transcendental elementwise 1e-5, data movement 0.
 #include <cstdint>
@@ -58,6 +58,29 @@ OpCase matmul_bf16_case(int64_t M, int64_t N, int64_t K, bool tb) {
           }};
 }
 
+// Mixed precision (train.precision=bf16): an f32 activation A (not bf16-valued: the op
+// rounds it) times bf16 weights B^T, f32 bias, f32 C; with beta = 1 the f32
+// accumulation of a weight gradient (dW += dy^T x, bf16 x) is checked instead.
+OpCase matmul_mixed_case(int64_t M, int64_t N, int64_t K, bool grad) {
+  return {cat("matmul mixed ", grad ? "tn (f32 C += f32^T bf16)" : "nt (f32 x bf16^T + bias)", " M", M, " N", N, " K",
+              K),
+          1e-4, [=](Backend& b) {
+            CaseCtx c(b, 2500 + uint64_t(M + N + K) + grad);
+            GemmOpts o;
+            Tensor bias = c.rand(Shape{N});
+            if (grad) {
+              Tensor C = c.rand(Shape{M, N});
+              o.trans_a = true, o.beta = 1.f;
+              matmul(c.stream(), C, c.rand(Shape{K, M}), c.rand(Shape{K, N}, -1, 1, DType::BF16), o);
+              return OpOutputs{{"C", C}};
+            }
+            Tensor C = c.junk(Shape{M, N});
+            o.trans_b = true, o.bias = &bias;
+            matmul(c.stream(), C, c.rand(Shape{M, K}, -3, 3), c.rand(Shape{N, K}, -1, 1, DType::BF16), o);
+            return OpOutputs{{"C", C}};
+          }};
+}
+
 // An elementwise case over n elements: f(ctx, n) returns the outputs.
 OpCase ew_case(const std::string& op, int64_t n, double tol,
                       std::function<OpOutputs(CaseCtx&, int64_t)> f) {
@@ -82,6 +105,8 @@ std::vector<OpCase> gemm_elementwise_cases() {
   v.push_back(matmul_case(5, 7, 9, true, false, 4, false, false, false, 1.f, 1.f));
   v.push_back(matmul_bf16_case(17, 33, 64, false));
   v.push_back(matmul_bf16_case(64, 3, 129, true));
+  v.push_back(matmul_mixed_case(19, 40, 33, false));
+  v.push_back(matmul_mixed_case(24, 9, 70, true));
   for (int64_t rows : {1, 37})
     for (int64_t n : {3, 65})
       v.push_back({cat("bias_backward rows", rows, " N", n), 1e-5, [=](Backend& b) {
@@ -126,6 +151,11 @@ std::vector<OpCase> gemm_elementwise_cases() {
       convert(c.stream(), h, c.rand(Shape{n}, -300, 300));
       convert(c.stream(), back, h);
       return OpOutputs{{"bf16", h}, {"f32", back}};
+    }));
+    v.push_back(ew_case("round_bf16", n, 0, [](CaseCtx& c, int64_t n) {
+      Tensor x = c.rand(Shape{n}, -300, 300);
+      round_bf16(c.stream(), x);
+      return OpOutputs{{"x", x}};
     }));
     v.push_back(ew_case("gelu_forward", n, 1e-5, [](CaseCtx& c, int64_t n) {
       Tensor out = c.junk(Shape{n});

@@ -32,6 +32,7 @@ void accumulate(Stream& s, const Tensor& y, const Tensor& x, float alpha) { VLM_
 void mul(Stream& s, const Tensor& out, const Tensor& a, const Tensor& b) { VLM_DISPATCH(mul, s, out, a, b); }
 void copy(Stream& s, const Tensor& dst, const Tensor& src) { VLM_DISPATCH(copy, s, dst, src); }
 void convert(Stream& s, const Tensor& dst, const Tensor& src) { VLM_DISPATCH(convert, s, dst, src); }
+void round_bf16(Stream& s, const Tensor& x) { VLM_DISPATCH(round_bf16, s, x); }
 void bias_add(Stream& s, const Tensor& out, const Tensor& in, const Tensor& bias) { VLM_DISPATCH(bias_add, s, out, in, bias); }
 void slice_cols(Stream& s, const Tensor& dst, const Tensor& src, int64_t offset) { VLM_DISPATCH(slice_cols, s, dst, src, offset); }
 void unslice_cols(Stream& s, const Tensor& dst, const Tensor& src, int64_t offset) { VLM_DISPATCH(unslice_cols, s, dst, src, offset); }

@@ -21,13 +21,41 @@ MPI_Datatype mpi_type(DType d) {
     case DType::F32: return MPI_FLOAT;
     case DType::F64: return MPI_DOUBLE;
     case DType::I32: return MPI_INT;
+    case DType::BF16: return MPI_UINT16_T;  // with the bf16 operations below
     default: break;
   }
   VLM_ASSERT(false, "no MPI reduction type for ", dtype_name(d));
   return MPI_DATATYPE_NULL;
 }
 
-MPI_Op mpi_op(ReduceOp op) { return op == ReduceOp::Sum ? MPI_SUM : MPI_MAX; }
+// bf16 reductions (MPI has no bf16 type): each pairwise step adds (or compares) in f32
+// and rounds the result to bf16, as NCCL's bf16 reductions do.
+template <bool kMax>
+void bf16_reduce(void* in, void* inout, int* len, MPI_Datatype*) {
+  const bf16* a = static_cast<const bf16*>(in);
+  bf16* b = static_cast<bf16*>(inout);
+  for (int i = 0; i < *len; ++i) {
+    const float x = bf16_to_f32(a[i]), y = bf16_to_f32(b[i]);
+    b[i] = f32_to_bf16(kMax ? (x > y ? x : y) : x + y);
+  }
+}
+
+MPI_Op mpi_op(ReduceOp op, DType d) {
+  if (d == DType::BF16) {  // created once, after MPI_Init (a communicator exists)
+    static const MPI_Op sum = [] {
+      MPI_Op o;
+      MPI_CHECK(MPI_Op_create(&bf16_reduce<false>, 1, &o));
+      return o;
+    }();
+    static const MPI_Op max = [] {
+      MPI_Op o;
+      MPI_CHECK(MPI_Op_create(&bf16_reduce<true>, 1, &o));
+      return o;
+    }();
+    return op == ReduceOp::Sum ? sum : max;
+  }
+  return op == ReduceOp::Sum ? MPI_SUM : MPI_MAX;
+}
 
 int count_of(int64_t n) {
   VLM_ASSERT(n >= 0 && n <= INT_MAX, "MPI count ", n, " does not fit in an int");
@@ -90,7 +118,8 @@ CommWork MpiCommunicator::track(CollKind kind, MPI_Request req) const {
 
 CommWork MpiCommunicator::post_all_reduce(Stream&, const Tensor& x, ReduceOp op) {
   MPI_Request req = MPI_REQUEST_NULL;
-  MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, x.data(), count_of(x.numel()), mpi_type(x.dtype()), mpi_op(op), comm_, &req));
+  MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, x.data(), count_of(x.numel()), mpi_type(x.dtype()), mpi_op(op, x.dtype()), comm_,
+                           &req));
   return track(CollKind::AllReduce, req);
 }
 
@@ -104,7 +133,7 @@ CommWork MpiCommunicator::post_all_gather(Stream&, const Tensor& out, const Tens
 CommWork MpiCommunicator::post_reduce_scatter(Stream&, const Tensor& out, const Tensor& in, ReduceOp op) {
   MPI_Request req = MPI_REQUEST_NULL;
   MPI_CHECK(MPI_Ireduce_scatter_block(in.data(), out.data(), count_of(out.numel()), mpi_type(out.dtype()),
-                                      mpi_op(op), comm_, &req));
+                                      mpi_op(op, out.dtype()), comm_, &req));
   return track(CollKind::ReduceScatter, req);
 }
 

@@ -7,6 +7,8 @@
 // Communicator::timeout_message.
 // Invariants: the MPI communicator is a private duplicate (no traffic mixes with other
 // groups); handles must not outlive their communicator; counts fit in an int.
+// bf16 reductions go through user-defined MPI operations (f32 arithmetic per step,
+// rounded to bf16 after each, as NCCL's).
 #pragma once
 #include <mpi.h>
 

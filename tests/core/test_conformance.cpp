@@ -57,7 +57,7 @@ TEST(ConformanceTable, CoversEveryOp) {
     std::stringstream first(c.name.substr(0, c.name.find(' ')));
     for (std::string t; std::getline(first, t, '/');) tokens.insert(t);
   }
-  const char* ops[] = {"matmul", "bias_backward", "fill", "scale", "add", "accumulate", "mul", "copy", "convert",
+  const char* ops[] = {"matmul", "bias_backward", "fill", "scale", "add", "accumulate", "mul", "copy", "convert", "round_bf16",
                        "bias_add", "slice_cols", "unslice_cols", "gelu_forward", "gelu_backward",
                        "swiglu_forward", "swiglu_backward", "sum_squares", "layernorm", "rmsnorm", "softmax",
                        "rope", "attention", "embedding", "cross_entropy", "vocab_ce", "conv2d", "avgpool2d",

@@ -2,6 +2,9 @@
 // claims (regions.h), on the world group (p = world size), on the TP group of a TP=2
 // layout, and on a group of one rank (identity: plain copies, no communication).
 // Values are small integers, exact in f32: rank r holds f(r, n, k) at row n, column k.
+// The same ops with the bf16 wire (train.precision=bf16) on values exact in bf16: the
+// same results in half the bytes (bf16 reductions through the MPI communicator's own
+// bf16 operations).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -130,9 +133,75 @@ void check_regions(Communicator& comm) {
   EXPECT_EQ(k.total_bytes(), q * (3 * N * C * 4 + 2 * N * c * 4 + 2 * t * D * 4 + 2 * T * D * 4));
 }
 
+// The bf16 wire (regions.h `wire`): every communicating op with values that bf16 holds
+// exactly (sums of quarters below 64: 8 significant bits) gives the f32 result bitwise,
+// in half the bytes; a gathered value that bf16 does not hold arrives rounded once.
+void check_bf16_wire(Communicator& comm) {
+  SCOPED_TRACE(comm.name());
+  const int64_t p = comm.size(), r = comm.rank(), C = c * p, t = 2, T = p * t;
+  const DType bf = DType::BF16;
+  comm.reset_counters();
+  const Fill per_rank = [&](int64_t n, int64_t k) { return float(r % 4) + 0.5f * float(n) + 0.25f * float(k % 2); };
+  float tot = 0;
+  for (int64_t q = 0; q < p; ++q) tot += float(q % 4);
+  const Fill summed = [&](int64_t n, int64_t k) { return tot + float(p) * (0.5f * float(n) + 0.25f * float(k % 2)); };
+  const Fill junk = [](int64_t, int64_t) { return -1.f; };
+  Tensor x = make(N, C, per_rank), y = make(N, C, junk);
+  copy_to_region_backward(host(), comm, y, x, bf);
+  expect_values(y, summed, "copy_to bwd bf16");
+  y = make(N, C, junk);
+  reduce_from_region_forward(host(), comm, y, x, bf);
+  expect_values(y, summed, "reduce_from fwd bf16");
+  // Last-dim gathers: rank q's block holds q's values.
+  Tensor part = make(N, c, per_rank), whole = make(N, C, junk), work = make(p * N, c, junk);
+  const Fill concat = [&](int64_t n, int64_t k) {
+    return float((k / c) % 4) + 0.5f * float(n) + 0.25f * float((k % c) % 2);
+  };
+  gather_from_region_forward(host(), comm, whole, part, work, bf);
+  expect_values(whole, concat, "gather_from fwd bf16");
+  whole = make(N, C, junk);
+  scatter_to_region_backward(host(), comm, whole, part, work, bf);
+  expect_values(whole, concat, "scatter_to bwd bf16");
+  // Sequence parallel: rows of rank q are q's.
+  Tensor xs = make(t, c, per_rank), ys = make(T, c, junk), dxs = make(t, c, junk);
+  const Fill seq_concat = [&](int64_t m, int64_t k) {
+    return float((m / t) % 4) + 0.5f * float(m % t) + 0.25f * float(k % 2);
+  };
+  gather_from_sequence_region_forward(host(), comm, ys, xs, bf);
+  expect_values(ys, seq_concat, "gather_from_sequence fwd bf16");
+  ys = make(T, c, junk);
+  reduce_scatter_to_sequence_region_backward(host(), comm, ys, xs, bf);
+  expect_values(ys, seq_concat, "reduce_scatter_to_sequence bwd bf16");
+  const Fill big = [&](int64_t m, int64_t k) { return float(r % 4) + 0.5f * float(m % 2) + 0.25f * float(k % 2); };
+  const Fill big_sum = [&](int64_t i, int64_t k) { return tot + float(p) * (0.5f * float(i % 2) + 0.25f * float(k % 2)); };
+  Tensor dys = make(T, c, big);
+  reduce_scatter_to_sequence_region_forward(host(), comm, dxs, dys, bf);
+  expect_values(dxs, big_sum, "reduce_scatter_to_sequence fwd bf16");
+  dxs = make(t, c, junk);
+  gather_from_sequence_region_backward(host(), comm, dxs, dys, bf);
+  expect_values(dxs, big_sum, "gather_from_sequence bwd bf16");
+  // A value bf16 does not hold: gathered as bf16(1 + 2^-10) = 1 (rounded once, to even).
+  Tensor odd = make(t, c, [](int64_t, int64_t) { return 1.f + 0x1p-10f; });
+  ys = make(T, c, junk);
+  gather_from_sequence_region_forward(host(), comm, ys, odd, bf);
+  expect_values(ys, [&](int64_t, int64_t) { return p > 1 ? 1.f : 1.f + 0x1p-10f; }, "rounded on the wire");
+
+  // Bytes: the f32 formula of check_regions at 2 bytes per element (2 all-reduces of
+  // [N,C]; all-gathers of 2 x [N,c] and 3 x [t,c]; reduce-scatters of 2 x [T,c]).
+  const CommCounters& k = comm.counters();
+  const uint64_t q = p > 1 ? 1 : 0;
+  EXPECT_EQ(k.bytes_of(CollKind::AllReduce), q * 2 * N * C * 2);
+  EXPECT_EQ(k.bytes_of(CollKind::AllGather), q * (2 * N * c * 2 + 3 * t * c * 2));
+  EXPECT_EQ(k.bytes_of(CollKind::ReduceScatter), q * 2 * T * c * 2);
+}
+
 TEST(Regions, WorldGroup) { check_regions(groups().rt.groups().world()); }
 TEST(Regions, TensorParallelGroupOfTwo) { check_regions(groups().rt.groups().tp()); }
 TEST(Regions, GroupOfOneIsIdentity) { check_regions(*groups().self); }
+
+TEST(Regions, Bf16WireWorldGroup) { check_bf16_wire(groups().rt.groups().world()); }
+TEST(Regions, Bf16WireTensorParallelGroupOfTwo) { check_bf16_wire(groups().rt.groups().tp()); }
+TEST(Regions, Bf16WireGroupOfOneIsIdentity) { check_bf16_wire(*groups().self); }
 
 }  // namespace
 }  // namespace vlm

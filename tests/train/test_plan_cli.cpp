@@ -128,6 +128,9 @@ TEST_F(PlanCli, MemoryAndBytesMatchMeasuredRuns) {
       {2, 2, "--train.batch 4 --train.zero 1 --scorers.placement dedicated"},
       {2, 1, "--train.batch 8 --model.sequence_parallel --model.recompute full --scorers.placement batch-split"},
       {2, 2, "--train.batch 4 --train.freeze vision,llm --train.zero 1 --scorers.placement batch-split"},
+      {2, 2, "--train.batch 4 --train.precision bf16 --train.grad_reduce_dtype bf16"},
+      {2, 2, "--train.batch 4 --train.precision bf16 --train.grad_reduce_dtype bf16 --train.zero 1 "
+             "--model.sequence_parallel"},
   };
   for (const Case& c : cases) {
     const int world = c.tp * c.dp;

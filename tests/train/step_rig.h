@@ -1,0 +1,110 @@
+// The rig of the VLM step tests (test_step.cpp, test_mixed_precision.cpp): a tiny VLM,
+// a synthetic global batch of kImages samples, its micro-batches per DP rank, the
+// gradients of a model as one vector, and the process groups of a (tp, dp) layout.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "parallel/groups.h"
+#include "parallel/topology.h"
+#include "tests/support/mpi.h"
+#include "tests/support/rng.h"
+#include "train/vlm_model.h"
+
+namespace vlm {
+namespace {
+
+double rel(double a, double e) { return std::fabs(a - e) / std::max(std::fabs(e), 1e-12); }
+
+constexpr int kImages = 8;  // global batch
+constexpr int kM = 2;       // micro-batches per step
+
+VlmConfig tiny_config(int max_images) {
+  VlmConfig c;
+  c.vision.image_size = 16, c.vision.patch = 4, c.vision.d_model = 16, c.vision.n_layers = 1;
+  c.vision.n_heads = 2, c.vision.d_ff = 32;
+  c.scorers.lod.region = 2, c.scorers.lod.min_tokens = 4, c.scorers.lod.max_tokens = 10;
+  c.scorers.lod.fixed_budget = 0;
+  c.scorers.scorers.hidden = 8;
+  c.llm.family = ModelFamily::Llama, c.llm.vocab_size = 50, c.llm.d_model = 32, c.llm.n_layers = 2;
+  c.llm.n_heads = 4, c.llm.n_kv_heads = 4, c.llm.d_ff = 64, c.llm.tied_embeddings = false;
+  c.max_images = max_images, c.max_text = 12;
+  return c;
+}
+
+// The global batch: kImages samples (pixels, texture, prompt, caption), the same on every rank.
+struct GlobalBatch {
+  std::vector<uint8_t> pixels;
+  std::vector<float> texture;
+  std::vector<std::vector<int32_t>> prompt, caption;
+};
+
+GlobalBatch make_batch(uint64_t seed, const VlmConfig& c) {
+  test::Rng rng(seed);
+  GlobalBatch g;
+  const int S = c.vision.image_size, G = c.vision.grid();
+  for (int i = 0; i < kImages * S * S * 3; ++i) g.pixels.push_back(uint8_t(rng.randint(0, 255)));
+  for (int i = 0; i < kImages * 13 * G * G; ++i) g.texture.push_back(float(rng.uniform(-1, 1)));
+  for (int i = 0; i < kImages; ++i) {
+    std::vector<int32_t> p{1}, cap;
+    for (int k = 0, n = 1 + i % 3; k < n; ++k) p.push_back(rng.randint(2, 49));
+    for (int k = 0, n = 2 + i % 4; k < n; ++k) cap.push_back(rng.randint(2, 49));
+    g.prompt.push_back(p), g.caption.push_back(cap);
+  }
+  return g;
+}
+
+// Micro-batch m of DP rank r out of dp (the sampler's order: step slices, then ranks).
+std::vector<MicroBatch> shard(const GlobalBatch& g, const VlmConfig& c, int dp, int r, int M) {
+  const int per = kImages / (dp * M), S = c.vision.image_size, G = c.vision.grid();
+  int64_t counted = 0;
+  for (const auto& x : g.caption) counted += int64_t(x.size());
+  std::vector<MicroBatch> out;
+  for (int m = 0; m < M; ++m) {
+    const int first = m * per * dp + r * per;
+    MicroBatch mb;
+    mb.images = per;
+    mb.pixels = g.pixels.data() + size_t(first) * S * S * 3;
+    mb.texture = g.texture.data() + size_t(first) * 13 * G * G;
+    mb.prompt.assign(g.prompt.begin() + first, g.prompt.begin() + first + per);
+    mb.caption.assign(g.caption.begin() + first, g.caption.begin() + first + per);
+    mb.loss_norm = double(counted);
+    mb.seed = uint64_t(m);
+    out.push_back(std::move(mb));
+  }
+  return out;
+}
+
+std::vector<float> all_grads(VlmModel& model) {
+  std::vector<float> v;
+  for (const ModuleParams& m : model.modules())
+    for (const Param& p : m.table->params()) {
+      const auto x = to_vector_f32(p.grad);
+      v.insert(v.end(), x.begin(), x.end());
+    }
+  return v;
+}
+
+// One rank's world for a (tp, dp) layout over MPI_COMM_WORLD.
+struct Layout {
+  std::unique_ptr<ProcessGroups> groups;
+  std::unique_ptr<Communicator> self;
+  Layout(int tp) {
+    const Topology t = Topology::compute(test::world_size(), test::world_rank(), test::world_size(), tp);
+    groups = std::make_unique<ProcessGroups>(t, DeviceKind::CPU, 120.0);
+    self = test::self_comm("self");
+  }
+};
+
+std::vector<int> layouts_tp() {
+  const int n = test::world_size();
+  std::vector<int> tps;
+  for (int tp = 1; tp <= n; tp *= 2)
+    if (n % tp == 0 && 4 % tp == 0) tps.push_back(tp);  // tiny_config has 4 heads
+  return tps;
+}
+
+}  // namespace
+}  // namespace vlm

@@ -1,0 +1,311 @@
+// Mixed precision (train.precision=bf16, README "Numerics"), one test per cast point,
+// on the tiny VLM of the step tests (step_rig.h), under mpirun with 1, 2 or 4 ranks:
+//  - weights: every matrix parameter has a bf16 working copy equal to bf16(master),
+//    re-rounded by refresh_working_weights after an AdamW step; master weights,
+//    gradients and AdamW moments are f32 (dtypes checked); the memory term
+//    (ParamTable::bf16_copy_bytes) is 2 bytes per matrix element;
+//  - activations: a bf16 Linear's output is round_bf16 of the f32 GEMM of the rounded
+//    operands, a bf16 Norm's output is rounded while its statistics are not; the
+//    backbone's logits and the encoder's features are bf16 values, the per-token
+//    losses are not (f32 loss);
+//  - gradients: two micro-batches accumulate in f32 (their sum matches the sum of the
+//    micro-batches' separate gradients to 1e-6; a bf16 accumulation is off by ~1e-3);
+//  - communication: serial == overlap bitwise in bf16 at every layout, with bf16 DP
+//    gradient buckets too; every layout (ZeRO-0 and 1, f32 and bf16 gradient buckets,
+//    sequence parallelism at tp > 1)
+//    matches the bf16 (1,1) run's loss and gradient norm to 1e-2 relative (measured at
+//    most 3.3e-3: the bf16 wire and the rounded TP partial sums; fp32 layouts match to
+//    1e-5, test_step.cpp); the DP byte formula at the wire's element size equals the
+//    communicator's counters.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "core/ops.h"
+#include "nn/linear.h"
+#include "nn/norm.h"
+#include "scheduler/streams.h"
+#include "tests/support/mpi.h"
+#include "tests/train/step_rig.h"
+#include "train/dp_grads.h"
+#include "train/optimizer.h"
+#include "train/step.h"
+
+namespace vlm {
+namespace {
+
+float round_bf16_host(float x) { return bf16_to_f32(f32_to_bf16(x)); }
+
+// Elements of v that are not bf16 values.
+size_t not_bf16(const std::vector<float>& v) {
+  size_t n = 0;
+  for (float x : v) n += round_bf16_host(x) != x;
+  return n;
+}
+
+VlmConfig bf16_config(int max_images) {
+  VlmConfig c = tiny_config(max_images);
+  c.precision = Precision::BF16;
+  return c;
+}
+
+TEST(MixedPrecision, WeightsAreABf16CopyOfF32MastersAndTheStateIsF32) {
+  if (test::world_size() != 1) GTEST_SKIP() << "one rank";
+  Backend& b = cpu_backend();
+  auto tp = test::self_comm("tp"), dp = test::self_comm("dp"), self = test::self_comm("self");
+  const VlmConfig c = bf16_config(kImages / kM);
+  VlmModel model(c, b, *tp, *self);
+  model.init(3);
+  model.refresh_working_weights();
+  auto check_copies = [&](bool fresh) {
+    size_t stale = 0;
+    for (const ModuleParams& m : model.modules()) {
+      if (m.id == ModuleId::Scorers) {  // the scorers stay f32 (README "Numerics")
+        EXPECT_FALSE(m.table->has_working());
+        continue;
+      }
+      size_t copy_bytes = 0;
+      for (const Param& p : m.table->params()) {
+        EXPECT_EQ(p.value.dtype(), DType::F32) << p.spec.name;
+        EXPECT_EQ(p.grad.dtype(), DType::F32) << p.spec.name;
+        ASSERT_EQ(p.work.defined(), p.local.ndim() >= 2) << p.spec.name << ": a copy for matrices only";
+        if (!p.work.defined()) continue;
+        EXPECT_EQ(p.work.dtype(), DType::BF16) << p.spec.name;
+        copy_bytes += size_t(p.local.numel()) * 2;
+        const std::vector<float> v = to_vector_f32(p.value);
+        Tensor w = Tensor::empty(b, p.local, DType::F32);
+        convert(b.default_stream(), w, p.work);
+        const std::vector<float> got = to_vector_f32(w);
+        for (size_t i = 0; i < v.size(); ++i) stale += got[i] != round_bf16_host(v[i]);
+      }
+      EXPECT_EQ(m.table->bf16_copy_bytes(), copy_bytes) << module_name(m.id);
+      EXPECT_GE(m.table->working_bytes(), copy_bytes) << module_name(m.id);
+    }
+    if (fresh)
+      EXPECT_EQ(stale, 0u) << "working-copy elements that are not bf16(master)";
+    else
+      EXPECT_GT(stale, 0u) << "the optimizer step changed no weight";
+  };
+  check_copies(true);
+  EXPECT_GT(model.working_weight_bytes(), 0u);
+
+  sched::StreamSet streams(b);
+  const std::vector<bool> all(kNumModules, true);
+  DpGrads dpg(model.modules(), all, *dp, 0, 25, b);
+  VlmStep step(model, streams, dpg, all, kM, StepOptions{});
+  OptimOptions oo;
+  oo.lr = 1e-2;
+  AdamW opt(model.modules(), all, dpg, b, oo);
+  model.zero_grads();
+  const double loss = step.run(shard(make_batch(5, c), c, 1, 0, kM));
+  EXPECT_TRUE(std::isfinite(loss));
+  opt.step(b.default_stream(), 1, oo.lr, 1.f);
+  for (size_t i = 0; i < model.modules().size(); ++i)
+    for (int k = 0; k < 2; ++k) EXPECT_EQ(opt.moment(i, k).dtype(), DType::F32) << "module " << i << " moment " << k;
+  check_copies(false);  // the step changed the masters, not yet their copies
+  model.refresh_working_weights();
+  check_copies(true);
+}
+
+TEST(MixedPrecision, LinearAndNormRoundTheirOutputsNotTheirStatistics) {
+  if (test::world_size() != 1) GTEST_SKIP() << "one rank";
+  Backend& b = cpu_backend();
+  Stream& s = b.default_stream();
+  const int64_t N = 5, K = 24, M = 7;
+  ParamTable t({param_spec("w", Shape{M, K}, -1, InitKind::Normal, 0.5f), param_spec("b", Shape{M}, -1, InitKind::Normal, 0.5f),
+                param_spec("nw", Shape{K}, -1, InitKind::Normal, 0.5f), param_spec("nb", Shape{K}, -1, InitKind::Normal, 0.5f)},
+               1, 0);
+  t.add_bf16_working_copy();
+  t.allocate(b);
+  test::Rng rng(9);
+  auto rand = [&](Shape sh) {
+    std::vector<float> v(size_t(sh.numel()));
+    for (float& x : v) x = float(rng.uniform(-2, 2));
+    return Tensor::from_vector(v, sh);
+  };
+  for (const char* n : {"w", "b", "nw", "nb"}) copy_tensor(t.get(n).value, rand(t.get(n).local));
+  t.refresh_working(s);
+
+  // Linear: y = round(bf16(x) bf16(W)^T + b), the GEMM in f32 (exact products).
+  const Linear lin = Linear::bind(t, "w", "b");
+  ASSERT_TRUE(lin.bf16());
+  const Tensor x = rand(Shape{N, K}), y = Tensor::empty(b, Shape{N, M});
+  lin.forward(s, y, x);
+  const std::vector<float> xv = to_vector_f32(x), wv = to_vector_f32(t.get("w").value), bv = to_vector_f32(t.get("b").value);
+  const std::vector<float> yv = to_vector_f32(y);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t m = 0; m < M; ++m) {
+      double acc = 0;
+      for (int64_t k = 0; k < K; ++k)
+        acc += double(round_bf16_host(xv[size_t(n * K + k)])) * double(round_bf16_host(wv[size_t(m * K + k)]));
+      const float want = round_bf16_host(float(acc + double(bv[size_t(m)])));
+      // f32 accumulation against the f64 reference: the rounded results may differ by one bf16 step
+      EXPECT_NEAR(yv[size_t(n * M + m)], want, std::fabs(want) * 0x1p-7 + 1e-6) << n << "," << m;
+    }
+  EXPECT_EQ(not_bf16(yv), 0u) << "Linear outputs that are not bf16 values";
+
+  // Norm: out rounded, mean/rstd f32.
+  const Norm norm = Norm::bind(t, NormKind::LayerNorm, 1e-5f, "nw", "nb");
+  ASSERT_TRUE(norm.bf16);
+  const Tensor out = Tensor::empty(b, Shape{N, K}), mean = Tensor::empty(b, Shape{N}), rstd = Tensor::empty(b, Shape{N});
+  norm.forward(s, out, mean, rstd, x);
+  EXPECT_EQ(not_bf16(to_vector_f32(out)), 0u) << "Norm outputs that are not bf16 values";
+  EXPECT_GT(not_bf16(to_vector_f32(mean)) + not_bf16(to_vector_f32(rstd)), 0u) << "the statistics were rounded";
+  // The same norm at fp32 gives the unrounded output, whose rounding is the bf16 one.
+  Norm f32norm = norm;
+  f32norm.bf16 = false;
+  const Tensor out32 = Tensor::empty(b, Shape{N, K});
+  f32norm.forward(s, out32, mean, rstd, x);
+  const std::vector<float> o32 = to_vector_f32(out32), o16 = to_vector_f32(out);
+  EXPECT_GT(not_bf16(o32), 0u);
+  for (size_t i = 0; i < o32.size(); ++i) ASSERT_EQ(o16[i], round_bf16_host(o32[i])) << i;
+}
+
+TEST(MixedPrecision, ModelActivationsAreBf16AndTheLossAndGradientsF32) {
+  if (test::world_size() != 1) GTEST_SKIP() << "one rank";
+  Backend& b = cpu_backend();
+  auto tp = test::self_comm("tp"), dp = test::self_comm("dp"), self = test::self_comm("self");
+  const VlmConfig c = bf16_config(kImages / kM);
+  VlmModel model(c, b, *tp, *self);
+  model.init(4);
+  model.refresh_working_weights();
+  sched::StreamSet streams(b);
+  const std::vector<bool> all(kNumModules, true);
+  DpGrads dpg(model.modules(), all, *dp, 0, 25, b);
+  const GlobalBatch g = make_batch(13, c);
+  const std::vector<MicroBatch> mbs = shard(g, c, 1, 0, kM);
+  // Each micro-batch alone, then both accumulated (kM = 2 micro-batches of one step).
+  std::vector<double> sum;
+  for (int m = 0; m < kM; ++m) {
+    VlmStep one(model, streams, dpg, all, 1, StepOptions{});
+    model.zero_grads();
+    one.run({mbs[size_t(m)]});
+    const std::vector<float> gm = all_grads(model);
+    if (sum.empty()) sum.assign(gm.size(), 0.0);
+    for (size_t i = 0; i < gm.size(); ++i) sum[i] += gm[i];
+  }
+  std::vector<float> logits;  // the valid vocabulary columns (padding columns hold the mask -1e30)
+  for (float x : to_vector_f32(model.llm().logits()))
+    if (x > -1e29f) logits.push_back(x);
+  EXPECT_GT(logits.size(), 0u);
+  EXPECT_EQ(not_bf16(logits), 0u) << "logits that are not bf16 values";
+  EXPECT_EQ(not_bf16(to_vector_f32(model.vision().features())), 0u) << "encoder features that are not bf16 values";
+  EXPECT_GT(not_bf16(to_vector_f32(model.llm().losses())), 0u) << "the per-token losses were rounded (f32 loss)";
+
+  VlmStep both(model, streams, dpg, all, kM, StepOptions{});
+  model.zero_grads();
+  both.run(mbs);
+  const std::vector<float> acc = all_grads(model);
+  ASSERT_EQ(acc.size(), sum.size());
+  EXPECT_GT(not_bf16(acc), acc.size() / 2) << "the gradients look bf16-rounded";
+  double scale = 0, err = 0;
+  for (size_t i = 0; i < acc.size(); ++i) {
+    scale = std::max(scale, std::fabs(sum[i]));
+    err = std::max(err, std::fabs(double(acc[i]) - sum[i]));
+  }
+  EXPECT_LE(err, 1e-6 * scale) << "accumulated gradients vs the sum of the micro-batches' (scale " << scale << ")";
+}
+
+TEST(MixedPrecision, SerialAndOverlapAreBitwiseEqualInBf16) {
+  Backend& b = cpu_backend();
+  const GlobalBatch g = make_batch(7, tiny_config(kImages));
+  for (int tp : layouts_tp()) {
+    Layout L(tp);
+    const int dp = test::world_size() / tp, r = L.groups->dp().rank();
+    const VlmConfig c = bf16_config(kImages / (dp * kM));
+    VlmModel model(c, b, L.groups->tp(), *L.self);
+    model.init(3);
+    model.refresh_working_weights();
+    sched::StreamSet streams(b);
+    const std::vector<bool> all(kNumModules, true);
+    const auto mbs = shard(g, c, dp, r, kM);
+    std::vector<float> grads[2];
+    double loss[2];
+    for (int k = 0; k < 2; ++k) {
+      StepOptions o;
+      o.mode = k == 0 ? sched::Mode::Serial : sched::Mode::Overlap;
+      DpGrads dpg(model.modules(), all, L.groups->dp(), 0, 0.01, b, DType::BF16);  // bf16 buckets, several
+      VlmStep step(model, streams, dpg, all, kM, o);
+      model.zero_grads();
+      loss[k] = step.run(mbs);
+      grads[k] = all_grads(model);
+    }
+    SCOPED_TRACE("tp=" + std::to_string(tp) + " dp=" + std::to_string(dp));
+    EXPECT_EQ(loss[0], loss[1]);
+    ASSERT_EQ(grads[0].size(), grads[1].size());
+    size_t diff = 0;
+    for (size_t i = 0; i < grads[0].size(); ++i) diff += grads[0][i] != grads[1][i];
+    EXPECT_EQ(diff, 0u) << "gradient elements that differ between serial and overlap";
+  }
+}
+
+// Loss and gradient norm of two steps at every layout (bf16 wire on TP and DP) against
+// the bf16 (1,1) run on this rank alone; and the DP byte formula at bf16.
+TEST(MixedPrecision, EveryLayoutMatchesOneRankInBf16) {
+  Backend& b = cpu_backend();
+  const GlobalBatch g = make_batch(11, tiny_config(kImages));
+  OptimOptions oo;
+  oo.lr = 1e-2;
+  auto run = [&](Communicator& tp, Communicator& dp, Communicator& self, int dps, int r, int zero, DType wire,
+                 bool sp) {
+    VlmConfig c = bf16_config(kImages / (dps * kM));
+    c.llm.sequence_parallel = sp;
+    VlmModel model(c, b, tp, self);
+    model.init(5);
+    model.refresh_working_weights();
+    sched::StreamSet streams(b);
+    const std::vector<bool> all(kNumModules, true);
+    DpGrads dpg(model.modules(), all, dp, zero, 25, b, wire);
+    VlmStep step(model, streams, dpg, all, kM, StepOptions{});
+    AdamW opt(model.modules(), all, dpg, b, oo);
+    double loss = 0, norm = 0;
+    for (int k = 1; k <= 2; ++k) {
+      model.zero_grads();
+      dp.reset_counters();
+      loss = all_reduce_values(dp, b.default_stream(), {step.run(shard(g, c, dps, r, kM))})[0];
+      // The DP traffic of the step: every module's gradient arena once (zero = 0: all-
+      // reduced; zero = 1: reduce-scattered, the tail all-reduced), at
+      // the wire's element size, by the formula and by the counters (+ the loss's f64).
+      size_t formula = 0, arenas = 0;
+      for (size_t i = 0; i < model.modules().size(); ++i) {
+        formula += dpg.bytes(i);
+        arenas += model.modules()[i].table->grad_arena().bytes();
+      }
+      if (dp.size() > 1) {
+        EXPECT_EQ(formula, arenas / 4 * dtype_size(wire)) << "the byte formula of step " << k;
+        EXPECT_EQ(dp.counters().total_bytes(), formula + 8) << "the DP counters of step " << k;
+      }
+      norm = opt.grad_norm(b.default_stream(), tp);
+      opt.step(b.default_stream(), k, oo.lr, 1.f);
+      model.refresh_working_weights();
+    }
+    return std::make_pair(loss, norm);
+  };
+  auto self1 = test::self_comm("a"), self2 = test::self_comm("b"), self3 = test::self_comm("c");
+  const auto ref = run(*self1, *self2, *self3, 1, 0, 0, DType::F32, false);
+  for (int tp : layouts_tp()) {
+    Layout L(tp);
+    const int dp = test::world_size() / tp;
+    for (int v = 0; v < (tp > 1 ? 5 : 4); ++v) {  // ZeRO 0/1 x f32/bf16 gradient wire; SP (bf16, ZeRO-0)
+      const int zero = v < 4 ? v % 2 : 0;
+      const DType wire = v < 2 ? DType::F32 : DType::BF16;
+      const bool sp = v == 4;
+      const auto got = run(L.groups->tp(), L.groups->dp(), *L.self, dp, L.groups->dp().rank(), zero, wire, sp);
+      const double dl = rel(got.first, ref.first), dn = rel(got.second, ref.second);
+      SCOPED_TRACE("tp=" + std::to_string(tp) + " dp=" + std::to_string(dp) + " zero=" + std::to_string(zero) +
+                   " grad wire " + std::string(dtype_name(wire)) + (sp ? " sp" : ""));
+      if (test::world_rank() == 0)
+        std::printf("bf16 tp=%d dp=%d zero=%d grad wire %s%s: loss %.3g, grad norm %.3g relative to (1,1)\n", tp, dp,
+                    zero, std::string(dtype_name(wire)).c_str(), sp ? " sp" : "", dl, dn);
+      EXPECT_LE(dl, 1e-2) << got.first << " vs " << ref.first;
+      EXPECT_LE(dn, 1e-2) << got.second << " vs " << ref.second;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace vlm
