@@ -37,7 +37,8 @@ StepBytes step_bytes(const VlmConfig& cfg, const RankLayout& l, const RankPlan& 
   const int64_t tp = l.tp, M = s.micro_batches, C = m.d_model, L = m.n_layers, HS = m.head_dim(), NKV = m.kv_heads();
   auto trains = [&](ModuleId id) { return !cfg.frozen[size_t(id)]; };
   // Element sizes on the wire (README "Numerics"): the backbone's activations cross the TP
-  // regions in the compute precision, its statistics and the prompt lookup in f32; the DP
+  // regions in the compute precision, its statistics, the embedding and the prompt lookup
+  // in f32; the DP
   // reduction in train.grad_reduce_dtype, ZeRO-1's all-gather of the values in f32.
   const int64_t act = cfg.precision == Precision::BF16 ? 2 : 4, grad = int64_t(dtype_size(l.grad_wire));
   CommCounters& t = out.tp;
@@ -47,12 +48,13 @@ StepBytes step_bytes(const VlmConfig& cfg, const RankLayout& l, const RankPlan& 
     // Per micro-batch: the prompt query, the backbone forward + backward (llm/backbone.h,
     // E = 1), the placement's forward and backward.
     if (P > 0) add(t, CollKind::AllReduce, M * 4 * P * C);
-    const int64_t blocks = 4 * L + 2 + (full ? 2 * L : 0);  // E + 4L + 1 (+ 2L recomputed forwards)
+    // E + 4L + 1 (+ 2L recomputed forwards); the embedding's (E) in f32, the others in act.
+    const int64_t blocks = 4 * L + 1 + (full ? 2 * L : 0), wire = 4 + act * blocks;
     if (!sp) {
-      add(t, CollKind::AllReduce, M * (act * T * C * blocks + 4 * 3 * T));
+      add(t, CollKind::AllReduce, M * (wire * T * C + 4 * 3 * T));
     } else {
-      add(t, CollKind::ReduceScatter, M * act * T * C * blocks);
-      add(t, CollKind::AllGather, M * act * Ts * C * blocks);
+      add(t, CollKind::ReduceScatter, M * wire * T * C);
+      add(t, CollKind::AllGather, M * wire * Ts * C);
       add(t, CollKind::AllReduce, M * 4 * 3 * T);
     }
     ScorerDims dims;

@@ -176,8 +176,8 @@ TrainReport Trainer::run() {
     std::printf("vlm train: %s | tp=%d dp=%d | %lld steps of %d x %d x %d images | %s\n", rt.backend().description().c_str(),
                 rt.topology().tp(), rt.topology().dp(), (long long)S.total, rt.topology().dp(), M, S.train.batch,
                 sched::mode_name(S.sched.mode));
-  rep.optimizer_bytes = S.memory.optimizer, rep.grad_bytes = S.memory.grads;
-  rep.planned_arena_bytes = S.memory.total();
+    std::printf("  vision %s\n  llm    %s\n  precision %s | memory (rank 0, planned): %s\n", S.vcfg.vision.str().c_str(),
+                S.vcfg.llm.str().c_str(), S.vcfg.precision == Precision::BF16 ? "bf16" : "fp32", S.memory.str().c_str());
     std::fflush(stdout);
   }
   Communicator& tpc = rt.groups().tp();
