@@ -154,6 +154,11 @@ Trainer::Trainer(const Config& cfg, Runtime& rt) : st_(std::make_unique<State>(c
 
 Trainer::~Trainer() = default;
 
+VlmModel& Trainer::model() { return *st_->model; }
+LoaderOptions Trainer::loader_options(const std::string& split) const { return st_->loader_options(split); }
+const TextRule& Trainer::rule() const { return st_->rule; }
+const Tokenizer& Trainer::tokenizer() const { return *st_->tok; }
+
 TrainReport Trainer::run() {
   State& S = *st_;
   Runtime& rt = S.rt;
@@ -162,7 +167,12 @@ TrainReport Trainer::run() {
   const int M = S.train.micro_batches;
   TrainReport rep;
   rep.optimizer_bytes = S.opt->state_bytes();
-  for (const ModuleParams& m : S.model->modules()) rep.grad_bytes += m.table->grad_bytes();
+  for (const ModuleParams& m : S.model->modules())
+    rep.grad_bytes += m.table->grad_bytes(), rep.param_bytes += m.table->param_bytes();
+  rep.activation_bytes = size_t(S.model->activation_bytes());
+  Communicator& tpc = rt.groups().tp();
+  const uint64_t tp0 = tpc.counters().total_bytes(), dp0 = dp.counters().total_bytes();
+  double visual_sum = 0, image_sum = 0;
   if (rt.root()) {
     std::printf("vlm train: %s | tp=%d dp=%d | %lld steps of %d x %d x %d images | %s\n", rt.backend().description().c_str(),
                 rt.topology().tp(), rt.topology().dp(), (long long)S.total, rt.topology().dp(), M, S.train.batch,
@@ -212,6 +222,7 @@ TrainReport Trainer::run() {
     S.opt->step(s, step, lr, scale);
     s.synchronize();
     if (step == S.start) rep.first_loss = loss;
+    rep.losses.push_back(loss), visual_sum += tot[2], image_sum += tot[3];
     const double dt = seconds_since(t0), elapsed = seconds_since(t_start);
     StepLine line{step, S.total, loss, lr, gnorm, dt, elapsed, tot[1] / dt, tot[3] / dt, tot[2] / std::max(1.0, tot[3]),
                   peak_rss_bytes()};
@@ -247,6 +258,9 @@ TrainReport Trainer::run() {
   rep.train_seconds = seconds_since(t_start);
   rep.images_per_s /= rep.train_seconds, rep.tokens_per_s /= rep.train_seconds;
   rep.loader_stall = data_wait / rep.train_seconds;
+  rep.step_seconds = rep.train_seconds / ran, rep.visual_tokens_per_image = visual_sum / std::max(1.0, image_sum);
+  rep.tp_bytes_per_step = double(tpc.counters().total_bytes() - tp0) / ran;
+  rep.dp_bytes_per_step = double(dp.counters().total_bytes() - dp0) / ran;
   if (rt.root()) {
     std::string split = "";
     for (int k = 0; k < sched::kNumStreams; ++k)

@@ -15,11 +15,16 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace vlm {
 
 class Config;
 class Runtime;
+class VlmModel;
+class Tokenizer;
+struct LoaderOptions;
+struct TextRule;
 
 struct TrainReport {
   int64_t steps = 0;
@@ -29,6 +34,13 @@ struct TrainReport {
   double train_seconds = 0, images_per_s = 0, tokens_per_s = 0;
   double loader_stall = 0;   // fraction of the training time spent waiting for batches
   size_t optimizer_bytes = 0, grad_bytes = 0;
+  size_t param_bytes = 0, activation_bytes = 0;  // this rank's parameter and activation arenas
+  // Over the steps this process ran: the mean step time, the mean visual tokens per
+  // image, the loss of every step, and the bytes the TP and DP groups' collectives moved
+  // per step (the growth of their byte counters, parallel/communicator.h).
+  double step_seconds = 0, visual_tokens_per_image = 0;
+  std::vector<double> losses;
+  double tp_bytes_per_step = 0, dp_bytes_per_step = 0;
 };
 
 
@@ -37,6 +49,12 @@ class Trainer {
   Trainer(const Config& cfg, Runtime& rt);
   ~Trainer();
   TrainReport run();
+
+  // After run(): the trained model and what evaluating it needs (train/ablate_eval.h).
+  VlmModel& model();
+  LoaderOptions loader_options(const std::string& split) const;
+  const TextRule& rule() const;
+  const Tokenizer& tokenizer() const;
 
  private:
   struct State;

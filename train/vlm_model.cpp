@@ -225,6 +225,10 @@ void VlmModel::scorers_backward(Stream& s) {
   const int64_t Tv = stage_->offsets()[size_t(B_)];
   fill(s, dF_.slice(0, B_ * cfg_.vision.tokens()), 0.f);
   stage_->backward(s, *features_, dquery_.slice(0, B_), dtokens_.slice(0, Tv));
+  // Under batch-split each rank wrote the feature gradients of its own images only; the
+  // replicated encoder needs all of them (the other rows are zero, so the sum is exact).
+  if (cfg_.scorers.scorers.placement == Placement::BatchSplit && tp_.size() > 1 && !cfg_.frozen[size_t(ModuleId::Vision)])
+    tp_.all_reduce(s, dF_.slice(0, B_ * cfg_.vision.tokens()));
 }
 
 void VlmModel::query_backward(Stream& s) {
