@@ -64,8 +64,11 @@ VlmModel::VlmModel(const VlmConfig& cfg, Backend& backend, Communicator& tp, Com
   vision_ = std::make_unique<VisionEncoder>(v, backend, self, Bm, VisionReadout{}, DType::F32, trains(ModuleId::Vision));
   ScorerDims dims;
   dims.G = v.grid(), dims.d = dv, dims.dq = C;
-  stage_ = std::make_unique<RelevanceStage>(cfg.scorers, dims, tp);
-  stage_params_ = std::make_unique<ParamTable>(stage_->param_specs(), 1, 0);
+  // tp2 at parallel.tp = 2: the pair is the TP group (resolve_vlm_config refuses other sizes).
+  const bool tp2 = cfg.scorers.scorers.placement == Placement::Tp2;
+  VLM_REQUIRE(!tp2 || tp.size() == 2, "scorers.placement=tp2 needs parallel.tp=2 in the VLM, got ", tp.size());
+  stage_ = std::make_unique<RelevanceStage>(cfg.scorers, dims, tp, tp2 ? &tp : nullptr);
+  stage_params_ = std::make_unique<ParamTable>(stage_->param_specs(), stage_->table_tp(), stage_->table_rank());
   stage_params_->allocate(backend, trains(ModuleId::Scorers));
   stage_->bind(*stage_params_);
   projector_ = std::make_unique<Projector>(dv, C, cfg.projector_std, backend, Tv, DType::F32, trains(ModuleId::Projector));
@@ -100,7 +103,7 @@ void VlmModel::init(uint64_t seed) {
 std::vector<ModuleParams> VlmModel::modules() {
   return {{ModuleId::Llm, &llm_->params(), true},
           {ModuleId::Projector, &projector_->params(), false},
-          {ModuleId::Scorers, stage_params_.get(), false},
+          {ModuleId::Scorers, stage_params_.get(), stage_->table_tp() > 1},  // tp2: split over the pair = TP
           {ModuleId::Vision, &vision_->params(), false}};
 }
 
