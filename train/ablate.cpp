@@ -113,7 +113,7 @@ std::string fingerprint(const Config& base, int64_t steps) {
 void register_ablate_options(Config& cfg) {
   register_all_train_options(cfg);
   cfg.add_string("ablate.placements", "replicated", "comma list of scorer placements: replicated, batch-split, "
-                 "dedicated, tp2 (tp2 needs an even parallel.tp)");
+                 "dedicated, tp2 (tp2 needs parallel.tp=2)");
   cfg.add_string("ablate.lod", "relevance,uniform,random", "comma list of LOD policies: relevance, uniform, random");
   cfg.add_int_list("ablate.budgets", "64,100,200,400",
                    "visual tokens per image at most (each at least the number of regions, at most G*G)", 1,
