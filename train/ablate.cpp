@@ -124,6 +124,8 @@ void register_ablate_options(Config& cfg) {
                 0.0, 1.0);
   cfg.add_int("ablate.eval_samples", 256, "samples of eval.split answered per row (0 = the whole split)", 0,
               int64_t(1) << 40);
+  cfg.add_int("ablate.check_steps", 20, "steps whose losses the equal-loss check compares (README, Ablations)", 1,
+              1 << 20);
   cfg.add_string("ablate.test_break", "", "TEST ONLY: trains the rows of this placement with train.lr x 1.1, so that "
                  "the equal-loss check must flag them");
   cfg.add_alias("placements", "ablate.placements");
@@ -143,6 +145,7 @@ AblateOptions read_ablate_options(const Config& cfg) {
   a.tol = cfg.get_float("ablate.tol");
   a.eval_samples = cfg.get_int("ablate.eval_samples");
   a.test_break = cfg.get_string("ablate.test_break");
+  a.check_steps = cfg.get_int("ablate.check_steps");
   return a;
 }
 
@@ -257,6 +260,7 @@ int run_ablation(const Config& cfg, Runtime& rt) {
     const double mem = double(rep.param_bytes + rep.grad_bytes + rep.optimizer_bytes + rep.activation_bytes);
     const std::vector<double> mx =
         all_reduce_values(rt.groups().world(), s, {mem, rep.tp_bytes_per_step, rep.dp_bytes_per_step}, ReduceOp::Max);
+    r.early_losses.assign(rep.losses.begin(), rep.losses.begin() + std::min<size_t>(rep.losses.size(), size_t(a.check_steps)));
     r.steps = rep.steps, r.tokens_per_image = rep.visual_tokens_per_image;
     r.first_loss = rep.first_loss, r.loss = rep.last_loss, r.val_loss = rep.val_loss;
     r.accuracy = ans.accuracy(), r.answered = ans.samples;

@@ -15,7 +15,8 @@
 //  - Resume: the rows already in <out>/ablation.csv (same key) are not run again; rows of
 //    another configuration (fingerprint: every option but the row's own, the layout, the
 //    run folders and the ablate.* lists) are refused with one line.
-//  - Rows equal but for the placement must have equal losses (check_placements); a
+//  - Rows equal but for the placement must have equal losses over their first
+//    ablate.check_steps steps (check_placements, train/ablate_table.h); a
 //    mismatch is marked in the table, printed on stderr, and the exit status is 1.
 #pragma once
 #include <cstdint>
@@ -33,6 +34,7 @@ struct AblateOptions {
   int64_t steps = 0;          // 0: the configuration's train.steps / train.epochs
   std::string out = "ablation";
   double tol = 1e-5;          // relative tolerance of the placements' equal losses
+  int64_t check_steps = 20;   // ... over the first steps (check_placements)
   int64_t eval_samples = 256; // samples of eval.split answered per row (0 = all)
   std::string test_break;     // test only: a placement whose rows train differently
 };

@@ -27,18 +27,23 @@ struct AblationRow {
   int64_t answered = 0;
   double precision = 0, precision_chance = 0;
   double step_ms = 0, images_per_s = 0, mem_mib = 0, tp_bytes = 0, dp_bytes = 0, seconds = 0;
-  // Derived (recomputed): -1 = no random row.
+  std::vector<double> early_losses;  // the losses of the first steps (ablate.check_steps)
+  // Derived (recomputed): -1 = no random row / no reference.
   double precision_random = -1;
   std::string loss_check = "-";  // "ref", "ok", "MISMATCH", "-" (no other placement)
+  double early_diff = -1, val_diff = -1;  // relative differences to the group's reference
 
   std::string key() const;  // "replicated relevance 64 tp=1 dp=1"
 };
 
-// Fills loss_check of every row: rows equal in everything but the placement form a
-// group; its reference is the replicated row (else the first of the group in row order);
-// every other row's first loss, last loss and validation loss must equal the reference's
-// to `tol` relative (|a - b| <= tol * max(|a|, |b|)), else it is "MISMATCH". Returns one
-// line per mismatch, naming both rows and the worst relative difference.
+// Fills loss_check, early_diff and val_diff of every row: rows equal in everything but
+// the placement form a group; its reference is the replicated row (else the first of the
+// group in row order); every other row's early losses (the steps both rows have) must
+// equal the reference's to `tol` relative (|a - b| <= tol * max(|a|, |b|)), else it is
+// "MISMATCH". Only the first steps are compared: the placements sum the same terms in
+// another order, and training (the discrete LOD allocation above all) amplifies those
+// rounding differences step after step (README "Ablations"); val_diff reports where the
+// runs ended. Returns one line per mismatch, naming both rows and the difference.
 std::vector<std::string> check_placements(std::vector<AblationRow>& rows, double tol);
 // Fills precision_random of every row.
 void fill_random_precision(std::vector<AblationRow>& rows);

@@ -90,7 +90,7 @@ TEST_F(AblateCli, PlacementsGiveEqualLossesAndRerunsSkipFinishedRows) {
   for (const char* c : {"placement", "lod", "budget", "tp", "dp", "steps", "tokens_per_image", "first_loss", "loss",
                         "val_loss", "accuracy", "answered", "precision", "precision_random", "precision_chance",
                         "step_ms", "images_per_s", "mem_mib_per_rank", "tp_bytes_per_step", "dp_bytes_per_step",
-                        "loss_check"})
+                        "loss_check", "early_diff", "val_diff", "early_losses"})
     EXPECT_TRUE(rows[0].count(c)) << "column " << c;
   std::map<std::string, const std::map<std::string, std::string>*> ref;  // lod/budget -> replicated row
   for (const auto& row : rows)
@@ -117,6 +117,9 @@ TEST_F(AblateCli, PlacementsGiveEqualLossesAndRerunsSkipFinishedRows) {
     ASSERT_EQ(a.size(), b.size()) << key;
     ASSERT_GE(a.size(), 3u) << key;
     for (size_t i = 0; i < a.size(); ++i) EXPECT_LE(rel(a[i], b[i]), 1e-5) << key << " loss " << i;
+    const std::vector<std::string> early = split(row.at("early_losses"), ';');  // the check's steps
+    ASSERT_EQ(early.size(), a.size()) << key;
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_LE(rel(std::stod(early[i]), a[i]), 1e-8) << key << " step " << i;
   }
   const std::string md = test::read_file(out + "/ablation.md");
   EXPECT_EQ(md.find("MISMATCH"), std::string::npos);
