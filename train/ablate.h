@@ -14,7 +14,7 @@
 //    of every row (resolve_vlm_config).
 //  - Resume: the rows already in <out>/ablation.csv (same key) are not run again; rows of
 //    another configuration (fingerprint: every option but the row's own, the layout, the
-//    run folders and the ablate.* lists) are refused with one line.
+//    run folders, logging and the ablate.* lists and check) are refused with one line.
 //  - Rows equal but for the placement must have equal losses over their first
 //    ablate.check_steps steps (check_placements, train/ablate_table.h); a
 //    mismatch is marked in the table, printed on stderr, and the exit status is 1.
