@@ -109,7 +109,7 @@ std::string ablation_csv(const std::vector<AblationRow>& rows) {
     std::string early;
     for (size_t k = 0; k < r.early_losses.size(); ++k) {
       if (k) early.push_back(';');
-      early.append(num(r.early_losses[k]));
+      early.append(num(r.early_losses[k], 17));
     }
     const std::vector<std::string> v = {r.placement, r.lod, std::to_string(r.budget), std::to_string(r.tp),
                                         std::to_string(r.dp), std::to_string(r.steps), r.config,

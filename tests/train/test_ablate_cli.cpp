@@ -11,7 +11,8 @@
 //    line on stderr, MISMATCH in both tables); resuming that folder with other options
 //    is refused;
 //  - bad arguments exit 2 with one line;
-//  - the relevance precision of hand-made relevance maps (train/ablate_eval.h).
+//  - the relevance precision of hand-made relevance maps (train/ablate_eval.h); the
+//    equal-loss check and the CSV reader on hand-made rows (train/ablate_table.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -21,8 +22,10 @@
 #include <vector>
 
 #include "data/image/image_pipeline.h"
+#include "core/error.h"
 #include "tests/support/cli.h"
 #include "train/ablate_eval.h"
+#include "train/ablate_table.h"
 
 namespace vlm {
 namespace {
@@ -197,6 +200,44 @@ TEST(AblateEval, RelevancePrecisionOfHandMadeMaps) {
   add_relevance_precision(inside.data(), 4, 16, tiny, d);
   EXPECT_EQ(d.boxed, 0);
   EXPECT_EQ(d.top_cells, 0.0);
+}
+
+AblationRow row(const std::string& placement, int64_t budget, std::vector<double> early) {
+  AblationRow r;
+  r.placement = placement, r.lod = "relevance", r.budget = budget, r.config = "f";
+  r.first_loss = early.front(), r.loss = early.back(), r.val_loss = 1.5;
+  r.early_losses = std::move(early);
+  return r;
+}
+
+// The reference is the replicated row wherever it stands; groups are per budget; the
+// early losses decide (at 1e-5 relative), the final validation loss only informs.
+TEST(AblateTable, EqualLossCheckOnHandMadeRows) {
+  std::vector<AblationRow> rows = {row("dedicated", 8, {2.0, 1.9, 1.8}), row("replicated", 8, {2.0, 1.9, 1.8}),
+                                   row("batch-split", 8, {2.0, 1.9 * (1 + 2e-5), 1.8}),
+                                   row("tp2", 8, {2.0, 1.9 * (1 + 5e-6), 1.8}), row("dedicated", 16, {3.0, 2.0})};
+  rows[0].val_loss = 1.6;
+  const std::vector<std::string> bad = check_placements(rows, 1e-5);
+  EXPECT_EQ(rows[1].loss_check, "ref");
+  EXPECT_EQ(rows[0].loss_check, "ok");
+  EXPECT_NEAR(rows[0].val_diff, 0.1 / 1.6, 1e-12);
+  EXPECT_EQ(rows[2].loss_check, "MISMATCH");
+  EXPECT_NEAR(rows[2].early_diff, 2e-5 / (1 + 2e-5), 1e-12);
+  EXPECT_EQ(rows[3].loss_check, "ok");
+  EXPECT_EQ(rows[4].loss_check, "-");  // alone at its budget
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_NE(bad[0].find("batch-split relevance 8 tp=1 dp=1 against replicated relevance 8 tp=1 dp=1: step 2"),
+            std::string::npos) << bad[0];
+  // The CSV round trip keeps every figure; a foreign header or a short line is refused.
+  const std::string csv = ablation_csv(rows);
+  std::vector<AblationRow> back = parse_ablation_csv(csv, "t.csv");
+  ASSERT_EQ(back.size(), rows.size());
+  EXPECT_EQ(back[2].early_losses, rows[2].early_losses);
+  EXPECT_EQ(back[0].val_loss, rows[0].val_loss);
+  check_placements(back, 1e-5);  // the derived columns are recomputed, never read
+  EXPECT_EQ(ablation_csv(back), csv);
+  EXPECT_THROW(parse_ablation_csv("a,b\n", "t.csv"), UserError);
+  EXPECT_THROW(parse_ablation_csv(csv.substr(0, csv.find('\n') + 1) + "replicated,relevance\n", "t.csv"), UserError);
 }
 
 }  // namespace
