@@ -167,7 +167,7 @@ VlmConfig resolve_vlm_config(const Config& cfg, const TrainOptions& t, const Tok
   v.scorers = read_scorer_options(cfg);
   v.scorers.validate(v.vision.grid(), tp);
   VLM_REQUIRE(v.scorers.scorers.placement != Placement::Tp2 || tp == 2, "--scorers.placement=tp2 needs parallel.tp=2 "
-              "in vlm train (the pair is the TP group), got parallel.tp=", tp);
+              "when training the VLM (the pair is the TP group), got parallel.tp=", tp);
   v.max_images = t.batch, v.max_text = t.max_text;
   v.frozen = t.frozen;
   const int64_t longest = v.scorers.lod.max_tokens + t.max_text;
