@@ -171,7 +171,10 @@ int run_ablation(const Config& cfg, Runtime& rt) {
     const int G = v.grid(), R = int(cfg.get_int("lod.region"));
     VLM_REQUIRE(R >= 1 && G % R == 0, "lod.region=", R, " does not divide the grid G = ", G);
     const int64_t regions = int64_t(G / R) * (G / R);
-    for (int64_t b : a.budgets) {
+    for (size_t i = 0; i < a.budgets.size(); ++i) {
+      const int64_t b = a.budgets[i];
+      VLM_REQUIRE(std::find(a.budgets.begin(), a.budgets.begin() + i, b) == a.budgets.begin() + i, "--budgets: ", b,
+                  " is given twice");
       VLM_REQUIRE(b >= regions, "--budgets: ", b, " is below the number of regions (G/R)^2 = (", G, "/", R, ")^2 = ",
                   regions, " (every region emits at least one token)");
       VLM_REQUIRE(b <= int64_t(G) * G, "--budgets: ", b, " is above G*G = ", int64_t(G) * G,

@@ -169,6 +169,7 @@ TEST_F(AblateCli, BadArgumentsExitWithOneLine) {
       {"--lod relevance,best", "--lod: 'best' is not one of"},
       {"--budgets 3", "--budgets: 3 is below the number of regions (G/R)^2 = (4/2)^2 = 4"},
       {"--budgets 8,17", "--budgets: 17 is above G*G = 16"},
+      {"--budgets 8,10,8", "--budgets: 8 is given twice"},
       {"--ablate.test_break nowhere", "--ablate.test_break: 'nowhere' is not a placement"},
   };
   for (const auto& [args, what] : cases)
