@@ -66,6 +66,10 @@ StepBytes step_bytes(const VlmConfig& cfg, const RankLayout& l, const RankPlan& 
     add(t, CollKind::AllGather, M * int64_t(mb.all_gather));
     add(t, CollKind::Broadcast, M * int64_t(mb.broadcast));
     if (stage_bwd) add(t, CollKind::AllReduce, M * int64_t(mb.all_reduce));
+    // Batch-split with a training encoder: the feature gradients of every rank's images
+    // summed over TP (train/vlm_model.cpp), [B*G*G, d_v] f32 per micro-batch.
+    if (pl == Placement::BatchSplit && trains(ModuleId::Vision))
+      add(t, CollKind::AllReduce, M * 4 * s.images * dims.G * dims.G * dims.d);
     // Once per step: the TP-partial gradients of the backbone (R, and S under SP) and the
     // scorers' parameter gradients (the placement's P term).
     if (trains(ModuleId::Llm)) {

@@ -3,7 +3,8 @@
 // from the formulas the module tests assert:
 //   backbone (llm/backbone.h, mixed input: E = 1), the prompt query's vocab-parallel
 //   lookup (one all-reduce of the prompt rows [P, C]), the scorer placement
-//   (scorers/placement.h: placement_bytes, its parameter part once per step), the DP
+//   (scorers/placement.h: placement_bytes, its parameter part once per step; under
+//   batch-split with a training encoder also the feature gradients' all-reduce), the DP
 //   reduction (train/dp_grads.h: all-reduce of every trainable gradient arena, or
 //   ZeRO-1's reduce-scatter + tail all-reduce + the values' all-gather), the optimizer's
 //   norm (train/optimizer.h: 4 bytes on TP, and 8 on DP under ZeRO-1) and the trainer's

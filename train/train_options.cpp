@@ -177,8 +177,8 @@ VlmConfig resolve_vlm_config(const Config& cfg, const TrainOptions& t, int64_t t
               " tokens) exceeds the model's (model.vocab_size=", v.llm.vocab_size, ")");
   v.scorers = read_scorer_options(cfg);
   v.scorers.validate(v.vision.grid(), tp);
-  VLM_REQUIRE(v.scorers.scorers.placement != Placement::Tp2,
-              "--scorers.placement=tp2 is not supported by vlm train (use replicated, batch-split or dedicated)");
+  VLM_REQUIRE(v.scorers.scorers.placement != Placement::Tp2 || tp == 2, "--scorers.placement=tp2 needs parallel.tp=2 "
+              "when training the VLM (the pair is the TP group), got parallel.tp=", tp);
   v.max_images = t.batch, v.max_text = t.max_text;
   v.frozen = t.frozen;
   v.precision = t.precision;

@@ -163,15 +163,23 @@ Trainer::Trainer(const Config& cfg, Runtime& rt) : st_(std::make_unique<State>(c
 
 Trainer::~Trainer() = default;
 
+VlmModel& Trainer::model() { return *st_->model; }
+LoaderOptions Trainer::loader_options(const std::string& split) const { return st_->loader_options(split); }
+const TextRule& Trainer::rule() const { return st_->rule; }
+const Tokenizer& Trainer::tokenizer() const { return *st_->tok; }
+
 TrainReport Trainer::run() {
   State& S = *st_;
   Runtime& rt = S.rt;
   Stream& s = rt.backend().default_stream();
   Communicator& dp = rt.groups().dp();
+  Communicator& tpc = rt.groups().tp();
   const int M = S.train.micro_batches;
   TrainReport rep;
   rep.optimizer_bytes = S.memory.optimizer, rep.grad_bytes = S.memory.grads;
   rep.planned_arena_bytes = S.memory.total();
+  const uint64_t tp_start = tpc.counters().total_bytes(), dp_start = dp.counters().total_bytes();
+  double visual_sum = 0, image_sum = 0;
   if (rt.root()) {
     std::printf("vlm train: %s | tp=%d dp=%d | %lld steps of %d x %d x %d images | %s\n", rt.backend().description().c_str(),
                 rt.topology().tp(), rt.topology().dp(), (long long)S.total, rt.topology().dp(), M, S.train.batch,
@@ -180,7 +188,6 @@ TrainReport Trainer::run() {
                 S.vcfg.llm.str().c_str(), S.vcfg.precision == Precision::BF16 ? "bf16" : "fp32", S.memory.str().c_str());
     std::fflush(stdout);
   }
-  Communicator& tpc = rt.groups().tp();
   S.meter->reset_peak();
   sched::Trace trace(rt.topology().world_rank());
   std::vector<sched::TaskTiming> timings;
@@ -225,6 +232,7 @@ TrainReport Trainer::run() {
     s.synchronize();
     rep.comm_tp = counters_since(tpc.counters(), tp0), rep.comm_dp = counters_since(dp.counters(), dp0);
     if (step == S.start) rep.first_loss = loss;
+    rep.losses.push_back(loss), visual_sum += tot[2], image_sum += tot[3];
     const double dt = seconds_since(t0), elapsed = seconds_since(t_start);
     StepLine line{step, S.total, loss, lr, gnorm, dt, elapsed, tot[1] / dt, tot[3] / dt, tot[2] / std::max(1.0, tot[3]),
                   peak_rss_bytes()};
@@ -262,6 +270,9 @@ TrainReport Trainer::run() {
   rep.train_seconds = seconds_since(t_start);
   rep.images_per_s /= rep.train_seconds, rep.tokens_per_s /= rep.train_seconds;
   rep.loader_stall = data_wait / rep.train_seconds;
+  rep.step_seconds = rep.train_seconds / ran, rep.visual_tokens_per_image = visual_sum / std::max(1.0, image_sum);
+  rep.tp_bytes_per_step = double(tpc.counters().total_bytes() - tp_start) / ran;
+  rep.dp_bytes_per_step = double(dp.counters().total_bytes() - dp_start) / ran;
   if (rt.root()) {
     std::string split = "";
     for (int k = 0; k < sched::kNumStreams; ++k)

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "parallel/communicator.h"
 
@@ -22,6 +23,10 @@ namespace vlm {
 
 class Config;
 class Runtime;
+class VlmModel;
+class Tokenizer;
+struct LoaderOptions;
+struct TextRule;
 
 struct TrainReport {
   int64_t steps = 0;
@@ -38,6 +43,12 @@ struct TrainReport {
   // during the training steps (core/counting_backend.h).
   size_t planned_arena_bytes = 0, peak_arena_bytes = 0;
   CommCounters comm_tp, comm_dp;  // bytes the last step moved on this rank's TP and DP groups
+  // Over the steps this process ran: the mean step time, the mean visual tokens per
+  // image, the loss of every step, and the bytes the TP and DP groups' collectives moved
+  // per step (the growth of their byte counters, parallel/communicator.h).
+  double step_seconds = 0, visual_tokens_per_image = 0;
+  std::vector<double> losses;
+  double tp_bytes_per_step = 0, dp_bytes_per_step = 0;
 };
 
 
@@ -46,6 +57,12 @@ class Trainer {
   Trainer(const Config& cfg, Runtime& rt);
   ~Trainer();
   TrainReport run();
+
+  // After run(): the trained model and what evaluating it needs (train/ablate_eval.h).
+  VlmModel& model();
+  LoaderOptions loader_options(const std::string& split) const;
+  const TextRule& rule() const;
+  const Tokenizer& tokenizer() const;
 
  private:
   struct State;

@@ -66,8 +66,11 @@ VlmModel::VlmModel(const VlmConfig& cfg, Backend& backend, Communicator& tp, Com
                                             cfg.precision);
   ScorerDims dims;
   dims.G = v.grid(), dims.d = dv, dims.dq = C;
-  stage_ = std::make_unique<RelevanceStage>(cfg.scorers, dims, tp);
-  stage_params_ = std::make_unique<ParamTable>(stage_->param_specs(), 1, 0);
+  // tp2 at parallel.tp = 2: the pair is the TP group (resolve_vlm_config refuses other sizes).
+  const bool tp2 = cfg.scorers.scorers.placement == Placement::Tp2;
+  VLM_REQUIRE(!tp2 || tp.size() == 2, "scorers.placement=tp2 needs parallel.tp=2 in the VLM, got ", tp.size());
+  stage_ = std::make_unique<RelevanceStage>(cfg.scorers, dims, tp, tp2 ? &tp : nullptr);
+  stage_params_ = std::make_unique<ParamTable>(stage_->param_specs(), stage_->table_tp(), stage_->table_rank());
   stage_params_->allocate(backend, trains(ModuleId::Scorers));
   stage_->bind(*stage_params_);
   projector_ = std::make_unique<Projector>(dv, C, cfg.projector_std, backend, Tv, DType::F32, trains(ModuleId::Projector),
@@ -104,7 +107,7 @@ void VlmModel::init(uint64_t seed) {
 std::vector<ModuleParams> VlmModel::modules() {
   return {{ModuleId::Llm, &llm_->params(), true},
           {ModuleId::Projector, &projector_->params(), false},
-          {ModuleId::Scorers, stage_params_.get(), false},
+          {ModuleId::Scorers, stage_params_.get(), stage_->table_tp() > 1},  // tp2: split over the pair = TP
           {ModuleId::Vision, &vision_->params(), false}};
 }
 
@@ -239,6 +242,10 @@ void VlmModel::scorers_backward(Stream& s) {
   const int64_t Tv = stage_->offsets()[size_t(B_)];
   fill(s, dF_.slice(0, B_ * cfg_.vision.tokens()), 0.f);
   stage_->backward(s, *features_, dquery_.slice(0, B_), dtokens_.slice(0, Tv));
+  // Under batch-split each rank wrote the feature gradients of its own images only; the
+  // replicated encoder needs all of them (the other rows are zero, so the sum is exact).
+  if (cfg_.scorers.scorers.placement == Placement::BatchSplit && tp_.size() > 1 && !cfg_.frozen[size_t(ModuleId::Vision)])
+    tp_.all_reduce(s, dF_.slice(0, B_ * cfg_.vision.tokens()));
 }
 
 void VlmModel::query_backward(Stream& s) {

@@ -16,7 +16,9 @@
 // vocab-parallel lookup), llm_forward_backward, the relevance stage unless
 // scorers.placement=replicated, and finish_grads; query_backward does not (the prompt
 // rows are never sequence-sharded). The step issues these from one stream so that every
-// rank posts its TP collectives in the same order.
+// rank posts its TP collectives in the same order. Under scorers.placement=batch-split,
+// scorers_backward also all-reduces the encoder's feature gradients [B, G*G, d_v] over TP
+// (each rank's stage writes its own images' rows) when the encoder trains.
 //
 // Loss: the backbone's cross-entropy over caption tokens only, divided by
 // MicroBatch::loss_norm (the caption tokens of the whole optimizer step over every DP
