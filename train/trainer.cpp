@@ -1,5 +1,6 @@
 // Trainer (train/trainer.h).
 #include "train/trainer.h"
+#include "train/trainer_state.h"
 
 #include <mpi.h>
 
@@ -30,93 +31,6 @@
 #include "vision/siglip_import.h"
 
 namespace vlm {
-
-namespace {
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-}  // namespace
-
-struct Trainer::State {
-  const Config& cfg;
-  Runtime& rt;
-  DataOptions data;
-  TrainOptions train;
-  EvalOptions eval;
-  sched::SchedulerOptions sched;
-  VlmConfig vcfg;
-  std::shared_ptr<const Tokenizer> tok;
-  TextRule rule;
-  std::unique_ptr<CountingBackend> meter;  // before what allocates through it: destroyed after them
-  MemoryTerms memory;                      // of the objects below, after construction
-  std::unique_ptr<Communicator> self;
-  std::unique_ptr<VlmModel> model;
-  std::unique_ptr<sched::StreamSet> streams;
-  std::unique_ptr<DpGrads> dpg;
-  std::unique_ptr<VlmStep> step;
-  std::unique_ptr<AdamW> opt;
-  std::unique_ptr<Loader> loader;
-  std::unique_ptr<RunLog> log;
-  std::vector<bool> trainable;
-  int64_t total = 0, start = 1;  // steps of the run; the first this process runs (after a resume)
-  uint64_t seed = 0;
-
-  State(const Config& c, Runtime& r) : cfg(c), rt(r) {}
-  LoaderOptions loader_options(const std::string& split) const;
-  void resume();
-  void save(int64_t step);
-};
-
-void Trainer::State::resume() {
-  const int dp = rt.topology().dp();
-  const bool automatic = train.resume == "auto";
-  std::string path;
-  CheckpointState c;
-  rt.on_every_rank("resume", [&] {
-    path = resolve_checkpoint(automatic ? train.ckpt_dir : train.resume, automatic);
-    if (path.empty()) return;
-    const CheckpointReader ck(path);
-    c = ck.state();
-    const int64_t gb = int64_t(dp) * train.micro_batches * train.batch;
-    VLM_REQUIRE(c.global_batch == gb && c.micro_batches == train.micro_batches, path, ": saved with a global batch of ",
-                c.global_batch, " in ", c.micro_batches, " micro-batches, this run has ", gb, " in ",
-                train.micro_batches, " (resume with dp x train.batch = ", c.global_batch / c.micro_batches,
-                " and train.micro_batches = ", c.micro_batches, ")");
-    VLM_REQUIRE(c.step <= total, path, ": saved at step ", c.step, ", after the last step of this run (", total,
-                "; raise train.steps or train.epochs)");
-    load_training_state(ck, *model, trainable, *opt);
-  });
-  if (path.empty()) return;
-  loader->restore(c.sampler);
-  start = c.step + 1;
-  if (rt.root())
-    std::printf("resumed from %s: step %lld of %lld (saved at tp=%d dp=%d%s)\n", path.c_str(), (long long)c.step,
-                (long long)total, c.saved_tp, c.saved_dp, c.zero ? " zero=1" : "");
-}
-
-void Trainer::State::save(int64_t step) {
-  const auto t0 = Clock::now();
-  CheckpointState c;
-  c.step = step, c.sampler = loader->state(), c.seed = seed;
-  c.saved_tp = rt.topology().tp(), c.saved_dp = rt.topology().dp(), c.zero = dpg->zero();
-  c.micro_batches = train.micro_batches, c.global_batch = int64_t(c.saved_dp) * train.micro_batches * train.batch;
-  const std::string path = save_checkpoint(train.ckpt_dir, train.keep_last, c, cfg, *tok, *model, trainable,
-                                           *opt, rt);
-  if (rt.root())
-    std::printf("checkpoint: %s (%.1f MiB, %s)\n", path.c_str(),
-                double(std::filesystem::file_size(path)) / (1 << 20), format_duration(seconds_since(t0)).c_str());
-}
-
-LoaderOptions Trainer::State::loader_options(const std::string& split) const {
-  LoaderOptions o;
-  o.path = data.path, o.split = split, o.batch_size = train.batch;
-  o.image_size = vcfg.vision.image_size, o.grid = vcfg.vision.grid();
-  o.threads = data.threads, o.prefetch = data.prefetch;
-  o.dp_size = rt.topology().dp(), o.dp_rank = rt.topology().self().dp_rank;
-  o.seed = seed, o.texture = true, o.tokenizer = tok, o.max_tokens = train.max_text;
-  return o;
-}
 
 Trainer::Trainer(const Config& cfg, Runtime& rt) : st_(std::make_unique<State>(cfg, rt)) {
   State& S = *st_;
@@ -193,16 +107,16 @@ TrainReport Trainer::run() {
   std::vector<sched::TaskTiming> timings;
   std::array<double, sched::kNumStreams> busy{};
   double graph_ms = 0, overlap = 0, exposed = 0, data_wait = 0;
-  const auto t_start = Clock::now();
+  const auto t_start = TrainClock::now();
   double loss = 0;
   for (int64_t step = S.start; step <= S.total; ++step) {
-    const auto t0 = Clock::now();
+    const auto t0 = TrainClock::now();
     const CommCounters tp0 = tpc.counters(), dp0 = dp.counters();
     std::vector<Batch> batches(static_cast<size_t>(M));
     std::vector<MicroBatch> mbs;
     double counted = 0;
     for (int m = 0; m < M; ++m) {
-      const auto tw = Clock::now();
+      const auto tw = TrainClock::now();
       batches[size_t(m)] = S.loader->next();
       data_wait += seconds_since(tw);
       mbs.push_back(make_micro_batch(batches[size_t(m)], S.rule, S.seed ^ uint64_t(step * M + m)));
@@ -302,7 +216,7 @@ TrainReport Trainer::run() {
   if (!S.eval.split.empty() && !ds.labels().empty() && !ds.split_captions(S.eval.split).empty()) {
     const auto classes = class_captions(ds, S.data.train_split);
     Loader ev(S.loader_options(S.eval.split));
-    const auto t_eval = Clock::now();
+    const auto t_eval = TrainClock::now();
     const AccuracyReport a = caption_accuracy(*S.model, s, dp, ev, S.rule, *S.tok, classes, S.eval.images,
                                               S.eval.max_new, S.eval.pictures, S.log->dir(), rt.root());
     rep.accuracy = a.accuracy(), rep.eval_images = a.images;

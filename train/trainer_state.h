@@ -1,0 +1,66 @@
+// Trainer::State: what one `vlm train` run holds (train/trainer.h), shared by the
+// trainer's two files: trainer.cpp (construction, the step loop, the evaluation after
+// training) and trainer_state.cpp (resume, save, loader options). Private to train/.
+#pragma once
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/counting_backend.h"
+#include "data/load/loader.h"
+#include "data/text/tokenizer.h"
+#include "scheduler/options.h"
+#include "scheduler/streams.h"
+#include "train/batch.h"
+#include "train/dp_grads.h"
+#include "train/evaluate.h"
+#include "train/optimizer.h"
+#include "train/plan_memory.h"
+#include "train/run_log.h"
+#include "train/step.h"
+#include "train/train_options.h"
+#include "train/trainer.h"
+#include "train/vlm_model.h"
+
+namespace vlm {
+
+class Config;
+class Runtime;
+
+using TrainClock = std::chrono::steady_clock;
+inline double seconds_since(TrainClock::time_point t) {
+  return std::chrono::duration<double>(TrainClock::now() - t).count();
+}
+
+struct Trainer::State {
+  const Config& cfg;
+  Runtime& rt;
+  DataOptions data;
+  TrainOptions train;
+  EvalOptions eval;
+  sched::SchedulerOptions sched;
+  VlmConfig vcfg;
+  std::shared_ptr<const Tokenizer> tok;
+  TextRule rule;
+  std::unique_ptr<CountingBackend> meter;  // before what allocates through it: destroyed after them
+  MemoryTerms memory;                      // of the objects below, after construction
+  std::unique_ptr<Communicator> self;
+  std::unique_ptr<VlmModel> model;
+  std::unique_ptr<sched::StreamSet> streams;
+  std::unique_ptr<DpGrads> dpg;
+  std::unique_ptr<VlmStep> step;
+  std::unique_ptr<AdamW> opt;
+  std::unique_ptr<Loader> loader;
+  std::unique_ptr<RunLog> log;
+  std::vector<bool> trainable;
+  int64_t total = 0, start = 1;  // steps of the run; the first this process runs (after a resume)
+  uint64_t seed = 0;
+
+  State(const Config& c, Runtime& r) : cfg(c), rt(r) {}
+  LoaderOptions loader_options(const std::string& split) const;
+  void resume();
+  void save(int64_t step);
+};
+
+}  // namespace vlm
