@@ -5,7 +5,9 @@
 // modelled step time, and every layout of the cluster ranked (fitting first, fastest
 // first). A layout that does not fit ends with one line naming the term and the excess
 // (exit 2), after the tables.
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -52,13 +54,16 @@ int64_t tokenizer_vocab(const Config& cfg) {
 
 void print_memory(const LayoutPlan& p) {
   std::printf("\nmemory per rank (exact: the arenas vlm train allocates; every DP rank of a TP rank alike)\n");
-  std::printf("  %-7s | %12s | %12s | %12s | %12s | %12s | %12s | %s\n", "tp rank", "parameters", "gradients",
-              "optimizer", "activations", "buffers", "total", "bytes");
+  // One column per term of MemoryTerms (train/plan_memory.h), then the exact total.
+  std::printf("  %-7s", "tp rank");
+  for (const MemoryTerms::Term& t : p.ranks[0].memory.terms()) std::printf(" | %12s", t.name);
+  std::printf(" | %12s | %s\n", "total", "bytes");
   for (size_t r = 0; r < p.ranks.size(); ++r) {
     const MemoryTerms& m = p.ranks[r].memory;
-    std::printf("  %-7zu | %12s | %12s | %12s | %12s | %12s | %12s | %zu\n", r, mb(double(m.params)).c_str(),
-                mb(double(m.grads)).c_str(), mb(double(m.optimizer)).c_str(), mb(double(m.activations)).c_str(),
-                mb(double(m.buffers)).c_str(), mb(double(m.total())).c_str(), m.total());
+    std::printf("  %-7zu", r);
+    for (const MemoryTerms::Term& t : m.terms()) std::printf(" | %*s", int(std::max<size_t>(12, std::strlen(t.name))),
+                                                           mb(double(t.bytes)).c_str());
+    std::printf(" | %12s | %zu\n", mb(double(m.total())).c_str(), m.total());
   }
   std::printf("  usable per GPU: %s on %s: %s\n", mb(double(p.usable)).c_str(), p.device.c_str(),
               p.fits() ? "fits" : "DOES NOT FIT");

@@ -80,8 +80,8 @@ PlanOut parse_plan(const std::string& out) {
     if (line.rfind("communication per step", 0) == 0) comm = true, mem = false;
     if (line.empty()) mem = comm = false;
     const std::vector<std::string> c = cells(line);
-    if (mem && c.size() == 8 && !c[0].empty() && std::isdigit(static_cast<unsigned char>(c[0][0])))
-      p.memory.push_back(std::stoull(c[7]));
+    if (mem && c.size() >= 8 && !c[0].empty() && std::isdigit(static_cast<unsigned char>(c[0][0])))
+      p.memory.push_back(std::stoull(c.back()));  // the exact total, the last column
     if (comm && c.size() == 9 && (c[0] == "tp" || c[0] == "dp")) {
       Bytes b;
       const char* kinds[] = {"all_reduce", "all_gather", "reduce_scatter", "broadcast"};
