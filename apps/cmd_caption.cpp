@@ -90,10 +90,7 @@ int caption(const Config& cfg) {
 
   VlmModel& model = *tm.model;
   Stream& s = rt.backend().default_stream();
-  model.load(s, mb);
-  model.vision_forward(s);
-  model.query_forward(s);
-  model.scorers_forward(s);
+  model.front_forward(s, mb);
   g.eos = tm.tok->eos();
   const std::vector<std::vector<int32_t>> gen = generate_captions(model, s, mb.prompt, g);
   s.synchronize();

@@ -118,10 +118,7 @@ int main(int argc, char** argv) {
     mb.prompt.assign(size_t(B), {}), mb.caption.assign(size_t(B), {});
     for (auto& p : mb.prompt)
       for (int64_t i = 0; i < P; ++i) p.push_back(int32_t(rnd() % uint64_t(v.llm.vocab_size)));
-    model.load(s, mb);
-    model.vision_forward(s);
-    model.query_forward(s);
-    model.scorers_forward(s);
+    model.front_forward(s, mb);
     const double visual = double(model.visual_offsets()[size_t(B)]) / double(B);
 
     std::vector<Run> full, kv;

@@ -46,10 +46,7 @@ AnswerReport answer_accuracy(VlmModel& model, Stream& s, Communicator& dp, Loade
     const int n = b.size();
     if (n == 0) continue;
     MicroBatch mb = make_micro_batch(b, decode_rule, uint64_t(step));
-    model.load(s, mb);
-    model.vision_forward(s);
-    model.query_forward(s);
-    model.scorers_forward(s);
+    model.front_forward(s, mb);
     s.synchronize();
     const std::vector<float> r = to_vector_f32(model.stage().relevance());  // [B, G*G]
     GenerateOptions g;

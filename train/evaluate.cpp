@@ -60,10 +60,7 @@ double validation_loss(VlmModel& model, Stream& s, Communicator& dp, Loader& loa
     if (b.size() == 0) continue;
     MicroBatch mb = make_micro_batch(b, rule, uint64_t(i));
     mb.loss_norm = 1.0;  // the backbone returns the sum of the token losses
-    model.load(s, mb);
-    model.vision_forward(s);
-    model.query_forward(s);
-    model.scorers_forward(s);
+    model.front_forward(s, mb);
     sum += model.llm_forward_backward(s, false);
     count += double(mb.counted());
     if (pictures && i == 0) {
@@ -95,10 +92,7 @@ AccuracyReport caption_accuracy(VlmModel& model, Stream& s, Communicator& dp, Lo
     const int n = b.size();
     if (n == 0) continue;
     MicroBatch mb = make_micro_batch(b, decode_rule, uint64_t(step));
-    model.load(s, mb);
-    model.vision_forward(s);
-    model.query_forward(s);
-    model.scorers_forward(s);
+    model.front_forward(s, mb);
     GenerateOptions g;
     g.max_new = max_new, g.eos = tok.eos();
     const std::vector<std::vector<int32_t>> gen = generate_captions(model, s, mb.prompt, g);

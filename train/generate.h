@@ -1,5 +1,4 @@
-// Captions of the current micro-batch of a VlmModel (after load, vision_forward,
-// query_forward and scorers_forward): each sample's tokens until EOS (not included),
+// Captions of the current micro-batch of a VlmModel (after VlmModel::front_forward): each sample's tokens until EOS (not included),
 // max_new tokens, or the model's text budget, whichever comes first. The budget is the
 // rule the training text was cut with (train/batch.h): a sample stops when
 // prompt + caption + 1 >= VlmConfig::max_text.

@@ -193,6 +193,13 @@ void VlmModel::scorers_forward(Stream& s) {
   scorers_finish(s);
 }
 
+void VlmModel::front_forward(Stream& s, const MicroBatch& mb) {
+  load(s, mb);
+  vision_forward(s);
+  query_forward(s);
+  scorers_forward(s);
+}
+
 void VlmModel::build_input() {
   const std::vector<int64_t>& cu = stage_->offsets();
   for (int64_t b = 0; b < B_; ++b) samples_[size_t(b)].n_visual = int32_t(cu[size_t(b + 1)] - cu[size_t(b)]);

@@ -122,15 +122,16 @@ class VlmModel {
   void scorers_finish(Stream& s) { stage_->forward_finish(s); }
   float llm_forward_backward(Stream& s, bool backward = true);
   void scorers_backward(Stream& s);
+  // Everything before the backbone, in order: load, vision_forward, query_forward,
+  // scorers_forward (what evaluation and decoding run first).
+  void front_forward(Stream& s, const MicroBatch& mb);
   void query_backward(Stream& s);
   void vision_backward(Stream& s);
-  // Greedy decoding (a full recompute per token): after load, vision_forward,
-  // query_forward and scorers_forward, the most likely next token of every sample
-  // given its prompt and `generated` [B] so far (the logits are gathered over the TP
+  // Greedy decoding (a full recompute per token): after front_forward, the most likely
+  // next token of every sample given its prompt and `generated` [B] so far (the logits are gathered over the TP
   // group: a collective). Padding vocabulary columns are never chosen.
   std::vector<int32_t> greedy_next(Stream& s, const std::vector<std::vector<int32_t>>& generated);
-  // Decoding with the backbone's KV cache, after load, vision_forward, query_forward and
-  // scorers_forward: decode_start runs the projector and the backbone once over every
+  // Decoding with the backbone's KV cache, after front_forward: decode_start runs the projector and the backbone once over every
   // sample's [visual | prompt] (the prefill) and returns each sample's first token;
   // decode_next appends tokens[b] to sample b and returns the next token of every sample
   // at the cost of one token's forward; tokens[b] < 0 marks sample b finished (no row,

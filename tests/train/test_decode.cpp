@@ -107,10 +107,7 @@ class DecodeOnData : public ::testing::Test {
     r.captions = false;
     MicroBatch mb = make_micro_batch(b, r, seed);
     Stream& s = cpu_backend().default_stream();
-    model_->load(s, mb);
-    model_->vision_forward(s);
-    model_->query_forward(s);
-    model_->scorers_forward(s);
+    model_->front_forward(s, mb);
     return mb;
   }
   static GenerateOptions greedy(bool kv) {
@@ -194,10 +191,7 @@ TEST_F(DecodeOnData, SequenceParallelModelMatchesItsFullRecompute) {
   TextRule r = rule_;
   r.captions = false;
   const MicroBatch mb = make_micro_batch(b, r, 0);
-  model.load(s, mb);
-  model.vision_forward(s);
-  model.query_forward(s);
-  model.scorers_forward(s);
+  model.front_forward(s, mb);
   const int n = b.size();
   const int64_t V = c.llm.vocab_size;
   std::vector<std::vector<int32_t>> gen(static_cast<size_t>(n));
