@@ -1,7 +1,10 @@
 // The rig of the VLM step tests (test_step.cpp, test_mixed_precision.cpp): a tiny VLM,
 // a synthetic global batch of kImages samples, its micro-batches per DP rank, the
-// gradients of a model as one vector, and the process groups of a (tp, dp) layout.
+// gradients of a model as one vector, the process groups of a (tp, dp) layout, and the
+// serial == overlap check both files run.
 #pragma once
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -9,8 +12,11 @@
 
 #include "parallel/groups.h"
 #include "parallel/topology.h"
+#include "scheduler/streams.h"
 #include "tests/support/mpi.h"
 #include "tests/support/rng.h"
+#include "train/dp_grads.h"
+#include "train/step.h"
 #include "train/vlm_model.h"
 
 namespace vlm {
@@ -104,6 +110,42 @@ std::vector<int> layouts_tp() {
   for (int tp = 1; tp <= n; tp *= 2)
     if (n % tp == 0 && 4 % tp == 0) tps.push_back(tp);  // tiny_config has 4 heads
   return tps;
+}
+
+// At every layout the world allows, one step of the model config(max_images) in serial
+// and in overlap mode gives bitwise equal loss and gradients (DP buckets of 10 KiB on the
+// grad_wire dtype, so several of them).
+void expect_serial_equals_overlap(VlmConfig (*config)(int), DType grad_wire) {
+  Backend& b = cpu_backend();
+  const GlobalBatch g = make_batch(7, tiny_config(kImages));
+  for (int tp : layouts_tp()) {
+    Layout L(tp);
+    const int dp = test::world_size() / tp, r = L.groups->dp().rank();
+    const VlmConfig c = config(kImages / (dp * kM));
+    VlmModel model(c, b, L.groups->tp(), *L.self);
+    model.init(3);
+    model.refresh_working_weights();  // a no-op at fp32
+    sched::StreamSet streams(b);
+    const std::vector<bool> all(kNumModules, true);
+    const auto mbs = shard(g, c, dp, r, kM);
+    std::vector<float> grads[2];
+    double loss[2];
+    for (int k = 0; k < 2; ++k) {
+      StepOptions o;
+      o.mode = k == 0 ? sched::Mode::Serial : sched::Mode::Overlap;
+      DpGrads dpg(model.modules(), all, L.groups->dp(), 0, 0.01, b, grad_wire);
+      VlmStep step(model, streams, dpg, all, kM, o);
+      model.zero_grads();
+      loss[k] = step.run(mbs);
+      grads[k] = all_grads(model);
+    }
+    SCOPED_TRACE("tp=" + std::to_string(tp) + " dp=" + std::to_string(dp));
+    EXPECT_EQ(loss[0], loss[1]);
+    ASSERT_EQ(grads[0].size(), grads[1].size());
+    size_t diff = 0;
+    for (size_t i = 0; i < grads[0].size(); ++i) diff += grads[0][i] != grads[1][i];
+    EXPECT_EQ(diff, 0u) << "gradient elements that differ between serial and overlap";
+  }
 }
 
 }  // namespace

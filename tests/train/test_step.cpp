@@ -32,37 +32,7 @@
 namespace vlm {
 namespace {
 
-TEST(VlmStep, SerialAndOverlapAreBitwiseEqual) {
-  Backend& b = cpu_backend();
-  const GlobalBatch g = make_batch(7, tiny_config(kImages));
-  for (int tp : layouts_tp()) {
-    Layout L(tp);
-    const int dp = test::world_size() / tp, r = L.groups->dp().rank();
-    const VlmConfig c = tiny_config(kImages / (dp * kM));
-    VlmModel model(c, b, L.groups->tp(), *L.self);
-    model.init(3);
-    sched::StreamSet streams(b);
-    const std::vector<bool> all(kNumModules, true);
-    const auto mbs = shard(g, c, dp, r, kM);
-    std::vector<float> grads[2];
-    double loss[2];
-    for (int k = 0; k < 2; ++k) {
-      StepOptions o;
-      o.mode = k == 0 ? sched::Mode::Serial : sched::Mode::Overlap;
-      DpGrads dpg(model.modules(), all, L.groups->dp(), 0, 0.01, b);  // several buckets
-      VlmStep step(model, streams, dpg, all, kM, o);
-      model.zero_grads();
-      loss[k] = step.run(mbs);
-      grads[k] = all_grads(model);
-    }
-    SCOPED_TRACE("tp=" + std::to_string(tp) + " dp=" + std::to_string(dp));
-    EXPECT_EQ(loss[0], loss[1]);
-    ASSERT_EQ(grads[0].size(), grads[1].size());
-    size_t diff = 0;
-    for (size_t i = 0; i < grads[0].size(); ++i) diff += grads[0][i] != grads[1][i];
-    EXPECT_EQ(diff, 0u) << "gradient elements that differ between serial and overlap";
-  }
-}
+TEST(VlmStep, SerialAndOverlapAreBitwiseEqual) { expect_serial_equals_overlap(tiny_config, DType::F32); }
 
 // Loss, grad norm and one AdamW step of a layout against the (1,1) run on this rank alone.
 TEST(VlmStep, EveryLayoutMatchesOneRank) {
