@@ -8,7 +8,9 @@
 //    metrics.jsonl, the validation loss and the relevance images;
 //  - bad runs exit 2 with one line naming the problem: a missing file, a dataset
 //    without captions, a tokenizer larger than the model's vocabulary, an inconsistent
-//    train.global_batch, a TP size that does not divide the heads.
+//    train.global_batch, a TP size that does not divide the heads; under mpirun, a file
+//    only rank 1 is given (a garbage dataset) is reported by rank 1 alone, and both
+//    ranks end with status 2.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -147,6 +149,20 @@ TEST_F(TrainCli, BadRunsExitWithOneLine) {
   expect_refused(test::run_command(train("bad", "--train.global_batch 7"), dir_), "--train.global_batch=7 must equal");
   expect_refused(test::run_command(mpirun(8) + train("bad", "--tp 8"), dir_), "n_heads");
   expect_refused(test::run_command(train("bad", "--train.freeze vision,eyes"), dir_), "--train.freeze: unknown module 'eyes'");
+}
+
+TEST_F(TrainCli, ARankLocalBadFileEndsEveryRank) {
+  const std::string garbage = dir_ + "/garbage.h5";
+  test::write_file(garbage, "not an HDF5 file\n");
+  // MPMD: one argument list per rank; rank 0's is valid.
+  const std::string cmd = std::string(VLM_MPIEXEC) + " --oversubscribe --tag-output -n 1 " + train("rank_bad", "") +
+                          " : -n 1 " + train("rank_bad", "--data.path " + garbage);
+  const Result r = test::run_command(cmd, dir_);
+  EXPECT_EQ(r.status, 2) << r.err;
+  size_t errors = 0;
+  for (size_t at = r.err.find("error:"); at != std::string::npos; at = r.err.find("error:", at + 1)) ++errors;
+  EXPECT_EQ(errors, 1u) << r.err;
+  EXPECT_NE(r.err.find(",1]<stderr>:vlm train: error: " + garbage), std::string::npos) << r.err;
 }
 
 }  // namespace
