@@ -2,6 +2,8 @@
 // parameter binding and the activation plan are in backbone_plan.cpp.
 #include "llm/backbone.h"
 
+#include <algorithm>
+
 #include "core/ops.h"
 #include "llm/param_specs.h"
 #include "nn/init.h"
@@ -46,9 +48,24 @@ void Backbone::cut(int64_t T) {
   last_T_ = T;
 }
 
-float Backbone::forward(Stream& s, const LmInput& in) { return run_forward(s, in, Tensor{}, true); }
+float Backbone::forward(Stream& s, const LmInput& in) {
+  const double norm = run_forward(s, in, Tensor{}, true);
+  if (norm <= 0) return 0.f;
+  double sum = 0;
+  for (float v : to_vector_f32(head_.losses)) sum += v;
+  return float(sum / norm);
+}
 
-float Backbone::run_forward(Stream& s, const LmInput& in, const Tensor& cache_slots, bool loss) {
+void Backbone::forward(Stream& s, const LmInput& in, const Tensor& loss) {
+  require_shape(loss, Shape{1}, "backbone loss");
+  const double norm = run_forward(s, in, Tensor{}, true);
+  fill(s, loss, 0.f);
+  if (norm <= 0) return;
+  bias_backward(s, loss, head_.losses.view(Shape{in.n_tokens, 1}));  // loss += the sum over rows
+  scale(s, loss, float(1.0 / norm));
+}
+
+double Backbone::run_forward(Stream& s, const LmInput& in, const Tensor& cache_slots, bool loss) {
   const int64_t T = in.n_tokens;
   VLM_REQUIRE(T > 0 && T <= max_tokens_, "backbone: micro-batch of ", T, " tokens, planned for at most ",
               max_tokens_);
@@ -89,13 +106,9 @@ float Backbone::run_forward(Stream& s, const LmInput& in, const Tensor& cache_sl
 
   lnf_.forward(s, a.ln, a.ln_mean, a.ln_rstd, stack_.output());
   out_.forward(ctx, a.logits, a.ln_full, a.ln, a.pad_fill);
-  if (!loss || !in.targets.defined()) return 0.f;
+  if (!loss || !in.targets.defined()) return 0.0;
   VocabParallelCrossEntropy::forward(ctx, a.losses, a.rowmax, a.stats, a.logits, in.targets, out_.vocab_offset);
-  const double norm = in.loss_norm > 0 ? in.loss_norm : double(in.n_counted);
-  if (norm <= 0) return 0.f;
-  double sum = 0;
-  for (float v : to_vector_f32(a.losses)) sum += v;
-  return float(sum / norm);
+  return std::max(0.0, in.loss_norm > 0 ? in.loss_norm : double(in.n_counted));
 }
 
 void Backbone::backward(Stream& s, const LmInput& in, const Tensor& d_embeddings) {

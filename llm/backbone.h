@@ -80,8 +80,13 @@ class Backbone {
   void init(uint64_t seed);
 
   // Forward of one micro-batch; keeps what backward needs. Returns the mean loss
-  // (identical on every TP rank), or 0 when in.targets is undefined.
+  // (identical on every TP rank), or 0 when in.targets is undefined: the per-token
+  // losses are read on the host (a synchronisation of s; decoding, evaluation, checks).
   float forward(Stream& s, const LmInput& in);
+  // The same forward with the loss left on the device: loss [1] (f32) receives it on s
+  // (the per-token losses summed in row order, times 1/loss_norm; 0 without targets),
+  // and nothing waits for the device (the training step reads it after its graph).
+  void forward(Stream& s, const LmInput& in, const Tensor& loss);
   // Backward of the last forward (same `in`). Parameter grads +=. When the input has
   // caller rows and d_embeddings is defined ([T,C] for embeddings input, [Tv,C] for the
   // mixed input), it receives dL/d(embeddings) of those rows (overwrite; the full
@@ -140,8 +145,9 @@ class Backbone {
   };
   void bind_params();
   void plan_activations();
-  // forward and prefill: cache_slots defined = keep k/v there; loss = compute the loss.
-  float run_forward(Stream& s, const LmInput& in, const Tensor& cache_slots, bool loss);
+  // forward and prefill: cache_slots defined = keep k/v there; loss = compute the
+  // per-token losses. Returns the divisor of their sum, or 0 when there is no loss.
+  double run_forward(Stream& s, const LmInput& in, const Tensor& cache_slots, bool loss);
   // Cuts every activation view to T tokens (Ts on the residual stream).
   void cut(int64_t T);
   int64_t stream_rows(int64_t T) const { return sp_ ? T / tp_.size() : T; }

@@ -16,6 +16,7 @@
 // the embedding table's gradient from the token rows.
 #pragma once
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/backend.h"
@@ -67,5 +68,27 @@ struct VlmSample {
 // of the wrong row count. With sequence parallelism the caller pads so that T is a
 // multiple of tp (e.g. a text-only padding sample whose caption is empty).
 LmInput make_vlm_input(Backend& b, const std::vector<VlmSample>& samples, const Tensor& visual);
+
+// Planned storage of the packing above for micro-batches of at most max_tokens rows and
+// max_samples samples: device buffers and host staging, both sized once at construction,
+// so that packing into them allocates nothing (the VLM's training step, train/step.h).
+// The LmInput it gives views these buffers: valid until the next packing into them.
+// The host copies are synchronous (Backend::copy): the caller makes sure no device work
+// still reads the buffers (the VLM packs after its stage's host synchronisation).
+class LmInputBuffers {
+ public:
+  LmInputBuffers(Backend& b, int64_t max_tokens, int64_t max_samples);
+  // make_vlm_input's packing of `samples`, then `pad_rows` > 0 rows of a text-only
+  // padding sample (token 0, nothing counted; sequence parallelism pads T to a multiple
+  // of tp with it).
+  LmInput pack(std::span<const VlmSample> samples, const Tensor& visual, int64_t pad_rows = 0);
+  size_t bytes() const;  // the device buffers
+
+ private:
+  Backend& b_;
+  int64_t max_tokens_, max_samples_;
+  Tensor ids_, rows_, cu_, pos_, targets_;                   // device: [max_tokens] x4 (cu: [max_samples+2])
+  std::vector<int32_t> h_ids_, h_rows_, h_cu_, h_pos_, h_targets_;  // host staging, reserved
+};
 
 }  // namespace vlm

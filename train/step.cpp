@@ -18,7 +18,9 @@ std::string name(const char* what, int m) { return std::string(what) + "." + std
 VlmStep::VlmStep(VlmModel& model, sched::StreamSet& streams, DpGrads& dp, const std::vector<bool>& trainable,
                  int micro_batches, const StepOptions& o)
     : model_(model), streams_(streams), dp_(dp), trainable_(trainable), M_(micro_batches), opt_(o),
-      losses_(size_t(micro_batches), 0.0), graph_(build()) {
+      slots_(std::min(model.front_slots(), std::max(1, micro_batches))),
+      losses_(Tensor::zeros(streams.backend(), Shape{std::max(1, micro_batches)})),
+      losses_host_(size_t(std::max(1, micro_batches)), 0.f), graph_(build()) {
   VLM_REQUIRE(o.mode == sched::Mode::Serial || dp.dp().size() == 1 || mpi_thread_multiple(),
               "scheduler.mode=overlap with DP needs an MPI library with MPI_THREAD_MULTIPLE; use --scheduler.mode serial");
 }
@@ -33,49 +35,80 @@ sched::Graph VlmStep::build() {
   const bool query_bwd = scorers_bwd && trains(ModuleId::Llm);
   const bool tp_stage = model_.config().scorers.scorers.placement != Placement::Replicated;
   const std::string sc = tp_stage ? "llm" : "scorer.0";
+  const int S = slots_;
+  const bool sync = S > 1;  // the second slot's encoder takes slot 0's weights first
 
   sched::GraphBuilder g;
-  for (int m = 0; m < M_; ++m) {
+  if (sync) g.add({"vision.sync", "vision", {}}, [this](Stream& s) { model_.sync_front_weights(s); });
+  // The front end of micro-batch m on slot m % S: after the backward tasks of the slot's
+  // previous micro-batch m - S (the last readers of its buffers).
+  auto front = [&](int m) {
+    const int slot = m % S;
     std::vector<std::string> load_after;
-    if (m > 0) {
-      if (vision_bwd) load_after.push_back(name("vision.bwd", m - 1));
-      if (scorers_bwd) load_after.push_back(name("scorers.bwd", m - 1));
-      if (query_bwd) load_after.push_back(name("query.bwd", m - 1));
-      load_after.push_back(name("llm", m - 1));
+    if (m >= S) {
+      load_after.push_back(name("llm", m - S));
+      if (vision_bwd) load_after.push_back(name("vision.bwd", m - S));
+      if (scorers_bwd) load_after.push_back(name("scorers.bwd", m - S));
+      if (query_bwd) load_after.push_back(name("query.bwd", m - S));
     }
-    g.add({name("load", m), "vision", load_after, m}, [this, m](Stream& s) { model_.load(s, (*mbs_)[size_t(m)]); });
-    g.add({name("vision.fwd", m), "vision", {name("load", m)}, m}, [this](Stream& s) { model_.vision_forward(s); });
-    g.add({name("query", m), "llm", {name("load", m)}, m}, [this](Stream& s) { model_.query_forward(s); });
+    std::vector<std::string> vision_after{name("load", m)};
+    if (sync && slot > 0) vision_after.push_back("vision.sync");
+    g.add({name("load", m), "vision", load_after, m},
+          [this, m, slot](Stream& s) { model_.load(s, (*mbs_)[size_t(m)], slot); });
+    g.add({name("vision.fwd", m), "vision", vision_after, m}, [this, slot](Stream& s) { model_.vision_forward(s, slot); });
+    g.add({name("query", m), "llm", {name("load", m)}, m}, [this, slot](Stream& s) { model_.query_forward(s, slot); });
     g.add({name("scorers.pre", m), sc, {name("vision.fwd", m), name("query", m)}, m},
-          [this](Stream& s) { model_.scorers_prepare(s); });
+          [this, slot](Stream& s) { model_.scorers_prepare(s, slot); });
     std::vector<std::string> maps;
     for (int k = 0; k < kNumScorers; ++k) {
       maps.push_back(name(("scorer" + std::to_string(k)).c_str(), m));
       g.add({maps.back(), tp_stage ? "llm" : "scorer." + std::to_string(k), {name("scorers.pre", m)}, m},
-            [this, k](Stream& s) { model_.scorer_forward(s, k); });
+            [this, slot, k](Stream& s) { model_.scorer_forward(s, slot, k); });
     }
-    g.add({name("scorers.post", m), sc, maps, m}, [this](Stream& s) { model_.scorers_finish(s); });
-    g.add({name("llm", m), "llm", {name("scorers.post", m)}, m},
-          [this, m](Stream& s) { losses_[size_t(m)] = model_.llm_forward_backward(s); });
+    g.add({name("scorers.post", m), sc, maps, m}, [this, slot](Stream& s) { model_.scorers_finish(s, slot); });
+  };
+  // The backward of micro-batch m (after its llm task).
+  auto back = [&](int m) {
+    const int slot = m % S;
     if (scorers_bwd)
-      g.add({name("scorers.bwd", m), sc, {name("llm", m)}, m}, [this](Stream& s) { model_.scorers_backward(s); });
+      g.add({name("scorers.bwd", m), sc, {name("llm", m)}, m},
+            [this, slot](Stream& s) { model_.scorers_backward(s, slot); });
     if (query_bwd)
-      g.add({name("query.bwd", m), "llm", {name("scorers.bwd", m)}, m}, [this](Stream& s) { model_.query_backward(s); });
+      g.add({name("query.bwd", m), "llm", {name("scorers.bwd", m)}, m},
+            [this, slot](Stream& s) { model_.query_backward(s, slot); });
     if (vision_bwd)
       g.add({name("vision.bwd", m), "vision", {name("scorers.bwd", m)}, m},
-            [this](Stream& s) { model_.vision_backward(s); });
+            [this, slot](Stream& s) { model_.vision_backward(s, slot); });
+  };
+  // The order tasks are added is each stream's order (graph.h). Two slots: front(m+1)
+  // right after llm.m, before m's backward tasks, so it runs during the backbone of m
+  // (on `vision` and the scorer streams) and query.m+1 never holds llm.m back.
+  front(0);
+  for (int m = 0; m < M_; ++m) {
+    g.add({name("llm", m), "llm", {name("scorers.post", m)}, m},
+          [this, m, slot = m % S](Stream& s) { model_.llm_forward_backward(s, slot, losses_.slice(m, m + 1)); });
+    if (S > 1 && m + 1 < M_) front(m + 1);
+    back(m);
+    if (S == 1 && m + 1 < M_) front(m + 1);
   }
   const int last = M_ - 1;
   std::vector<std::string> finish_after{name("llm", last)};
   if (scorers_bwd) finish_after.push_back(name("scorers.bwd", last));
   if (query_bwd) finish_after.push_back(name("query.bwd", last));
   g.add({"finish", "llm", finish_after}, [this](Stream& s) { model_.finish_grads(s); });
+  // The other slots' encoder gradients into slot 0's, after the last encoder backward
+  // (every vision.bwd precedes it on the vision stream).
+  std::string vision_done = name("vision.bwd", last);
+  if (sync && vision_bwd) {
+    g.add({"vision.merge", "vision", {vision_done}}, [this](Stream& s) { model_.merge_front_grads(s); });
+    vision_done = "vision.merge";
+  }
   if (dp_.dp().size() > 1) {
     // In the order their gradients are complete (the comm stream runs them in this order).
     const std::pair<ModuleId, std::string> after[] = {{ModuleId::Projector, name("llm", last)},
                                                       {ModuleId::Llm, "finish"},
                                                       {ModuleId::Scorers, "finish"},
-                                                      {ModuleId::Vision, name("vision.bwd", last)}};
+                                                      {ModuleId::Vision, vision_done}};
     for (const auto& [id, dep] : after) {
       if (!trains(id)) continue;
       const size_t i = size_t(id), bytes = dp_.bytes(i);
@@ -91,11 +124,12 @@ sched::Graph VlmStep::build() {
 double VlmStep::run(const std::vector<MicroBatch>& mbs, std::vector<sched::TaskTiming>* timings) {
   VLM_ASSERT(int(mbs.size()) == M_, "expected ", M_, " micro-batches, got ", mbs.size());
   mbs_ = &mbs;
-  std::fill(losses_.begin(), losses_.end(), 0.0);
-  graph_.run(streams_, opt_.mode, timings);
+  graph_.run(streams_, opt_.mode, timings);  // returns after every stream has finished
   mbs_ = nullptr;
+  Backend& b = streams_.backend();
+  b.copy(losses_host_.data(), DeviceKind::CPU, losses_.data(), b.device(), size_t(M_) * sizeof(float));
   double sum = 0;
-  for (double l : losses_) sum += l;
+  for (int m = 0; m < M_; ++m) sum += double(losses_host_[size_t(m)]);
   return sum;
 }
 

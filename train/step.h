@@ -2,27 +2,44 @@
 // on one rank, as a task graph on the scheduler's named streams (scheduler/graph.h),
 // then the DP gradient reduction in buckets on the `comm` stream.
 //
+// Front-end slots (VlmModel, train/front_slot.h): micro-batch m uses slot m % S, S =
+// min(model.front_slots(), M). With S = 2 the front end of m+1 (load .. scorers.post)
+// runs while the backbone runs m: it waits only for the backward tasks of m-1, the last
+// readers of its slot. With S = 1 it waits for those of m (no pipelining).
+//
 // Tasks of micro-batch m (stream; dependencies besides the stream's own order):
 //   load.m        vision    host -> device copy of the images, texture and prompts
-//                           (after vision.bwd, scorers.bwd and query.bwd of m-1)
+//                           (after llm, vision.bwd, scorers.bwd and query.bwd of m-S)
 //   vision.fwd.m  vision    encoder forward                          (after load.m)
 //   query.m       llm       prompt embedding mean (TP all-reduce)    (after load.m)
 //   scorers.pre.m scorer.0  the stage's inputs, encoder features     (after vision.fwd.m, query.m)
 //   scorerK.m     scorer.K  scorer K's relevance map, K = 0, 1, 2: the three at once
 //                                                                    (after scorers.pre.m)
-//   scorers.post.m scorer.0 balancer, LOD allocation, visual tokens  (after scorer0..2.m)
-//   llm.m         llm       projector + backbone forward and backward (after scorers.post.m)
+//   scorers.post.m scorer.0 balancer, LOD allocation, visual tokens, the packed LM input
+//                                                                    (after scorer0..2.m)
+//   llm.m         llm       projector + backbone forward and backward; the loss into
+//                           the step's device vector              (after scorers.post.m)
 //   scorers.bwd.m scorer.0  stage backward -> dF, dquery             (after llm.m)
 //   query.bwd.m   llm       prompt embedding gradient                (after scorers.bwd.m)
 //   vision.bwd.m  vision    encoder backward                         (after scorers.bwd.m)
-// then, once per step:
+// The tasks are added front(0), then for each m: llm.m, [S = 2: front(m+1)], m's
+// backward tasks, [S = 1: front(m+1)]; this order is each stream's (scheduler/graph.h),
+// so with two slots the front end of m+1 precedes m's backward on every stream and
+// runs during llm.m. Once per step:
+//   vision.sync   vision    S = 2: the second encoder takes slot 0's weights (first on
+//                           `vision`; before vision.fwd of every odd micro-batch)
+//   vision.merge  vision    S = 2: its gradients added into slot 0's (after the last vision.bwd)
 //   finish        llm       TP-partial gradients of the backbone, the stage's placement
 //                           traffic (after the last llm, query.bwd and scorers.bwd)
 //   dp.<module>   comm      the module's DP gradient reduction (train/dp_grads.h:
 //                           all-reduce in buckets, or ZeRO-1's reduce-scatter): the
 //                           projector's right after the last llm task, the backbone's and
-//                           scorers' after finish, the encoder's after its last backward;
-//                           so the reductions overlap the rest of the backward.
+//                           scorers' after finish, the encoder's after its last backward
+//                           (and the merge); so the reductions overlap the rest of the backward.
+// The loss stays on the device during the step: run() reads the M losses once, after
+// every stream has finished. Nothing is allocated inside a step by the model's pieces
+// (planned buffers, host staging reserved at construction; the relevance stage's own
+// scratch, scorers/scratch.h, is reallocated when a micro-batch's shape changes).
 // Under placements other than replicated the scorer tasks run on the `llm` stream: every
 // task that communicates on the TP group is on that one stream, so all ranks post their
 // TP collectives in the same order (MPI requires it); DP collectives are all on `comm`.
@@ -31,7 +48,8 @@
 //
 // Serial mode runs the same tasks in one fixed order on the calling thread, so on CPU
 // serial and overlap give bitwise equal losses and gradients (each task's ops are the
-// same, in the same order, on the same data).
+// same, in the same order, on the same data; every gradient is accumulated by the tasks
+// of one stream, whose order is the serial order).
 #pragma once
 #include <cstddef>
 #include <vector>
@@ -61,6 +79,7 @@ class VlmStep {
 
   const sched::Graph& graph() const { return graph_; }
   int micro_batches() const { return M_; }
+  int front_slots() const { return slots_; }  // S above
   // Bytes this rank sends over DP per step (DpGrads::bytes of the trainable modules).
   size_t dp_bytes() const { return dp_bytes_; }
 
@@ -73,9 +92,11 @@ class VlmStep {
   std::vector<bool> trainable_;
   int M_;
   StepOptions opt_;
+  int slots_;
   size_t dp_bytes_ = 0;
   const std::vector<MicroBatch>* mbs_ = nullptr;
-  std::vector<double> losses_;
+  Tensor losses_;                   // [M] f32 on the device: micro-batch m's loss
+  std::vector<float> losses_host_;  // [M] staging of the read after the graph
   sched::Graph graph_;
 };
 

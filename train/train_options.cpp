@@ -182,6 +182,7 @@ VlmConfig resolve_vlm_config(const Config& cfg, const TrainOptions& t, int64_t t
   v.max_images = t.batch, v.max_text = t.max_text;
   v.frozen = t.frozen;
   v.precision = t.precision;
+  v.front_slots = t.micro_batches >= 2 ? 2 : 1;  // micro-batch pipelining (train/step.h)
   const int64_t longest = v.scorers.lod.max_tokens + t.max_text;
   VLM_REQUIRE(v.llm.is_llama() || longest <= v.llm.max_pos, "lod.max_tokens + train.max_text = ", longest,
               " exceeds model.max_pos=", v.llm.max_pos, " (the learned position table)");

@@ -37,68 +37,33 @@ int64_t MicroBatch::counted() const {
   return n;
 }
 
-// The stage reads image i's features as rows [i*N, (i+1)*N) of the encoder's output and
-// gives their gradient back into the model's dF (accumulated, zeroed per micro-batch).
-class VlmModel::FeatureSource final : public ImageEncoder {
- public:
-  FeatureSource(VisionEncoder& enc, Tensor& dF) : enc_(enc), dF_(dF) {}
-  void encode(Stream& s, int64_t image, const Tensor& F) override {
-    const int64_t N = enc_.config().tokens();
-    copy(s, F, enc_.features().slice(image * N, (image + 1) * N).view(F.shape()));
-  }
-  void encode_backward(Stream& s, int64_t image, const Tensor& dF) override {
-    const int64_t N = enc_.config().tokens();
-    accumulate(s, dF_.slice(image * N, (image + 1) * N).view(dF.shape()), dF, 1.f);
-  }
-
- private:
-  VisionEncoder& enc_;
-  Tensor& dF_;
-};
-
 VlmModel::VlmModel(const VlmConfig& cfg, Backend& backend, Communicator& tp, Communicator& self)
     : cfg_(cfg), backend_(backend), tp_(tp) {
-  const VisionConfig& v = cfg.vision;
-  const int64_t Bm = cfg.max_images, N = v.tokens(), dv = v.d_model, C = cfg.llm.d_model;
+  const int64_t Bm = cfg.max_images, dv = cfg.vision.d_model, C = cfg.llm.d_model;
   const int64_t Pm = Bm * cfg.max_text, Tv = Bm * cfg.scorers.lod.max_tokens;
+  VLM_ASSERT(cfg.front_slots == 1 || cfg.front_slots == 2, "front_slots is 1 or 2, got ", cfg.front_slots);
   auto trains = [&](ModuleId m) { return !cfg.frozen[size_t(m)]; };
-  vision_ = std::make_unique<VisionEncoder>(v, backend, self, Bm, VisionReadout{}, DType::F32, trains(ModuleId::Vision),
-                                            cfg.precision);
-  ScorerDims dims;
-  dims.G = v.grid(), dims.d = dv, dims.dq = C;
-  // tp2 at parallel.tp = 2: the pair is the TP group (resolve_vlm_config refuses other sizes).
-  const bool tp2 = cfg.scorers.scorers.placement == Placement::Tp2;
-  VLM_REQUIRE(!tp2 || tp.size() == 2, "scorers.placement=tp2 needs parallel.tp=2 in the VLM, got ", tp.size());
-  stage_ = std::make_unique<RelevanceStage>(cfg.scorers, dims, tp, tp2 ? &tp : nullptr);
-  stage_params_ = std::make_unique<ParamTable>(stage_->param_specs(), stage_->table_tp(), stage_->table_rank());
+  for (int k = 0; k < cfg.front_slots; ++k) slots_.push_back(std::make_unique<FrontSlot>(cfg, backend, tp, self));
+  const RelevanceStage& stage0 = slots_[0]->stage();
+  stage_params_ = std::make_unique<ParamTable>(stage0.param_specs(), stage0.table_tp(), stage0.table_rank());
   stage_params_->allocate(backend, trains(ModuleId::Scorers));
-  stage_->bind(*stage_params_);
+  for (auto& f : slots_) f->stage().bind(*stage_params_);
   projector_ = std::make_unique<Projector>(dv, C, cfg.projector_std, backend, Tv, DType::F32, trains(ModuleId::Projector),
                                            cfg.precision);
   llm_ = std::make_unique<Backbone>(cfg.llm, backend, tp, cfg.max_backbone_tokens(tp.size()), trains(ModuleId::Llm),
                                     cfg.precision);
-  features_ = std::make_unique<FeatureSource>(*vision_, dF_);
   const Param& table = llm_->params().get(kEmbedTokens);
   prompt_emb_.table = table.value, prompt_emb_.dtable = table.grad, prompt_emb_.vocab_offset = table.offset;
-
-  pixels_ = Tensor::zeros(backend, Shape{Bm, v.image_size, v.image_size, 3}, DType::U8);
-  texture_ = Tensor::zeros(backend, Shape{Bm, kVisionTextureChannels, v.grid(), v.grid()});
-  dF_ = Tensor::zeros(backend, Shape{Bm * N, dv});
-  prompt_ids_ = Tensor::zeros(backend, Shape{Pm}, DType::I32);
-  avg_ = Tensor::zeros(backend, Shape{Bm * Pm});
   prompt_rows_ = Tensor::zeros(backend, Shape{Pm, C});
   dprompt_rows_ = Tensor::zeros(backend, Shape{Pm, C});
-  query_ = Tensor::zeros(backend, Shape{Bm, C});
-  dquery_ = Tensor::zeros(backend, Shape{Bm, C});
   visual_ = Tensor::zeros(backend, Shape{Tv, C});
   dvisual_ = Tensor::zeros(backend, Shape{Tv, C});
-  dtokens_ = Tensor::zeros(backend, Shape{Tv, dv});
 }
 
 VlmModel::~VlmModel() = default;
 
 void VlmModel::init(uint64_t seed) {
-  vision_->init(seed);
+  vision().init(seed);
   init_params(*stage_params_, seed);
   projector_->init(seed);
   llm_->init(seed);
@@ -107,12 +72,13 @@ void VlmModel::init(uint64_t seed) {
 std::vector<ModuleParams> VlmModel::modules() {
   return {{ModuleId::Llm, &llm_->params(), true},
           {ModuleId::Projector, &projector_->params(), false},
-          {ModuleId::Scorers, stage_params_.get(), stage_->table_tp() > 1},  // tp2: split over the pair = TP
-          {ModuleId::Vision, &vision_->params(), false}};
+          {ModuleId::Scorers, stage_params_.get(), slots_[0]->stage().table_tp() > 1},  // tp2: split over the pair = TP
+          {ModuleId::Vision, &vision().params(), false}};
 }
 
 void VlmModel::zero_grads() {
   for (const ModuleParams& m : modules()) m.table->zero_grads();
+  for (size_t k = 1; k < slots_.size(); ++k) slots_[k]->vision().zero_grads();  // left over by a failed step
 }
 
 void VlmModel::refresh_working_weights() {
@@ -126,118 +92,174 @@ size_t VlmModel::working_weight_bytes() {
 }
 
 int64_t VlmModel::activation_bytes() const {
-  return int64_t(vision_->activation_bytes() + projector_->activation_bytes() + llm_->activation_bytes());
+  size_t n = projector_->activation_bytes() + llm_->activation_bytes();
+  for (const auto& f : slots_) n += f->vision().activation_bytes();
+  return int64_t(n);
 }
 
-void VlmModel::load(Stream& s, const MicroBatch& mb) {
+namespace {
+// An arena's whole storage as f32 elements (its padding included: zero on both sides).
+Tensor arena_f32(const Arena& a) { return a.storage().reinterpret(DType::F32, Shape{int64_t(a.bytes() / 4)}); }
+}  // namespace
+
+void VlmModel::sync_front_weights(Stream& s) {
+  const ParamTable& t0 = vision().params();
+  for (size_t k = 1; k < slots_.size(); ++k) {
+    ParamTable& t = slots_[k]->vision().params();
+    copy(s, arena_f32(t.value_arena()), arena_f32(t0.value_arena()));
+    t.refresh_working(s);  // the same rounding of the same values as slot 0's copy
+  }
+}
+
+void VlmModel::merge_front_grads(Stream& s) {
+  const ParamTable& t0 = vision().params();
+  if (t0.grad_bytes() == 0) return;  // frozen
+  for (size_t k = 1; k < slots_.size(); ++k) {
+    const Tensor g = arena_f32(slots_[k]->vision().params().grad_arena());
+    accumulate(s, arena_f32(t0.grad_arena()), g, 1.f);
+    fill(s, g, 0.f);
+  }
+}
+
+void VlmModel::load(Stream& s, const MicroBatch& mb, int slot) {
   const VisionConfig& v = cfg_.vision;
   const int64_t B = mb.images;
   VLM_REQUIRE(B >= 1 && B <= cfg_.max_images, "micro-batch of ", B, " images; the model is planned for 1..",
               cfg_.max_images);
   VLM_ASSERT(int64_t(mb.prompt.size()) == B && int64_t(mb.caption.size()) == B, "one prompt and caption per image");
-  s.synchronize();  // the buffers below may still be read by the previous micro-batch's work
-  B_ = B, seed_ = mb.seed, loss_norm_ = mb.loss_norm;
-  const int64_t S = v.image_size, G = v.grid();
-  backend_.copy(pixels_.data(), backend_.device(), mb.pixels, DeviceKind::CPU, size_t(B * S * S * 3));
   VLM_ASSERT(mb.texture, "the relevance stage needs the texture array");
-  backend_.copy(texture_.data(), backend_.device(), mb.texture, DeviceKind::CPU,
+  for (int64_t b = 0; b < B; ++b)
+    VLM_REQUIRE(int64_t(mb.prompt[size_t(b)].size() + mb.caption[size_t(b)].size()) <= cfg_.max_text, "sample ", b,
+                ": ", mb.prompt[size_t(b)].size() + mb.caption[size_t(b)].size(), " text tokens exceed train.max_text=",
+                cfg_.max_text);
+  FrontSlot& f = *slots_[size_t(slot)];
+  s.synchronize();  // the slot's buffers may still be read by its previous micro-batch's work
+  cur_ = slot;
+  f.B = B, f.seed = mb.seed, f.loss_norm = mb.loss_norm;
+  const int64_t S = v.image_size, G = v.grid();
+  backend_.copy(f.pixels.data(), backend_.device(), mb.pixels, DeviceKind::CPU, size_t(B * S * S * 3));
+  backend_.copy(f.texture.data(), backend_.device(), mb.texture, DeviceKind::CPU,
                 size_t(B * kVisionTextureChannels * G * G) * sizeof(float));
-  std::vector<int32_t> ids;
-  has_prompt_.assign(size_t(B), false);
-  samples_.assign(size_t(B), VlmSample{});
+  f.ids_host.clear();
+  f.has_prompt.assign(size_t(B), false);
   for (int64_t b = 0; b < B; ++b) {
     const auto& p = mb.prompt[size_t(b)];
-    VLM_REQUIRE(int64_t(p.size() + mb.caption[size_t(b)].size()) <= cfg_.max_text, "sample ", b, ": ",
-                p.size() + mb.caption[size_t(b)].size(), " text tokens exceed train.max_text=", cfg_.max_text);
-    ids.insert(ids.end(), p.begin(), p.end());
-    has_prompt_[size_t(b)] = !p.empty();
-    samples_[size_t(b)].prompt = p;
-    samples_[size_t(b)].caption = mb.caption[size_t(b)];
+    f.ids_host.insert(f.ids_host.end(), p.begin(), p.end());
+    f.has_prompt[size_t(b)] = !p.empty();
+    f.samples[size_t(b)].prompt = p;
+    f.samples[size_t(b)].caption = mb.caption[size_t(b)];
   }
-  P_ = int64_t(ids.size());
-  if (P_ > 0) {
-    std::vector<float> avg(size_t(B * P_), 0.f);
+  f.P = int64_t(f.ids_host.size());
+  if (f.P > 0) {
+    f.avg_host.assign(size_t(B * f.P), 0.f);
     int64_t at = 0;
     for (int64_t b = 0; b < B; ++b) {
       const int64_t n = int64_t(mb.prompt[size_t(b)].size());
-      for (int64_t j = 0; j < n; ++j) avg[size_t(b * P_ + at + j)] = 1.f / float(n);
+      for (int64_t j = 0; j < n; ++j) f.avg_host[size_t(b * f.P + at + j)] = 1.f / float(n);
       at += n;
     }
-    backend_.copy(prompt_ids_.data(), backend_.device(), ids.data(), DeviceKind::CPU, ids.size() * 4);
-    backend_.copy(avg_.data(), backend_.device(), avg.data(), DeviceKind::CPU, avg.size() * 4);
+    backend_.copy(f.prompt_ids.data(), backend_.device(), f.ids_host.data(), DeviceKind::CPU, f.ids_host.size() * 4);
+    backend_.copy(f.avg.data(), backend_.device(), f.avg_host.data(), DeviceKind::CPU, f.avg_host.size() * 4);
   }
 }
 
-void VlmModel::vision_forward(Stream& s) {
-  vision_->forward(s, pixels_.slice(0, B_), cfg_.vision.texture ? texture_.slice(0, B_) : Tensor{});
+void VlmModel::vision_forward(Stream& s, int slot) {
+  FrontSlot& f = *slots_[size_t(slot)];
+  f.vision().forward(s, f.pixels.slice(0, f.B), cfg_.vision.texture ? f.texture.slice(0, f.B) : Tensor{});
 }
 
-void VlmModel::query_forward(Stream& s) {
-  const Tensor q = query_.slice(0, B_);
-  if (P_ == 0) return fill(s, q, 0.f);
+void VlmModel::query_forward(Stream& s, int slot) {
+  FrontSlot& f = *slots_[size_t(slot)];
+  const Tensor q = f.query.slice(0, f.B);
+  if (f.P == 0) return fill(s, q, 0.f);
   TpContext ctx{s, tp_, false};  // prompt rows are not sequence-sharded
-  const Tensor rows = prompt_rows_.slice(0, P_);
-  prompt_emb_.forward(ctx, rows, rows, prompt_ids_.slice(0, P_));
-  matmul(s, q, avg_.sub(0, Shape{B_, P_}), rows, GemmOpts{});
+  const Tensor rows = prompt_rows_.slice(0, f.P);
+  prompt_emb_.forward(ctx, rows, rows, f.prompt_ids.slice(0, f.P));
+  matmul(s, q, f.avg.sub(0, Shape{f.B, f.P}), rows, GemmOpts{});
 }
 
-void VlmModel::scorers_prepare(Stream& s) {
+void VlmModel::scorers_prepare(Stream& s, int slot) {
+  FrontSlot& f = *slots_[size_t(slot)];
   const int64_t G = cfg_.vision.grid();
-  const Tensor tex = texture_.slice(0, B_).view(Shape{B_, kVisionTextureChannels, G * G});
-  stage_->forward_prepare(s, *features_, tex, query_.slice(0, B_), has_prompt_, seed_);
+  const Tensor tex = f.texture.slice(0, f.B).view(Shape{f.B, kVisionTextureChannels, G * G});
+  f.stage().forward_prepare(s, f.features(), tex, f.query.slice(0, f.B), f.has_prompt, f.seed);
 }
 
-void VlmModel::scorers_forward(Stream& s) {
-  scorers_prepare(s);
-  for (int k = 0; k < kNumScorers; ++k) scorer_forward(s, k);
-  scorers_finish(s);
+void VlmModel::scorers_finish(Stream& s, int slot) {
+  FrontSlot& f = *slots_[size_t(slot)];
+  f.stage().forward_finish(s);  // synchronises s: the slot's last reader has finished
+  pack_input(f);
+}
+
+void VlmModel::scorers_forward(Stream& s, int slot) {
+  scorers_prepare(s, slot);
+  for (int k = 0; k < kNumScorers; ++k) scorer_forward(s, slot, k);
+  scorers_finish(s, slot);
 }
 
 void VlmModel::front_forward(Stream& s, const MicroBatch& mb) {
-  load(s, mb);
-  vision_forward(s);
-  query_forward(s);
-  scorers_forward(s);
+  load(s, mb, 0);
+  vision_forward(s, 0);
+  query_forward(s, 0);
+  scorers_forward(s, 0);
 }
 
-void VlmModel::build_input() {
-  const std::vector<int64_t>& cu = stage_->offsets();
-  for (int64_t b = 0; b < B_; ++b) samples_[size_t(b)].n_visual = int32_t(cu[size_t(b + 1)] - cu[size_t(b)]);
-  const int64_t Tv = cu[size_t(B_)];
-  std::vector<VlmSample> samples = samples_;
-  const int tp = tp_.size();
-  if (cfg_.llm.sequence_parallel && tp > 1) {  // pad T to a multiple of tp with a text-only sample
-    int64_t T = Tv;
-    for (const VlmSample& x : samples) T += int64_t(x.prompt.size() + x.caption.size());
-    if (const int64_t pad = (tp - T % tp) % tp; pad > 0) samples.push_back(VlmSample{0, std::vector<int32_t>(size_t(pad), 0), {}});
+void VlmModel::pack_input(FrontSlot& f) {
+  const std::vector<int64_t>& cu = f.stage().offsets();
+  int64_t T = 0;
+  for (int64_t b = 0; b < f.B; ++b) {
+    VlmSample& x = f.samples[size_t(b)];
+    x.n_visual = int32_t(cu[size_t(b + 1)] - cu[size_t(b)]);
+    T += x.n_visual + int64_t(x.prompt.size() + x.caption.size());
   }
-  input_ = make_vlm_input(backend_, samples, visual_.slice(0, Tv));
-  input_.loss_norm = loss_norm_;
+  const int tp = tp_.size();
+  // Sequence parallelism: T padded to a multiple of tp with a text-only sample.
+  const int64_t pad = cfg_.llm.sequence_parallel && tp > 1 ? (tp - T % tp) % tp : 0;
+  const int64_t Tv = cu[size_t(f.B)];
+  f.input = f.input_buffers.pack(std::span<const VlmSample>(f.samples.data(), size_t(f.B)), visual_.slice(0, Tv), pad);
+  f.input.loss_norm = f.loss_norm;
+}
+
+void VlmModel::projector_forward(Stream& s, FrontSlot& f) {
+  const int64_t Tv = f.stage().offsets()[size_t(f.B)];
+  projector_->forward(s, visual_.slice(0, Tv), f.stage().tokens());
+}
+
+void VlmModel::llm_forward_backward(Stream& s, int slot, const Tensor& loss) {
+  FrontSlot& f = *slots_[size_t(slot)];
+  const int64_t Tv = f.stage().offsets()[size_t(f.B)];
+  projector_forward(s, f);
+  llm_->forward(s, f.input, loss);
+  llm_->backward(s, f.input, dvisual_.slice(0, Tv));
+  projector_->backward(s, f.dtokens.slice(0, Tv), dvisual_.slice(0, Tv), f.stage().tokens());
 }
 
 float VlmModel::llm_forward_backward(Stream& s, bool backward) {
-  const int64_t Tv = stage_->offsets()[size_t(B_)];
-  projector_->forward(s, visual_.slice(0, Tv), stage_->tokens());
-  build_input();
-  const float loss = llm_->forward(s, input_);
+  FrontSlot& f = *slots_[size_t(cur_)];
+  const int64_t Tv = f.stage().offsets()[size_t(f.B)];
+  projector_forward(s, f);
+  const float loss = llm_->forward(s, f.input);
   if (backward) {
-    llm_->backward(s, input_, dvisual_.slice(0, Tv));
-    projector_->backward(s, dtokens_.slice(0, Tv), dvisual_.slice(0, Tv), stage_->tokens());
+    llm_->backward(s, f.input, dvisual_.slice(0, Tv));
+    projector_->backward(s, f.dtokens.slice(0, Tv), dvisual_.slice(0, Tv), f.stage().tokens());
   }
   return loss;
 }
 
 std::vector<int32_t> VlmModel::greedy_next(Stream& s, const std::vector<std::vector<int32_t>>& generated) {
-  VLM_ASSERT(int64_t(generated.size()) == B_, "one generated sequence per image");
-  for (int64_t b = 0; b < B_; ++b) samples_[size_t(b)].caption = generated[size_t(b)];
+  FrontSlot& f = *slots_[size_t(cur_)];
+  VLM_ASSERT(int64_t(generated.size()) == f.B, "one generated sequence per image");
+  for (int64_t b = 0; b < f.B; ++b) f.samples[size_t(b)].caption = generated[size_t(b)];
+  s.synchronize();  // the packed input may still be read by the last forward
+  pack_input(f);
   llm_forward_backward(s, false);
   const Tensor logits = llm_->gather_logits(s);  // host [T, V]
   const int64_t V = logits.size(1);
   const float* L = logits.ptr<float>();
-  std::vector<int32_t> next(static_cast<size_t>(B_));
+  std::vector<int32_t> next(static_cast<size_t>(f.B));
   int64_t end = 0;
-  for (int64_t b = 0; b < B_; ++b) {
-    const VlmSample& x = samples_[size_t(b)];
+  for (int64_t b = 0; b < f.B; ++b) {
+    const VlmSample& x = f.samples[size_t(b)];
     end += x.n_visual + int64_t(x.prompt.size() + x.caption.size());
     const float* row = L + (end - 1) * V;
     next[size_t(b)] = int32_t(std::max_element(row, row + V) - row);
@@ -245,34 +267,37 @@ std::vector<int32_t> VlmModel::greedy_next(Stream& s, const std::vector<std::vec
   return next;
 }
 
-void VlmModel::scorers_backward(Stream& s) {
-  const int64_t Tv = stage_->offsets()[size_t(B_)];
-  fill(s, dF_.slice(0, B_ * cfg_.vision.tokens()), 0.f);
-  stage_->backward(s, *features_, dquery_.slice(0, B_), dtokens_.slice(0, Tv));
+void VlmModel::scorers_backward(Stream& s, int slot) {
+  FrontSlot& f = *slots_[size_t(slot)];
+  const int64_t Tv = f.stage().offsets()[size_t(f.B)], rows = f.B * cfg_.vision.tokens();
+  fill(s, f.dF.slice(0, rows), 0.f);
+  f.stage().backward(s, f.features(), f.dquery.slice(0, f.B), f.dtokens.slice(0, Tv));
   // Under batch-split each rank wrote the feature gradients of its own images only; the
   // replicated encoder needs all of them (the other rows are zero, so the sum is exact).
   if (cfg_.scorers.scorers.placement == Placement::BatchSplit && tp_.size() > 1 && !cfg_.frozen[size_t(ModuleId::Vision)])
-    tp_.all_reduce(s, dF_.slice(0, B_ * cfg_.vision.tokens()));
+    tp_.all_reduce(s, f.dF.slice(0, rows));
 }
 
-void VlmModel::query_backward(Stream& s) {
-  if (P_ == 0) return;
+void VlmModel::query_backward(Stream& s, int slot) {
+  FrontSlot& f = *slots_[size_t(slot)];
+  if (f.P == 0) return;
   TpContext ctx{s, tp_, false};
-  const Tensor drows = dprompt_rows_.slice(0, P_);
+  const Tensor drows = dprompt_rows_.slice(0, f.P);
   GemmOpts o;
   o.trans_a = true;
-  matmul(s, drows, avg_.sub(0, Shape{B_, P_}), dquery_.slice(0, B_), o);
-  prompt_emb_.backward(ctx, drows, drows, prompt_ids_.slice(0, P_));
+  matmul(s, drows, f.avg.sub(0, Shape{f.B, f.P}), f.dquery.slice(0, f.B), o);
+  prompt_emb_.backward(ctx, drows, drows, f.prompt_ids.slice(0, f.P));
 }
 
-void VlmModel::vision_backward(Stream& s) {
-  vision_->backward(s, dF_.slice(0, B_ * cfg_.vision.tokens()),
-                    cfg_.vision.texture ? texture_.slice(0, B_) : Tensor{});
+void VlmModel::vision_backward(Stream& s, int slot) {
+  FrontSlot& f = *slots_[size_t(slot)];
+  f.vision().backward(s, f.dF.slice(0, f.B * cfg_.vision.tokens()),
+                      cfg_.vision.texture ? f.texture.slice(0, f.B) : Tensor{});
 }
 
 void VlmModel::finish_grads(Stream& s) {
   llm_->finalize_grads(s);
-  stage_->finalize_grads(s);
+  slots_[0]->stage().finalize_grads(s);  // the one table every slot's stage accumulates into
 }
 
 }  // namespace vlm

@@ -12,6 +12,14 @@
 //   forward, backbone forward + backward, projector backward), scorers_backward,
 //   query_backward, vision_backward
 // and finish_grads() once per optimizer step, after the last micro-batch's backward.
+// Front-end slots (train/front_slot.h): a micro-batch's pieces name the slot that holds
+// its state. VlmConfig::front_slots = 2 lets micro-batch m+1 (the other slot) run load
+// .. scorers_finish while m runs llm_forward_backward and its backward; a slot is free
+// again after its micro-batch's scorers_backward, query_backward and vision_backward.
+// The projector and the backbone are shared: llm_forward_backward runs one micro-batch
+// at a time. With two slots, sync_front_weights (before any slot-1 vision_forward of the
+// optimizer step) and merge_front_grads (after its last vision_backward) keep the second
+// encoder's weights and gradients those of the model's encoder.
 // Which of them communicate on the TP group: query_forward (the all-reduce of the
 // vocab-parallel lookup), llm_forward_backward, the relevance stage unless
 // scorers.placement=replicated, and finish_grads; query_backward does not (the prompt
@@ -23,7 +31,8 @@
 // Loss: the backbone's cross-entropy over caption tokens only, divided by
 // MicroBatch::loss_norm (the caption tokens of the whole optimizer step over every DP
 // rank), so the per-micro-batch losses of all ranks add up to the step's mean loss and
-// the gradients add up (no averaging) over micro-batches and DP ranks.
+// the gradients add up (no averaging) over micro-batches and DP ranks. The step's
+// llm_forward_backward leaves it on the device; evaluation's reads it on the host.
 // Memory: every part plans its parameters and activations at construction for
 // max_images images of at most max_text text tokens each (train/step.h does not allocate).
 // Decoding: the backbone's KV cache (llm/backbone.h) is planned at the first
@@ -39,6 +48,7 @@
 #include "llm/embedding_parallel.h"
 #include "llm/sampling.h"
 #include "scorers/stage.h"
+#include "train/front_slot.h"
 #include "vision/encoder.h"
 #include "vision/projector.h"
 
@@ -61,6 +71,10 @@ struct VlmConfig {
   Precision precision = Precision::FP32;
   // Frozen modules (by ModuleId) get no gradient arena and skip their weight gradients.
   std::array<bool, kNumModules> frozen{};
+  // Front-end slots (train/front_slot.h): 1, or 2 to pipeline micro-batches (train/step.h;
+  // resolve_vlm_config sets 2 when train.micro_batches >= 2). The second costs a second
+  // encoder (weights, gradients, activations) and a second set of front-end buffers.
+  int front_slots = 1;
   // Tokens of the backbone's packed micro-batch at most: every image at lod.max_tokens
   // plus its text, plus tp - 1 rows of sequence-parallel padding, rounded up to a multiple
   // of tp (the backbone's arena under sequence parallelism).
@@ -106,27 +120,38 @@ class VlmModel {
   // Bytes of the bf16 working copies on this rank (0 at FP32).
   size_t working_weight_bytes();
 
-  VisionEncoder& vision() { return *vision_; }
-  RelevanceStage& stage() { return *stage_; }
+  // The model's encoder (slot 0's: the weights the optimizer, checkpoints and imports
+  // see), and the stage of the last micro-batch loaded (its activations: offsets, balancer weights).
+  VisionEncoder& vision() { return slots_[0]->vision(); }
+  RelevanceStage& stage() { return slots_[size_t(cur_)]->stage(); }
   Projector& projector() { return *projector_; }
   Backbone& llm() { return *llm_; }
+  int front_slots() const { return int(slots_.size()); }
 
-  // The pieces of one micro-batch (order above). llm_forward_backward returns this
-  // rank's share of the step's loss (identical on every TP rank).
-  void load(Stream& s, const MicroBatch& mb);
-  void vision_forward(Stream& s);
-  void query_forward(Stream& s);
-  void scorers_forward(Stream& s);  // = the three parts below, in order
-  void scorers_prepare(Stream& s);                // the stage's forward_prepare
-  void scorer_forward(Stream& s, int k) { stage_->forward_scorer(s, k); }  // k = 0, 1, 2, at once
-  void scorers_finish(Stream& s) { stage_->forward_finish(s); }
-  float llm_forward_backward(Stream& s, bool backward = true);
-  void scorers_backward(Stream& s);
-  // Everything before the backbone, in order: load, vision_forward, query_forward,
-  // scorers_forward (what evaluation and decoding run first).
+  // The pieces of one micro-batch (order above), on front-end slot `slot`.
+  void load(Stream& s, const MicroBatch& mb, int slot);
+  void vision_forward(Stream& s, int slot);
+  void query_forward(Stream& s, int slot);
+  void scorers_forward(Stream& s, int slot);  // = the three parts below, in order
+  void scorers_prepare(Stream& s, int slot);  // the stage's forward_prepare
+  void scorer_forward(Stream& s, int slot, int k) { slots_[size_t(slot)]->stage().forward_scorer(s, k); }  // k = 0, 1, 2, at once
+  void scorers_finish(Stream& s, int slot);   // the stage's forward_finish, then the LM input is packed
+  // Projector + backbone forward and backward: loss [1] (device, f32) receives this
+  // rank's share of the step's loss (identical on every TP rank); nothing waits for it.
+  void llm_forward_backward(Stream& s, int slot, const Tensor& loss);
+  void scorers_backward(Stream& s, int slot);
+  void query_backward(Stream& s, int slot);
+  void vision_backward(Stream& s, int slot);
+  // Slot 0 <-> the other slots' encoders (no-ops with one slot): their weights (and bf16
+  // working copies) := slot 0's; slot 0's gradients += theirs, theirs := 0.
+  void sync_front_weights(Stream& s);
+  void merge_front_grads(Stream& s);
+
+  // Evaluation and decoding (slot 0): everything before the backbone, in order (load,
+  // vision_forward, query_forward, scorers_forward), then the projector and backbone
+  // forward (and backward unless `backward` is false), the loss read on the host.
   void front_forward(Stream& s, const MicroBatch& mb);
-  void query_backward(Stream& s);
-  void vision_backward(Stream& s);
+  float llm_forward_backward(Stream& s, bool backward = true);
   // Greedy decoding (a full recompute per token): after front_forward, the most likely
   // next token of every sample given its prompt and `generated` [B] so far (the logits are gathered over the TP
   // group: a collective). Padding vocabulary columns are never chosen.
@@ -143,42 +168,31 @@ class VlmModel {
   // placement's gradient traffic of the stage.
   void finish_grads(Stream& s);
 
-  // The last micro-batch: the visual tokens per image, the LM input (for decoding).
-  const std::vector<int64_t>& visual_offsets() const { return stage_->offsets(); }
-  const LmInput& lm_input() const { return input_; }
-  int64_t activation_bytes() const;  // the activation arenas: encoder, projector, backbone
+  // The last micro-batch loaded: the visual tokens per image, the LM input (for decoding).
+  const std::vector<int64_t>& visual_offsets() const { return slots_[size_t(cur_)]->stage().offsets(); }
+  const LmInput& lm_input() const { return slots_[size_t(cur_)]->input; }
+  // The activation arenas: every slot's encoder, projector, backbone.
+  int64_t activation_bytes() const;
 
  private:
-  class FeatureSource;  // the ImageEncoder the stage reads F through
-  void build_input();  // the LmInput of the current micro-batch (host work + upload)
+  void pack_input(FrontSlot& f);  // f.input from f.samples and f's visual tokens (host work + upload)
+  void projector_forward(Stream& s, FrontSlot& f);
   // The tokens of the sequences `seqs` from the backbone's last step logits (decoding).
   std::vector<int32_t> choose_next(Stream& s, const std::vector<int32_t>& seqs);
 
   VlmConfig cfg_;
   Backend& backend_;
   Communicator& tp_;
-  std::unique_ptr<VisionEncoder> vision_;
-  std::unique_ptr<RelevanceStage> stage_;
-  std::unique_ptr<ParamTable> stage_params_;
+  std::vector<std::unique_ptr<FrontSlot>> slots_;  // front_slots of them
+  std::unique_ptr<ParamTable> stage_params_;       // the scorers' one table, bound by every slot's stage
   std::unique_ptr<Projector> projector_;
   std::unique_ptr<Backbone> llm_;
-  std::unique_ptr<FeatureSource> features_;
   VocabParallelEmbedding prompt_emb_;  // views of the backbone's table and its gradient
 
-  // Device buffers, planned for max_images (views cut per micro-batch).
-  Tensor pixels_, texture_;         // [Bmax,S,S,3] u8, [Bmax,13,G,G]
-  Tensor dF_;                       // [Bmax*G*G, d_v] encoder feature gradient (+= by the stage)
-  Tensor prompt_ids_, avg_;         // [Pmax] i32, [Bmax, Pmax] prompt averaging matrix
+  // Shared by the slots (used inside one task at a time, all on the llm stream).
   Tensor prompt_rows_, dprompt_rows_;  // [Pmax, C]
-  Tensor query_, dquery_;           // [Bmax, C]
-  Tensor visual_, dvisual_, dtokens_;  // [Tv, C], [Tv, C], [Tv, d_v] (Tv <= Bmax*max_tokens)
-  // The current micro-batch.
-  int64_t B_ = 0, P_ = 0;
-  uint64_t seed_ = 0;
-  std::vector<bool> has_prompt_;
-  std::vector<VlmSample> samples_;
-  double loss_norm_ = 1.0;
-  LmInput input_;
+  Tensor visual_, dvisual_;            // [Tv, C]
+  int cur_ = 0;                        // the slot of the last load
   // Decoding (decode_start, decode_next): options, tokens chosen per sample, scratch.
   DecodeOptions dec_opts_;
   std::vector<uint64_t> dec_steps_;

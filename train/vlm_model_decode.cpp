@@ -9,29 +9,32 @@
 namespace vlm {
 
 std::vector<int32_t> VlmModel::decode_start(Stream& s, const DecodeOptions& o) {
-  VLM_ASSERT(B_ >= 1, "decode_start before load");
+  FrontSlot& f = *slots_[size_t(cur_)];
+  const int64_t B = f.B;
+  VLM_ASSERT(B >= 1, "decode_start before load");
   VLM_ASSERT(o.greedy() || (std::isfinite(o.temperature) && o.top_k >= 0), "decode options: temperature ",
              o.temperature, ", top_k ", o.top_k);
   if (!llm_->kv_cache()) llm_->plan_decoding(cfg_.max_images, cfg_.scorers.lod.max_tokens + cfg_.max_text);
-  for (int64_t b = 0; b < B_; ++b) samples_[size_t(b)].caption.clear();
-  const int64_t Tv = stage_->offsets()[size_t(B_)];
-  projector_->forward(s, visual_.slice(0, Tv), stage_->tokens());
-  build_input();
-  llm_->prefill(s, input_, B_);  // an SP padding sample comes last and is not kept
+  for (int64_t b = 0; b < B; ++b) f.samples[size_t(b)].caption.clear();
+  s.synchronize();  // the packed input may still be read by the last forward
+  pack_input(f);
+  projector_forward(s, f);
+  llm_->prefill(s, f.input, B);  // an SP padding sample comes last and is not kept
   dec_opts_ = o;
-  dec_steps_.assign(size_t(B_), 0);
-  dec_seqs_.resize(size_t(B_));
-  for (int64_t b = 0; b < B_; ++b) dec_seqs_[size_t(b)] = int32_t(b);
+  dec_steps_.assign(size_t(B), 0);
+  dec_seqs_.resize(size_t(B));
+  for (int64_t b = 0; b < B; ++b) dec_seqs_[size_t(b)] = int32_t(b);
   return choose_next(s, dec_seqs_);
 }
 
 std::vector<int32_t> VlmModel::decode_next(Stream& s, const std::vector<int32_t>& tokens) {
-  VLM_ASSERT(int64_t(tokens.size()) == B_ && int64_t(dec_steps_.size()) == B_,
+  const int64_t B = slots_[size_t(cur_)]->B;
+  VLM_ASSERT(int64_t(tokens.size()) == B && int64_t(dec_steps_.size()) == B,
              "decode_next: one token per sample, after decode_start");
   dec_seqs_.clear(), dec_ids_.clear();
-  for (int64_t b = 0; b < B_; ++b)
+  for (int64_t b = 0; b < B; ++b)
     if (tokens[size_t(b)] >= 0) dec_seqs_.push_back(int32_t(b)), dec_ids_.push_back(tokens[size_t(b)]);
-  if (dec_seqs_.empty()) return std::vector<int32_t>(size_t(B_), -1);  // the same on every rank
+  if (dec_seqs_.empty()) return std::vector<int32_t>(size_t(B), -1);  // the same on every rank
   llm_->decode_step(s, dec_seqs_, dec_ids_);
   return choose_next(s, dec_seqs_);
 }
@@ -40,7 +43,7 @@ std::vector<int32_t> VlmModel::choose_next(Stream& s, const std::vector<int32_t>
   const Tensor logits = llm_->gather_step_logits(s);  // host [N, V]
   const int64_t V = logits.size(1);
   const float* L = logits.ptr<float>();
-  std::vector<int32_t> next(size_t(B_), -1);
+  std::vector<int32_t> next(size_t(slots_[size_t(cur_)]->B), -1);
   for (size_t i = 0; i < seqs.size(); ++i) {
     const int32_t b = seqs[i];
     const uint64_t step = dec_steps_[size_t(b)]++;

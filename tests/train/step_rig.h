@@ -22,7 +22,7 @@
 namespace vlm {
 namespace {
 
-double rel(double a, double e) { return std::fabs(a - e) / std::max(std::fabs(e), 1e-12); }
+[[maybe_unused]] double rel(double a, double e) { return std::fabs(a - e) / std::max(std::fabs(e), 1e-12); }
 
 constexpr int kImages = 8;  // global batch
 constexpr int kM = 2;       // micro-batches per step
@@ -37,6 +37,7 @@ VlmConfig tiny_config(int max_images) {
   c.llm.family = ModelFamily::Llama, c.llm.vocab_size = 50, c.llm.d_model = 32, c.llm.n_layers = 2;
   c.llm.n_heads = 4, c.llm.n_kv_heads = 4, c.llm.d_ff = 64, c.llm.tied_embeddings = false;
   c.max_images = max_images, c.max_text = 12;
+  c.front_slots = 2;  // kM >= 2: micro-batch m+1's front end during m's backbone (train/step.h)
   return c;
 }
 
@@ -47,13 +48,14 @@ struct GlobalBatch {
   std::vector<std::vector<int32_t>> prompt, caption;
 };
 
-GlobalBatch make_batch(uint64_t seed, const VlmConfig& c) {
+// `images` samples (kImages by default); token ids in [1, 49] (tiny_config's vocabulary).
+GlobalBatch make_batch(uint64_t seed, const VlmConfig& c, int images = kImages) {
   test::Rng rng(seed);
   GlobalBatch g;
   const int S = c.vision.image_size, G = c.vision.grid();
-  for (int i = 0; i < kImages * S * S * 3; ++i) g.pixels.push_back(uint8_t(rng.randint(0, 255)));
-  for (int i = 0; i < kImages * 13 * G * G; ++i) g.texture.push_back(float(rng.uniform(-1, 1)));
-  for (int i = 0; i < kImages; ++i) {
+  for (int i = 0; i < images * S * S * 3; ++i) g.pixels.push_back(uint8_t(rng.randint(0, 255)));
+  for (int i = 0; i < images * 13 * G * G; ++i) g.texture.push_back(float(rng.uniform(-1, 1)));
+  for (int i = 0; i < images; ++i) {
     std::vector<int32_t> p{1}, cap;
     for (int k = 0, n = 1 + i % 3; k < n; ++k) p.push_back(rng.randint(2, 49));
     for (int k = 0, n = 2 + i % 4; k < n; ++k) cap.push_back(rng.randint(2, 49));
@@ -62,9 +64,10 @@ GlobalBatch make_batch(uint64_t seed, const VlmConfig& c) {
   return g;
 }
 
-// Micro-batch m of DP rank r out of dp (the sampler's order: step slices, then ranks).
+// Micro-batch m of DP rank r out of dp (the sampler's order: step slices, then ranks),
+// the global batch split into dp x M micro-batches.
 std::vector<MicroBatch> shard(const GlobalBatch& g, const VlmConfig& c, int dp, int r, int M) {
-  const int per = kImages / (dp * M), S = c.vision.image_size, G = c.vision.grid();
+  const int per = int(g.caption.size()) / (dp * M), S = c.vision.image_size, G = c.vision.grid();
   int64_t counted = 0;
   for (const auto& x : g.caption) counted += int64_t(x.size());
   std::vector<MicroBatch> out;
@@ -115,7 +118,7 @@ std::vector<int> layouts_tp() {
 // At every layout the world allows, one step of the model config(max_images) in serial
 // and in overlap mode gives bitwise equal loss and gradients (DP buckets of 10 KiB on the
 // grad_wire dtype, so several of them).
-void expect_serial_equals_overlap(VlmConfig (*config)(int), DType grad_wire) {
+[[maybe_unused]] void expect_serial_equals_overlap(VlmConfig (*config)(int), DType grad_wire) {
   Backend& b = cpu_backend();
   const GlobalBatch g = make_batch(7, tiny_config(kImages));
   for (int tp : layouts_tp()) {

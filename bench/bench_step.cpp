@@ -1,0 +1,153 @@
+// The VLM training step (train/step.h) on synthetic micro-batches, in serial and in
+// overlap mode: per mode the mean wall time of a step (forward, backward and the DP
+// reduction; no optimizer), the mean overlap fraction and exposed communication of the
+// scheduler's step summary (scheduler/trace.h), the busy time per stream; then the
+// serial / overlap ratio. Runs on one rank or under mpirun (TP = --tp, DP = the rest;
+// bench/bench_step.sh runs 1 rank, TP = 2 and DP = 2). Rank 0 prints; figures only.
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdlib>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "core/config.h"
+#include "core/error.h"
+#include "parallel/groups.h"
+#include "parallel/mpi/mpi_session.h"
+#include "parallel/topology.h"
+#include "scheduler/trace.h"
+#include "train/dp_grads.h"
+#include "train/step.h"
+
+using namespace vlm;
+
+namespace {
+
+// A small VLM: a 2-layer ViT over 32x32 images (8 x 8 cells), the three scorers, 16..32
+// visual tokens per image, a 2-layer Llama backbone.
+VlmConfig bench_config(const Config& cfg) {
+  VlmConfig c;
+  const int64_t d = cfg.get_int("width");
+  c.vision.image_size = 32, c.vision.patch = 4, c.vision.d_model = d, c.vision.n_layers = 2;
+  c.vision.n_heads = 4, c.vision.d_ff = 2 * d;
+  c.scorers.lod.region = 2, c.scorers.lod.min_tokens = 16, c.scorers.lod.max_tokens = 32;
+  c.scorers.lod.fixed_budget = 0;
+  c.scorers.scorers.hidden = 64;
+  c.llm.family = ModelFamily::Llama, c.llm.vocab_size = 512, c.llm.d_model = d, c.llm.n_layers = 2;
+  c.llm.n_heads = 4, c.llm.n_kv_heads = 4, c.llm.d_ff = 2 * d, c.llm.tied_embeddings = false;
+  c.max_images = cfg.get_int("images"), c.max_text = 24;
+  c.front_slots = cfg.get_int("micro_batches") >= 2 ? 2 : 1;  // as resolve_vlm_config
+  return c;
+}
+
+// This rank's micro-batches: random pixels and texture, prompts of 4 and captions of 16 tokens.
+struct Data {
+  std::vector<uint8_t> pixels;
+  std::vector<float> texture;
+  std::vector<MicroBatch> mbs;
+};
+
+Data make_data(const VlmConfig& c, int M, int dp, int rank) {
+  Data d;
+  const int64_t B = c.max_images, S = c.vision.image_size, G = c.vision.grid();
+  uint32_t x = 12345u + uint32_t(rank);
+  auto next = [&] { return x = x * 1664525u + 1013904223u; };
+  d.pixels.resize(size_t(M * B * S * S * 3));
+  d.texture.resize(size_t(M * B * 13 * G * G));
+  for (auto& p : d.pixels) p = uint8_t(next() >> 24);
+  for (auto& t : d.texture) t = float(next() >> 8) / float(1 << 24) * 2.f - 1.f;
+  for (int m = 0; m < M; ++m) {
+    MicroBatch mb;
+    mb.images = B;
+    mb.pixels = d.pixels.data() + size_t(m * B * S * S * 3);
+    mb.texture = d.texture.data() + size_t(m * B * 13 * G * G);
+    for (int64_t b = 0; b < B; ++b) {
+      std::vector<int32_t> p{1}, cap;
+      for (int k = 0; k < 3; ++k) p.push_back(int32_t(2 + next() % 500));
+      for (int k = 0; k < 16; ++k) cap.push_back(int32_t(2 + next() % 500));
+      mb.prompt.push_back(p), mb.caption.push_back(cap);
+    }
+    mb.loss_norm = double(16 * B * M * dp);
+    mb.seed = uint64_t(m);
+    d.mbs.push_back(std::move(mb));
+  }
+  return d;
+}
+
+struct Result {
+  double ms = 0, overlap = 0, exposed = 0;
+  std::array<double, sched::kNumStreams> busy{};
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Config cfg("bench_step", "the VLM step in serial and overlap mode: time, overlap fraction, exposed communication");
+  cfg.add_int("tp", 1, "tensor-parallel ranks (the world size divided by it is DP)", 1, 64);
+  cfg.add_int("micro_batches", 4, "micro-batches per step (>= 2: pipelined on two front-end slots)", 1, 64);
+  cfg.add_int("images", 8, "images per micro-batch and rank", 1, 256);
+  cfg.add_int("width", 128, "d_model of the encoder and the backbone", 16, 4096);
+  cfg.add_int("steps", 10, "timed steps per mode", 1, 100000);
+  cfg.add_int("warmup", 2, "untimed steps per mode", 0, 1000);
+  MpiSession mpi(&argc, &argv);
+  int code = 0;
+  try {
+    if (cfg.parse(argc, argv)) {
+      const int tp = int(cfg.get_int("tp")), M = int(cfg.get_int("micro_batches"));
+      VLM_REQUIRE(mpi.size() % tp == 0, "--tp ", tp, " must divide the number of ranks ", mpi.size());
+      Backend& b = cpu_backend();
+      const Topology topo = Topology::compute(mpi.size(), mpi.rank(), mpi.size(), tp);
+      ProcessGroups groups(topo, DeviceKind::CPU, 300.0);
+      auto self = make_communicator(DeviceKind::CPU, MPI_COMM_SELF, "self", 300.0);
+      const VlmConfig c = bench_config(cfg);
+      VlmModel model(c, b, groups.tp(), *self);
+      model.init(1);
+      const Data data = make_data(c, M, groups.dp().size(), groups.dp().rank());
+      sched::StreamSet streams(b);
+      const std::vector<bool> all(kNumModules, true);
+      DpGrads dpg(model.modules(), all, groups.dp(), 0, 25, b);
+      const int steps = int(cfg.get_int("steps")), warmup = int(cfg.get_int("warmup"));
+      Result res[2];
+      for (int k = 0; k < 2; ++k) {
+        StepOptions o;
+        o.mode = k == 0 ? sched::Mode::Serial : sched::Mode::Overlap;
+        VlmStep step(model, streams, dpg, all, M, o);
+        std::vector<sched::TaskTiming> timings;
+        sched::Trace trace(mpi.rank());
+        for (int i = 0; i < warmup + steps; ++i) {
+          groups.world().barrier(b.default_stream());
+          const auto t0 = std::chrono::steady_clock::now();
+          model.zero_grads();
+          step.run(data.mbs, &timings);
+          const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+          const sched::StepSummary s = trace.add_step(step.graph(), timings);
+          if (i < warmup) continue;
+          res[k].ms += ms / steps, res[k].overlap += s.overlap_fraction / steps;
+          res[k].exposed += s.exposed_comm_ms / steps;
+          for (int j = 0; j < sched::kNumStreams; ++j) res[k].busy[size_t(j)] += s.busy_ms[size_t(j)] / steps;
+        }
+      }
+      if (mpi.rank() == 0) {
+        std::printf("bench_step: %d rank(s), tp=%d dp=%d, M=%d micro-batches of %lld images, width %lld, %d steps "
+                    "(+%d warm-up), OMP_NUM_THREADS=%s\n",
+                    mpi.size(), tp, groups.dp().size(), M, (long long)c.max_images, (long long)cfg.get_int("width"),
+                    steps, warmup, std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "(unset)");
+        std::printf("%-8s %9s %8s %10s  %s\n", "mode", "ms/step", "overlap", "exp.comm", "busy ms per stream (rank 0)");
+        for (int k = 0; k < 2; ++k) {
+          std::printf("%-8s %9.2f %8.2f %10.2f ", k == 0 ? "serial" : "overlap", res[k].ms, res[k].overlap,
+                      res[k].exposed);
+          for (int j = 0; j < sched::kNumStreams; ++j)
+            std::printf(" %s %.2f", sched::stream_names()[size_t(j)].c_str(), res[k].busy[size_t(j)]);
+          std::printf("\n");
+        }
+        std::printf("serial / overlap: %.2f\n", res[0].ms / res[1].ms);
+      }
+    }
+  } catch (const UserError& e) {
+    std::fprintf(stderr, "bench_step: %s\n", e.what());
+    code = 2;
+  }
+  return code;
+}
