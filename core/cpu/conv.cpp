@@ -1,12 +1,15 @@
 // CPU 2-D convolution and average pooling, NCHW (core/ops/conv.inc).
-// conv2d: per sample, im2col into col[K = Cin*KH*KW, P = Ho*Wo] (zero padding), then
-// out_b[Cout,P] = w[Cout,K] @ col (+ bias). Backward: dw += dout_b @ col^T (samples in
-// order), dbias += sums of dout, dcol = w^T @ dout_b scattered back by col2im (parallel
-// over input channels, each writing only its own plane: deterministic). din is
-// overwritten and skipped when undefined; bias/dbias may be undefined.
+// conv2d: per chunk of n samples (n*K*P bounded by kConvColumns), im2col into
+// col[K = Cin*KH*KW, n*P] (P = Ho*Wo, zero padding; sample j in columns j*P..), then one
+// GEMM g[Cout, n*P] = w[Cout,K] @ col, scattered to out[b, Cout, P] (+ bias). Backward:
+// dout gathered into g the same way, dbias += row sums of g, dw += g @ col^T (one GEMM
+// per chunk, chunks in order), dcol = w^T @ g scattered back by col2im per sample
+// (parallel over input channels, each writing only its own plane: deterministic). The
+// chunking depends only on the shapes, so the result does not depend on the threads.
+// din is overwritten and skipped when undefined; bias/dbias may be undefined.
 // avgpool2d: k x k windows with a stride, no padding; backward spreads dout/(k*k) over
 // each window (parallel over (b, c) planes; overlapping windows add in a fixed order).
-// The im2col buffer is per-thread scratch, kept between calls.
+// col and g are one per-thread scratch buffer, kept between calls.
 // maps_to_rows / rows_to_maps: a permutation, parallel over the images.
 #include <algorithm>
 
@@ -38,9 +41,17 @@ ConvDims conv_dims(const char* op, const Tensor& in, const Tensor& w, int stride
   return d;
 }
 
-// col[(ci*KH+kh)*KW+kw, oy*Wo+ox] = in[ci, oy*stride-pad+kh, ox*stride-pad+kw] (0 outside).
+// Samples per chunk: at most this many elements of col (or of g) per chunk (16 MiB of f32).
+constexpr int64_t kConvColumns = int64_t(1) << 22;
+
+int64_t chunk_samples(const ConvDims& d) {
+  return std::clamp<int64_t>(kConvColumns / std::max<int64_t>(1, std::max(d.K, d.Cout) * d.P), 1, d.B);
+}
+
+// col[(ci*KH+kh)*KW+kw, oy*Wo+ox] = in[ci, oy*stride-pad+kh, ox*stride-pad+kw] (0 outside);
+// col's rows are ld apart (ld >= P: several samples side by side).
 template <typename T>
-void im2col(const ConvDims& d, const T* in, T* col, int stride, int pad) {
+void im2col(const ConvDims& d, const T* in, T* col, int64_t ld, int stride, int pad) {
   parallel_for(d.K, row_grain(d.P, kGrainStream), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t ci = r / (d.KH * d.KW), kh = (r / d.KW) % d.KH, kw = r % d.KW;
@@ -49,23 +60,23 @@ void im2col(const ConvDims& d, const T* in, T* col, int stride, int pad) {
         for (int64_t ox = 0; ox < d.Wo; ++ox) {
           const int64_t x = ox * stride - pad + kw;
           const bool inside = y >= 0 && y < d.H && x >= 0 && x < d.W;
-          col[r * d.P + oy * d.Wo + ox] = inside ? in[(ci * d.H + y) * d.W + x] : T(0);
+          col[r * ld + oy * d.Wo + ox] = inside ? in[(ci * d.H + y) * d.W + x] : T(0);
         }
       }
     }
   });
 }
 
-// din[ci] = sum over the col rows of channel ci (overwrite).
+// din[ci] = sum over the col rows of channel ci (overwrite); col's rows are ld apart.
 template <typename T>
-void col2im(const ConvDims& d, const T* col, T* din, int stride, int pad) {
+void col2im(const ConvDims& d, const T* col, int64_t ld, T* din, int stride, int pad) {
   parallel_for(d.Cin, row_grain(d.KH * d.KW * d.P, kGrainStream), [&](int64_t c0, int64_t c1) {
     for (int64_t ci = c0; ci < c1; ++ci) {
       T* plane = din + ci * d.H * d.W;
       std::fill(plane, plane + d.H * d.W, T(0));
       for (int64_t kh = 0; kh < d.KH; ++kh)
         for (int64_t kw = 0; kw < d.KW; ++kw) {
-          const T* cr = col + ((ci * d.KH + kh) * d.KW + kw) * d.P;
+          const T* cr = col + ((ci * d.KH + kh) * d.KW + kw) * ld;
           for (int64_t oy = 0; oy < d.Ho; ++oy) {
             const int64_t y = oy * stride - pad + kh;
             if (y < 0 || y >= d.H) continue;
@@ -89,19 +100,30 @@ void conv2d_forward(Stream& s, const Tensor& out, const Tensor& in, const Tensor
   VLM_ASSERT(out.ndim() == 4 && out.size(1) == d.Cout && out.size(2) == d.Ho && out.size(3) == d.Wo, op,
              ": out ", out.str(), ", expected [", d.B, ",", d.Cout, ",", d.Ho, ",", d.Wo, "]");
   if (bias.defined()) check_tensor(bias, in.dtype(), d.Cout, op, "bias");
+  if (d.B == 0 || d.Cout == 0 || d.P == 0) return;
   dispatch_float(in.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
-    T* col = thread_scratch<T>(0, d.K * d.P);
+    const int64_t n_max = chunk_samples(d);
+    T* col = thread_scratch<T>(0, (d.K + d.Cout) * n_max * d.P);
+    T* g = col + d.K * n_max * d.P;
     const T *pi = in.ptr<T>(), *pw = w.ptr<T>(), *pb = bias.defined() ? bias.ptr<T>() : nullptr;
     T* po = out.ptr<T>();
-    for (int64_t b = 0; b < d.B; ++b) {
-      T* ob = po + b * d.Cout * d.P;
-      im2col(d, pi + b * d.Cin * d.H * d.W, col, stride, pad);
-      if (pb)
-        for (int64_t co = 0; co < d.Cout; ++co) std::fill(ob + co * d.P, ob + (co + 1) * d.P, pb[co]);
+    for (int64_t b0 = 0; b0 < d.B; b0 += n_max) {
+      const int64_t n = std::min(n_max, d.B - b0), ld = n * d.P;
+      for (int64_t j = 0; j < n; ++j) im2col(d, pi + (b0 + j) * d.Cin * d.H * d.W, col + j * d.P, ld, stride, pad);
+      if (d.K > 0)
+        blas_gemm(false, false, d.Cout, ld, d.K, 1.0, pw, col, 0.0, g);
       else
-        std::fill(ob, ob + d.Cout * d.P, T(0));
-      if (d.K > 0 && d.P > 0) blas_gemm(false, false, d.Cout, d.P, d.K, 1.0, pw, col, 1.0, ob);
+        std::fill(g, g + d.Cout * ld, T(0));
+      parallel_for(n * d.Cout, row_grain(d.P, kGrainStream), [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {  // r = j * Cout + co
+          const int64_t j = r / d.Cout, co = r % d.Cout;
+          const T* src = g + co * ld + j * d.P;
+          T* dst = po + ((b0 + j) * d.Cout + co) * d.P;
+          const T bv = pb ? pb[co] : T(0);
+          for (int64_t p = 0; p < d.P; ++p) dst[p] = src[p] + bv;
+        }
+      });
     }
   });
 }
@@ -114,27 +136,37 @@ void conv2d_backward(Stream& s, const Tensor& din, const Tensor& dw, const Tenso
   check_same(dw, w, op, "dw");
   if (din.defined()) check_same(din, in, op, "din");
   if (dbias.defined()) check_tensor(dbias, in.dtype(), d.Cout, op, "dbias");
+  if (d.B == 0 || d.Cout == 0 || d.P == 0) return;
   dispatch_float(in.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
-    T* col = thread_scratch<T>(0, d.K * d.P);
+    const int64_t n_max = chunk_samples(d);
+    T* col = thread_scratch<T>(0, (d.K + d.Cout) * n_max * d.P);
+    T* g = col + d.K * n_max * d.P;
     const T *pi = in.ptr<T>(), *pw = w.ptr<T>(), *pg = dout.ptr<T>();
     T* pdw = dw.ptr<T>();
-    for (int64_t b = 0; b < d.B; ++b) {
-      const T* gb = pg + b * d.Cout * d.P;
+    for (int64_t b0 = 0; b0 < d.B; b0 += n_max) {
+      const int64_t n = std::min(n_max, d.B - b0), ld = n * d.P;
+      parallel_for(d.Cout, row_grain(n * d.P, kGrainStream), [&](int64_t c0, int64_t c1) {
+        for (int64_t co = c0; co < c1; ++co)  // g[co, j*P + p] = dout[b0 + j, co, p]
+          for (int64_t j = 0; j < n; ++j)
+            std::copy_n(pg + ((b0 + j) * d.Cout + co) * d.P, d.P, g + co * ld + j * d.P);
+      });
       if (dbias.defined()) {
         T* db = dbias.ptr<T>();
-        for (int64_t co = 0; co < d.Cout; ++co) {
-          double acc = 0;
-          for (int64_t p = 0; p < d.P; ++p) acc += double(gb[co * d.P + p]);
-          db[co] += T(acc);
-        }
+        parallel_for(d.Cout, row_grain(ld, kGrainStream), [&](int64_t c0, int64_t c1) {
+          for (int64_t co = c0; co < c1; ++co) {
+            double acc = 0;
+            for (int64_t q = 0; q < ld; ++q) acc += double(g[co * ld + q]);
+            db[co] += T(acc);
+          }
+        });
       }
-      if (d.K == 0 || d.P == 0) continue;
-      im2col(d, pi + b * d.Cin * d.H * d.W, col, stride, pad);
-      blas_gemm(false, true, d.Cout, d.K, d.P, 1.0, gb, col, 1.0, pdw);
+      if (d.K == 0) continue;
+      for (int64_t j = 0; j < n; ++j) im2col(d, pi + (b0 + j) * d.Cin * d.H * d.W, col + j * d.P, ld, stride, pad);
+      blas_gemm(false, true, d.Cout, d.K, ld, 1.0, g, col, 1.0, pdw);
       if (din.defined()) {
-        blas_gemm(true, false, d.K, d.P, d.Cout, 1.0, pw, gb, 0.0, col);
-        col2im(d, col, din.ptr<T>() + b * d.Cin * d.H * d.W, stride, pad);
+        blas_gemm(true, false, d.K, ld, d.Cout, 1.0, pw, g, 0.0, col);
+        for (int64_t j = 0; j < n; ++j) col2im(d, col + j * d.P, ld, din.ptr<T>() + (b0 + j) * d.Cin * d.H * d.W, stride, pad);
       }
     }
   });
