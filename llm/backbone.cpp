@@ -3,6 +3,7 @@
 #include "llm/backbone.h"
 
 #include <algorithm>
+#include <cstddef>
 
 #include "core/ops.h"
 #include "llm/param_specs.h"
@@ -112,13 +113,17 @@ double Backbone::run_forward(Stream& s, const LmInput& in, const Tensor& cache_s
 }
 
 void Backbone::backward(Stream& s, const LmInput& in, const Tensor& d_embeddings) {
+  backward_head(s, in);
+  backward_layers(s, in, 0, cfg_.n_layers);
+  backward_embedding(s, in, d_embeddings);
+}
+
+void Backbone::backward_head(Stream& s, const LmInput& in) {
   const int64_t T = in.n_tokens;
   VLM_ASSERT(T == last_T_, "backward of a batch of ", T, " tokens after a forward of ", last_T_);
   VLM_REQUIRE(in.targets.defined(), "backbone: backward needs targets");
   cut(T);
-  const int64_t Ts = stream_rows(T), row0 = sp_ ? int64_t(tp_.rank()) * Ts : 0;
   TpContext ctx{s, tp_, sp_};
-  const PackedSeqs seq{in.cu_seqlens, in.max_seqlen, in.positions};
   const Scratch& sc = stack_.scratch();
   const HeadActs& a = head_;
   const double norm = in.loss_norm > 0 ? in.loss_norm : double(in.n_counted);
@@ -127,9 +132,24 @@ void Backbone::backward(Stream& s, const LmInput& in, const Tensor& d_embeddings
   VocabParallelCrossEntropy::backward(ctx, a.dlogits, a.logits, a.rowmax, a.stats, in.targets, a.dlosses,
                                       out_.vocab_offset);
   out_.backward(ctx, sc.dnorm, sc.dfull_b, a.ln_full, a.dlogits);
-  const Tensor& dres = a.dres;  // = (first write), then += by every block
-  lnf_.backward(s, dres, sc.dnorm, stack_.output(), a.ln_mean, a.ln_rstd);
-  stack_.backward(ctx, seq, dres);
+  // dres = (first write), then += by every block
+  lnf_.backward(s, a.dres, sc.dnorm, stack_.output(), a.ln_mean, a.ln_rstd);
+}
+
+void Backbone::backward_layers(Stream& s, const LmInput& in, int l0, int l1) {
+  VLM_ASSERT(in.n_tokens == last_T_, "backward of a batch of ", in.n_tokens, " tokens after a forward of ", last_T_);
+  TpContext ctx{s, tp_, sp_};
+  const PackedSeqs seq{in.cu_seqlens, in.max_seqlen, in.positions};
+  stack_.backward_layers(ctx, seq, head_.dres, l0, l1);
+}
+
+void Backbone::backward_embedding(Stream& s, const LmInput& in, const Tensor& d_embeddings) {
+  const int64_t T = in.n_tokens;
+  VLM_ASSERT(T == last_T_, "backward of a batch of ", T, " tokens after a forward of ", last_T_);
+  const int64_t Ts = stream_rows(T), row0 = sp_ ? int64_t(tp_.rank()) * Ts : 0;
+  TpContext ctx{s, tp_, sp_};
+  const Scratch& sc = stack_.scratch();
+  const Tensor& dres = head_.dres;
   if (dwpe_.defined()) embedding_backward(s, dwpe_, dres, in.positions.slice(row0, row0 + Ts), 0);
   if (in.ids.defined()) {
     Tensor d_visual;
@@ -149,6 +169,31 @@ void Backbone::backward(Stream& s, const LmInput& in, const Tensor& d_embeddings
 }
 
 void Backbone::finalize_grads(Stream& s) { params_->finalize_tp_grads(s, tp_); }
+
+void Backbone::finalize_grads(Stream& s, int64_t begin, int64_t end) {
+  // ParamTable::finalize_tp_grads, for the parameters whose gradient starts in [begin, end).
+  if (tp_.size() == 1) return;
+  for (const Param& p : params_->params()) {
+    if (!p.spec.tp_partial_grad || !p.grad.defined()) continue;
+    const int64_t at = grad_offset(p);
+    if (at >= begin && at < end) copy_to_region_backward(s, tp_, p.grad, p.grad);
+  }
+}
+
+int64_t Backbone::grad_offset(const Param& p) const {
+  VLM_ASSERT(p.grad.defined(), "grad_offset of ", p.spec.name, " without gradients");
+  const auto* base = static_cast<const char*>(params_->grad_arena().storage().data());
+  return int64_t((static_cast<const char*>(p.grad.data()) - base) / std::ptrdiff_t(dtype_size(params_->dtype())));
+}
+
+int64_t Backbone::layer_grad_begin(int l) const {
+  VLM_ASSERT(0 <= l && l <= cfg_.n_layers, "layer ", l, " of ", cfg_.n_layers);
+  const std::string first = l < cfg_.n_layers ? layer_param_name(l, "") : std::string(kFinalNormWeight);
+  for (const Param& p : params_->params())
+    if (p.spec.name.compare(0, first.size(), first) == 0) return grad_offset(p);
+  VLM_ASSERT(false, "no parameter ", first, " in the backbone");
+  return 0;
+}
 
 Tensor Backbone::gather_logits(Stream& s) {
   const int64_t T = last_T_, Vl = local_vocab(), V = cfg_.vocab_size, p = tp_.size();

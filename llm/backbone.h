@@ -92,8 +92,25 @@ class Backbone {
   // mixed input), it receives dL/d(embeddings) of those rows (overwrite; the full
   // gradient, identical on every TP rank).
   void backward(Stream& s, const LmInput& in, const Tensor& d_embeddings = Tensor{});
+  // backward in parts (a training step reduces the last layers' gradients over DP while
+  // the earlier layers' backward still runs, train/step.h): backward_head (loss, output
+  // layer, final norm), then backward_layers over consecutive ranges from the top
+  // (l1 = L first, down to l0 = 0), then backward_embedding: exactly backward's ops in
+  // backward's order.
+  void backward_head(Stream& s, const LmInput& in);
+  void backward_layers(Stream& s, const LmInput& in, int l0, int l1);
+  void backward_embedding(Stream& s, const LmInput& in, const Tensor& d_embeddings = Tensor{});
   // All-reduces the TP-partial gradients (see above); once per optimizer step.
   void finalize_grads(Stream& s);
+  // The same for the gradients in elements [begin, end) of the gradient arena only
+  // (those of the parameters that start there); disjoint ranges covering the arena =
+  // finalize_grads.
+  void finalize_grads(Stream& s, int64_t begin, int64_t end);
+  // The gradient arena is [embeddings][layer 0] .. [layer L-1][final norm, lm_head]
+  // (llm/param_specs.h): where layer l's gradients start, in elements (l = L: where the
+  // head's start). Needs the gradient arena (not frozen).
+  int64_t layer_grad_begin(int l) const;
+  int n_layers() const { return cfg_.n_layers; }
   void zero_grads() { params_->zero_grads(); }
 
   // Results of the last forward: this rank's logits [T, Vl] (columns
@@ -144,6 +161,7 @@ class Backbone {
     Tensor pos;                   // [N,C] learned positions (gpt2)
   };
   void bind_params();
+  int64_t grad_offset(const Param& p) const;  // where p's gradient starts in the arena (elements)
   void plan_activations();
   // forward and prefill: cache_slots defined = keep k/v there; loss = compute the
   // per-token losses. Returns the divisor of their sum, or 0 when there is no loss.

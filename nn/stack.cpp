@@ -150,8 +150,14 @@ void TransformerStack::decode(TpContext& ctx, const DecodeRows& rows, const KvCa
 }
 
 void TransformerStack::backward(TpContext& ctx, const PackedSeqs& seq, const Tensor& dres) const {
+  backward_layers(ctx, seq, dres, 0, n_layers_);
+}
+
+void TransformerStack::backward_layers(TpContext& ctx, const PackedSeqs& seq, const Tensor& dres, int l0,
+                                       int l1) const {
   check_context(ctx);
-  for (int l = n_layers_ - 1; l >= 0; --l) {
+  VLM_ASSERT(0 <= l0 && l0 <= l1 && l1 <= n_layers_, "stack backward of layers [", l0, ", ", l1, ") of ", n_layers_);
+  for (int l = l1 - 1; l >= l0; --l) {
     const Block& b = blocks_[size_t(l)];
     if (cfg_.recompute == Recompute::Full)
       b.forward(ctx, seq, h_[size_t(l)], h_[size_t(l) + 1], saved(l), core(l), sc_);

@@ -50,7 +50,6 @@ class TransformerStack {
 
   const BlockConfig& config() const { return cfg_; }
   const LocalDims& local() const { return local_; }
-  int n_layers() const { return n_layers_; }
   const Block& block(int l) const { return blocks_[size_t(l)]; }
 
   // stack_param_specs of this stack.
@@ -77,6 +76,11 @@ class TransformerStack {
   // dres [Ts,C]: dL/dh[L] on entry, dL/dh[0] on exit; parameter grads +=. Re-runs
   // blocks or attention cores first as the recompute mode requires.
   void backward(TpContext& ctx, const PackedSeqs& seq, const Tensor& dres) const;
+  // The same for layers [l0, l1) only (l1 down to l0): dres = dL/dh[l1] on entry,
+  // dL/dh[l0] on exit. backward(ctx, seq, dres) = backward_layers(ctx, seq, dres, 0, L);
+  // calling it for consecutive ranges from the top runs the same ops in the same order.
+  void backward_layers(TpContext& ctx, const PackedSeqs& seq, const Tensor& dres, int l0, int l1) const;
+  int n_layers() const { return n_layers_; }
 
  private:
   const BlockActs& saved(int l) const { return saved_[cfg_.recompute == Recompute::Full ? 0 : size_t(l)]; }
