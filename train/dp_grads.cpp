@@ -59,24 +59,39 @@ size_t DpGrads::wire_bytes() const {
   return n;
 }
 
+int64_t DpGrads::bucket_elems() const {
+  return std::max<int64_t>(1, int64_t(bucket_mb_ * 1024 * 1024 / double(dtype_size(wire_))));
+}
+
+void DpGrads::reduce_range(Stream& s, size_t i, int64_t begin, int64_t end) {
+  const Tensor grads = flat_f32(modules_[i].table->grad_arena());
+  VLM_ASSERT(zero_ == 0, "reduce_range under ZeRO-1");
+  VLM_ASSERT(0 <= begin && begin <= end && end <= grads.numel(), "reduce_range [", begin, ", ", end, ") of ",
+             grads.numel());
+  if (dp_.size() == 1 || begin == end) return;
+  const int64_t n = end - begin;
+  // What goes on the wire: the f32 gradients, or their bf16 copy.
+  const bool bf = wire_ == DType::BF16;
+  const Tensor g = grads.sub(begin, Shape{n});
+  const Tensor w = bf ? wire_buf_[i].sub(begin, Shape{n}) : g;
+  if (bf) convert(s, w, g);
+  const int64_t chunk = bucket_elems();
+  std::vector<CommWork> work;
+  for (int64_t at = 0; at < n; at += chunk) work.push_back(dp_.all_reduce_async(s, w.sub(at, Shape{std::min(chunk, n - at)})));
+  for (CommWork& c : work) c->wait();
+  if (bf) convert(s, g, w);  // the sums, back in the f32 gradients
+}
+
 void DpGrads::reduce(Stream& s, size_t i) {
   const Tensor grads = flat_f32(modules_[i].table->grad_arena());
   const int64_t n = grads.numel();
   const Owned& o = owned_[i];
   if (dp_.size() == 1) return;
+  if (zero_ == 0) return reduce_range(s, i, 0, n);
   // What goes on the wire: the f32 gradients, or their bf16 copy.
   const bool bf = wire_ == DType::BF16;
   const Tensor all = bf ? wire_buf_[i].sub(0, Shape{n}) : grads;
   if (bf) convert(s, all, grads);
-  if (zero_ == 0) {
-    const int64_t chunk = std::max<int64_t>(1, int64_t(bucket_mb_ * 1024 * 1024 / dtype_size(wire_)));
-    std::vector<CommWork> work;
-    for (int64_t at = 0; at < n; at += chunk)
-      work.push_back(dp_.all_reduce_async(s, all.sub(at, Shape{std::min(chunk, n - at)})));
-    for (CommWork& w : work) w->wait();
-    if (bf) convert(s, grads, all);  // the sums, back in the f32 gradients
-    return;
-  }
   const int64_t blk = o.end - o.begin, tail = o.tail_end - o.tail_begin;
   if (blk > 0) {
     const Tensor shard = bf ? wire_buf_[i].sub(n, Shape{blk}) : o.grad.sub(0, Shape{blk});

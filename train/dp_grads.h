@@ -3,7 +3,8 @@
 // A module's gradients are one flat f32 arena of n elements (ParamTable: the value and
 // gradient arenas have the same layout, padding zero):
 //  - zero = 0: all-reduce (sum) of the whole arena over DP, in buckets of bucket_mb,
-//    posted together then waited.
+//    posted together then waited; or of sub-ranges of it (reduce_range), each in
+//    buckets of at most bucket_mb.
 //  - zero = 1: DP rank r owns elements [r*s, (r+1)*s), s = floor(n / dp), and everyone
 //    owns the tail [dp*s, n) (fewer than dp elements). The gradients are reduce-scattered
 //    into shard_grad (r's block summed over DP), the tail all-reduced in place; after the
@@ -38,6 +39,13 @@ class DpGrads {
   Communicator& dp() const { return dp_; }
   // Reduces module i's gradients (the rule above).
   void reduce(Stream& s, size_t i);
+  // zero = 0: all-reduces elements [begin, end) of module i's arena only, in buckets of
+  // at most bucket_elems() from begin. Disjoint ranges covering the arena send the bytes
+  // of reduce (the step reduces the backbone's layers this way as their gradients become
+  // final, train/step.h). ZeRO-1's reduce-scatter is over the whole arena: reduce only.
+  void reduce_range(Stream& s, size_t i, int64_t begin, int64_t end);
+  // The elements of one bucket (bucket_mb at the wire's element size).
+  int64_t bucket_elems() const;
   // zero = 1: all-gathers the owned blocks of module i's values (after the update).
   void gather_values(Stream& s, size_t i);
 
