@@ -77,7 +77,8 @@ void DpGrads::reduce_range(Stream& s, size_t i, int64_t begin, int64_t end) {
   if (bf) convert(s, w, g);
   const int64_t chunk = bucket_elems();
   std::vector<CommWork> work;
-  for (int64_t at = 0; at < n; at += chunk) work.push_back(dp_.all_reduce_async(s, w.sub(at, Shape{std::min(chunk, n - at)})));
+  for (int64_t at = 0; at < n; at += chunk)
+    work.push_back(dp_.all_reduce_async(s, w.sub(at, Shape{std::min(chunk, n - at)})));
   for (CommWork& c : work) c->wait();
   if (bf) convert(s, g, w);  // the sums, back in the f32 gradients
 }

@@ -226,12 +226,32 @@ void VlmModel::projector_forward(Stream& s, FrontSlot& f) {
 }
 
 void VlmModel::llm_forward_backward(Stream& s, int slot, const Tensor& loss) {
+  llm_forward(s, slot, loss);
+  llm_backward(s, slot, 0, llm_->n_layers(), false);
+}
+
+void VlmModel::llm_forward(Stream& s, int slot, const Tensor& loss) {
+  projector_forward(s, *slots_[size_t(slot)]);
+  llm_->forward(s, slots_[size_t(slot)]->input, loss);
+}
+
+void VlmModel::llm_backward(Stream& s, int slot, int l0, int l1, bool finalize) {
   FrontSlot& f = *slots_[size_t(slot)];
   const int64_t Tv = f.stage().offsets()[size_t(f.B)];
-  projector_forward(s, f);
-  llm_->forward(s, f.input, loss);
-  llm_->backward(s, f.input, dvisual_.slice(0, Tv));
+  if (l1 == llm_->n_layers()) llm_->backward_head(s, f.input);
+  llm_->backward_layers(s, f.input, l0, l1);
+  if (finalize) {
+    const auto [begin, end] = llm_grad_range(l0, l1);
+    llm_->finalize_grads(s, begin, end);
+  }
+  if (l0 > 0) return;
+  llm_->backward_embedding(s, f.input, dvisual_.slice(0, Tv));
   projector_->backward(s, f.dtokens.slice(0, Tv), dvisual_.slice(0, Tv), f.stage().tokens());
+}
+
+std::pair<int64_t, int64_t> VlmModel::llm_grad_range(int l0, int l1) const {
+  const int64_t end = l1 == llm_->n_layers() ? int64_t(llm_->params().grad_bytes() / 4) : llm_->layer_grad_begin(l1);
+  return {llm_->layer_grad_begin(l0), end};
 }
 
 float VlmModel::llm_forward_backward(Stream& s, bool backward) {
@@ -295,8 +315,11 @@ void VlmModel::vision_backward(Stream& s, int slot) {
                       cfg_.vision.texture ? f.texture.slice(0, f.B) : Tensor{});
 }
 
-void VlmModel::finish_grads(Stream& s) {
-  llm_->finalize_grads(s);
+void VlmModel::finish_grads(Stream& s, bool layers_finalized) {
+  if (layers_finalized)
+    llm_->finalize_grads(s, 0, llm_grad_range(0, llm_->n_layers()).first);  // the embedding's
+  else
+    llm_->finalize_grads(s);
   slots_[0]->stage().finalize_grads(s);  // the one table every slot's stage accumulates into
 }
 

@@ -9,7 +9,8 @@
 // the tasks of a graph. Pieces must be called in the order of the step:
 //   load, vision_forward, query_forward, scorers_forward (or its three parts: prepare,
 //   the three scorers in any order or at once, finish), llm_forward_backward (projector
-//   forward, backbone forward + backward, projector backward), scorers_backward,
+//   forward, backbone forward + backward, projector backward; or its parts llm_forward,
+//   llm_backward over layer ranges from the top), scorers_backward,
 //   query_backward, vision_backward
 // and finish_grads() once per optimizer step, after the last micro-batch's backward.
 // Front-end slots (train/front_slot.h): a micro-batch's pieces name the slot that holds
@@ -42,6 +43,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "llm/backbone.h"
@@ -139,6 +141,18 @@ class VlmModel {
   // Projector + backbone forward and backward: loss [1] (device, f32) receives this
   // rank's share of the step's loss (identical on every TP rank); nothing waits for it.
   void llm_forward_backward(Stream& s, int slot, const Tensor& loss);
+  // The same in parts (train/step.h splits the last micro-batch's): llm_forward, then
+  // llm_backward over consecutive layer ranges [l0, l1) from the top (l1 = L also runs
+  // the backbone head's backward first; l0 = 0 the embedding's and the projector's
+  // after): the ops of llm_forward_backward in its order. finalize: also all-reduce the
+  // TP-partial gradients of llm_grad_range(l0, l1), complete after the last micro-batch's
+  // part (then finish_grads(s, true) leaves them alone).
+  void llm_forward(Stream& s, int slot, const Tensor& loss);
+  void llm_backward(Stream& s, int slot, int l0, int l1, bool finalize);
+  // The backbone's gradient elements [begin, end) that llm_backward(l0, l1) completes:
+  // layers [l0, l1), with the head's (the arena's end) when l1 = L. The embedding's,
+  // [0, llm_grad_range(0, L).first), also get query_backward's.
+  std::pair<int64_t, int64_t> llm_grad_range(int l0, int l1) const;
   void scorers_backward(Stream& s, int slot);
   void query_backward(Stream& s, int slot);
   void vision_backward(Stream& s, int slot);
@@ -165,8 +179,9 @@ class VlmModel {
   std::vector<int32_t> decode_start(Stream& s, const DecodeOptions& o = DecodeOptions{});
   std::vector<int32_t> decode_next(Stream& s, const std::vector<int32_t>& tokens);
   // Once per optimizer step: the TP-partial gradients of the backbone and the
-  // placement's gradient traffic of the stage.
-  void finish_grads(Stream& s);
+  // placement's gradient traffic of the stage. layers_finalized: the last micro-batch's
+  // llm_backward parts finalized the layers' and the head's; only the embedding's here.
+  void finish_grads(Stream& s, bool layers_finalized = false);
 
   // The last micro-batch loaded: the visual tokens per image, the LM input (for decoding).
   const std::vector<int64_t>& visual_offsets() const { return slots_[size_t(cur_)]->stage().offsets(); }
