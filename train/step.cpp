@@ -25,6 +25,24 @@ VlmStep::VlmStep(VlmModel& model, sched::StreamSet& streams, DpGrads& dp, const 
               "scheduler.mode=overlap with DP needs an MPI library with MPI_THREAD_MULTIPLE; use --scheduler.mode serial");
 }
 
+std::vector<std::pair<int, int>> VlmStep::layer_chunks() const {
+  // From the top: a chunk grows downwards while its gradients (the first's with the
+  // head's) fit in one bucket; at least one layer each.
+  std::vector<std::pair<int, int>> chunks;
+  const int64_t cap = dp_.bucket_elems();
+  for (int l1 = model_.llm().n_layers(); l1 > 0;) {
+    int l0 = l1 - 1;
+    auto size = [&](int a) {
+      const auto [b0, b1] = model_.llm_grad_range(a, l1);
+      return b1 - b0;
+    };
+    while (l0 > 0 && size(l0 - 1) <= cap) --l0;
+    chunks.emplace_back(l0, l1);
+    l1 = l0;
+  }
+  return chunks;
+}
+
 sched::Graph VlmStep::build() {
   VLM_ASSERT(M_ >= 1, "at least one micro-batch");
   const auto mods = model_.modules();
@@ -67,12 +85,35 @@ sched::Graph VlmStep::build() {
     }
     g.add({name("scorers.post", m), sc, maps, m}, [this, slot](Stream& s) { model_.scorers_finish(s, slot); });
   };
+
+  // The last micro-batch's llm task in parts (DP > 1, the backbone trains, ZeRO off):
+  // llm.fwd, then llm.bwd<c> for the layer chunks from the top, each finalizing the
+  // TP-partial gradients it completes, so dp.llm<c> can reduce them during the rest.
+  const int last = M_ - 1;
+  const bool split = dp_.dp().size() > 1 && dp_.zero() == 0 && trains(ModuleId::Llm);
+  const std::vector<std::pair<int, int>> chunks = split ? layer_chunks() : std::vector<std::pair<int, int>>{};
+  auto chunk_name = [&](size_t c) { return name(("llm.bwd" + std::to_string(c)).c_str(), last); };
+  const std::string llm_last = split ? chunk_name(chunks.size() - 1) : name("llm", last);
+  auto llm_task = [&](int m) {
+    const int slot = m % S;
+    const Tensor loss = losses_.slice(m, m + 1);
+    if (!split || m < last) {
+      g.add({name("llm", m), "llm", {name("scorers.post", m)}, m},
+            [this, slot, loss](Stream& s) { model_.llm_forward_backward(s, slot, loss); });
+      return;
+    }
+    g.add({name("llm.fwd", m), "llm", {name("scorers.post", m)}, m},
+          [this, slot, loss](Stream& s) { model_.llm_forward(s, slot, loss); });
+    for (size_t c = 0; c < chunks.size(); ++c)
+      g.add({chunk_name(c), "llm", {c ? chunk_name(c - 1) : name("llm.fwd", m)}, m},
+            [this, slot, l = chunks[c]](Stream& s) { model_.llm_backward(s, slot, l.first, l.second, true); });
+  };
   // The backward of micro-batch m (after its llm task).
   auto back = [&](int m) {
     const int slot = m % S;
+    const std::string llm_done = m == last ? llm_last : name("llm", m);
     if (scorers_bwd)
-      g.add({name("scorers.bwd", m), sc, {name("llm", m)}, m},
-            [this, slot](Stream& s) { model_.scorers_backward(s, slot); });
+      g.add({name("scorers.bwd", m), sc, {llm_done}, m}, [this, slot](Stream& s) { model_.scorers_backward(s, slot); });
     if (query_bwd)
       g.add({name("query.bwd", m), "llm", {name("scorers.bwd", m)}, m},
             [this, slot](Stream& s) { model_.query_backward(s, slot); });
@@ -85,17 +126,15 @@ sched::Graph VlmStep::build() {
   // (on `vision` and the scorer streams) and query.m+1 never holds llm.m back.
   front(0);
   for (int m = 0; m < M_; ++m) {
-    g.add({name("llm", m), "llm", {name("scorers.post", m)}, m},
-          [this, m, slot = m % S](Stream& s) { model_.llm_forward_backward(s, slot, losses_.slice(m, m + 1)); });
+    llm_task(m);
     if (S > 1 && m + 1 < M_) front(m + 1);
     back(m);
     if (S == 1 && m + 1 < M_) front(m + 1);
   }
-  const int last = M_ - 1;
-  std::vector<std::string> finish_after{name("llm", last)};
+  std::vector<std::string> finish_after{llm_last};
   if (scorers_bwd) finish_after.push_back(name("scorers.bwd", last));
   if (query_bwd) finish_after.push_back(name("query.bwd", last));
-  g.add({"finish", "llm", finish_after}, [this](Stream& s) { model_.finish_grads(s); });
+  g.add({"finish", "llm", finish_after}, [this, split](Stream& s) { model_.finish_grads(s, split); });
   // The other slots' encoder gradients into slot 0's, after the last encoder backward
   // (every vision.bwd precedes it on the vision stream).
   std::string vision_done = name("vision.bwd", last);
@@ -104,18 +143,34 @@ sched::Graph VlmStep::build() {
     vision_done = "vision.merge";
   }
   if (dp_.dp().size() > 1) {
+    auto reduce = [&](std::string task, std::string dep, size_t bytes, sched::TaskFn fn) {
+      dp_bytes_ += bytes;
+      sched::TaskSpec spec{std::move(task), "comm", {std::move(dep)}};
+      spec.bytes = bytes;
+      g.add(spec, std::move(fn));
+    };
+    const size_t llm = size_t(ModuleId::Llm), e = dtype_size(dp_.wire());
+    // Split: the layer chunks' buckets first, each after its llm.bwd<c>; the embedding's
+    // (query.bwd adds to it) after finish.
+    for (size_t c = 0; c < chunks.size(); ++c) {
+      const auto [b0, b1] = model_.llm_grad_range(chunks[c].first, chunks[c].second);
+      reduce("dp.llm" + std::to_string(c), chunk_name(c), size_t(b1 - b0) * e,
+             [this, llm, b0, b1](Stream& s) { dp_.reduce_range(s, llm, b0, b1); });
+    }
     // In the order their gradients are complete (the comm stream runs them in this order).
-    const std::pair<ModuleId, std::string> after[] = {{ModuleId::Projector, name("llm", last)},
+    const std::pair<ModuleId, std::string> after[] = {{ModuleId::Projector, llm_last},
                                                       {ModuleId::Llm, "finish"},
                                                       {ModuleId::Scorers, "finish"},
                                                       {ModuleId::Vision, vision_done}};
     for (const auto& [id, dep] : after) {
       if (!trains(id)) continue;
-      const size_t i = size_t(id), bytes = dp_.bytes(i);
-      dp_bytes_ += bytes;
-      sched::TaskSpec spec{std::string("dp.") + module_name(id), "comm", {dep}};
-      spec.bytes = bytes;
-      g.add(spec, [this, i](Stream& s) { dp_.reduce(s, i); });
+      const size_t i = size_t(id);
+      if (split && id == ModuleId::Llm) {
+        const int64_t b1 = model_.llm_grad_range(0, model_.llm().n_layers()).first;
+        reduce("dp.llm.embed", dep, size_t(b1) * e, [this, i, b1](Stream& s) { dp_.reduce_range(s, i, 0, b1); });
+      } else {
+        reduce(std::string("dp.") + module_name(id), dep, dp_.bytes(i), [this, i](Stream& s) { dp_.reduce(s, i); });
+      }
     }
   }
   return g.build(streams_.backend());

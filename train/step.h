@@ -19,6 +19,7 @@
 //                                                                    (after scorer0..2.m)
 //   llm.m         llm       projector + backbone forward and backward; the loss into
 //                           the step's device vector              (after scorers.post.m)
+//                           (the last micro-batch's may be split, see below)
 //   scorers.bwd.m scorer.0  stage backward -> dF, dquery             (after llm.m)
 //   query.bwd.m   llm       prompt embedding gradient                (after scorers.bwd.m)
 //   vision.bwd.m  vision    encoder backward                         (after scorers.bwd.m)
@@ -36,6 +37,22 @@
 //                           projector's right after the last llm task, the backbone's and
 //                           scorers' after finish, the encoder's after its last backward
 //                           (and the merge); so the reductions overlap the rest of the backward.
+// The backbone's layer buckets (DP > 1, the backbone trains, ZeRO-1 off): the last
+// micro-batch's llm task is split (same ops, same order on `llm`):
+//   llm.fwd.m     llm       projector + backbone forward, the loss   (after scorers.post.m)
+//   llm.bwd<c>.m  llm       backward of layer chunk c, c = 0 the top one (with the loss
+//                           and output head first), the last chunk also the embedding
+//                           and projector; then the TP-partial gradients (finalize) of
+//                           the chunk's layers (chunk 0: and the head's)  (after the previous)
+//   dp.llm<c>     comm      all-reduce of chunk c's gradient range (DpGrads::reduce_range):
+//                           the bottom layers' backward still runs  (after llm.bwd<c>.m)
+//   dp.llm.embed  comm      the embedding's range, which query.bwd also adds to (after finish)
+// The chunks (layer_chunks): from the top, a chunk grows downwards while its gradients
+// fit in one train.bucket_mb bucket, at least one layer; the backbone's gradient arena is
+// [embedding][layer 0]..[layer L-1][head] (llm/backbone.h), so each chunk is one range and
+// the ranges cover the arena: the DP bytes are DpGrads::bytes. The comm order is
+// dp.llm0.., dp.projector (after the last chunk), dp.llm.embed, dp.scorers, dp.vision.
+// Under ZeRO-1 the reduce-scatter's ownership blocks cross layers: one dp.llm after finish.
 // The loss stays on the device during the step: run() reads the M losses once, after
 // every stream has finished. Nothing is allocated inside a step by the model's pieces
 // (planned buffers, host staging reserved at construction; the relevance stage's own
@@ -52,6 +69,7 @@
 // of one stream, whose order is the serial order).
 #pragma once
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 #include "parallel/communicator.h"
@@ -85,6 +103,9 @@ class VlmStep {
 
  private:
   sched::Graph build();
+  // The backbone's layers in chunks [l0, l1), from the top (the last micro-batch's
+  // llm.bwd<c> tasks and their dp.llm<c> reductions, see above).
+  std::vector<std::pair<int, int>> layer_chunks() const;
 
   VlmModel& model_;
   sched::StreamSet& streams_;

@@ -2,6 +2,8 @@
 // micro-batches, under mpirun with 1, 2 or 4 ranks:
 //  - serial and overlap modes give bitwise equal losses and gradients at every layout
 //    (tp, dp) the world allows: (1,1); (2,1), (1,2); (2,2), (4,1);
+//  - with dp > 1 the first DP bucket task of the backbone does not wait for the last
+//    micro-batch's last backward chunk (the backbone's layers reduced in chunks);
 //  - every layout, with ZeRO-1 off and on, gives the loss and the gradient norm of two
 //    steps (to 1e-5 relative) and, at tp = 1, the updated weights (to 1e-4 of their
 //    scale) of the (1,1) run over the whole global batch on one rank (the reference);
@@ -33,6 +35,60 @@ namespace vlm {
 namespace {
 
 TEST(VlmStep, SerialAndOverlapAreBitwiseEqual) { expect_serial_equals_overlap(tiny_config, DType::F32); }
+
+// DP > 1: the backbone's gradients are reduced in layer chunks as the last micro-batch's
+// backward completes them (train/step.h). The first dp.llm bucket task (the top layer
+// and the head) does not depend, even through other tasks, on the last backward chunk
+// (the bottom layer and the embedding), so `comm` runs it while `llm` still runs that
+// chunk; and the backbone's dp tasks send exactly DpGrads::bytes.
+TEST(VlmStep, BackboneBucketsDoNotWaitForTheLastBackwardChunk) {
+  Backend& b = cpu_backend();
+  int checked = 0;
+  for (int tp : layouts_tp()) {
+    Layout L(tp);
+    const int dp = test::world_size() / tp;
+    if (dp == 1) continue;
+    const VlmConfig c = tiny_config(kImages / (dp * kM));
+    VlmModel model(c, b, L.groups->tp(), *L.self);
+    sched::StreamSet streams(b);
+    const std::vector<bool> all(kNumModules, true);
+    const auto [l0_begin, l0_end] = model.llm_grad_range(0, 1);  // one bucket = one layer's gradients
+    const double bucket_mb = (double(l0_end - l0_begin) + 0.5) * 4 / (1024.0 * 1024.0);
+    DpGrads dpg(model.modules(), all, L.groups->dp(), 0, bucket_mb, b);
+    VlmStep step(model, streams, dpg, all, kM, StepOptions{});
+    const sched::Graph& g = step.graph();
+    auto index = [&](const std::string& n) {
+      for (size_t i = 0; i < g.size(); ++i)
+        if (g.task(i).name == n) return int(i);
+      return -1;
+    };
+    const std::string last = "." + std::to_string(kM - 1);
+    int chunks = 0;
+    while (index("llm.bwd" + std::to_string(chunks) + last) >= 0) ++chunks;
+    SCOPED_TRACE("tp=" + std::to_string(tp) + " dp=" + std::to_string(dp));
+    ASSERT_EQ(chunks, c.llm.n_layers);
+    const int first = index("dp.llm0"), top = index("llm.bwd0" + last),
+              bottom = index("llm.bwd" + std::to_string(chunks - 1) + last);
+    ASSERT_GE(first, 0);
+    EXPECT_EQ(index("llm" + last), -1) << "the last micro-batch's llm task is split";
+    std::vector<bool> before(g.size(), false);  // every task dp.llm0 waits for
+    std::vector<int> todo{first};
+    while (!todo.empty()) {
+      const int t = todo.back();
+      todo.pop_back();
+      for (int d : g.deps(size_t(t)))
+        if (!before[size_t(d)]) before[size_t(d)] = true, todo.push_back(d);
+    }
+    EXPECT_TRUE(before[size_t(top)]) << "dp.llm0 must wait for the top layer's backward";
+    EXPECT_FALSE(before[size_t(bottom)]) << "dp.llm0 waits for the last backward chunk";
+    size_t bytes = 0;
+    for (size_t i = 0; i < g.size(); ++i)
+      if (g.task(i).name.rfind("dp.llm", 0) == 0) bytes += g.task(i).bytes;
+    EXPECT_EQ(bytes, dpg.bytes(size_t(ModuleId::Llm)));
+    ++checked;
+  }
+  if (checked == 0) GTEST_SKIP() << "no layout with dp > 1 on " << test::world_size() << " rank(s)";
+}
 
 // Loss, grad norm and one AdamW step of a layout against the (1,1) run on this rank alone.
 TEST(VlmStep, EveryLayoutMatchesOneRank) {
