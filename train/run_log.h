@@ -28,7 +28,7 @@ struct StepLine {
   double loss = 0, lr = 0, grad_norm = 0;
   double step_s = 0, elapsed_s = 0;  // this step; since the first step
   double tokens_per_s = 0, images_per_s = 0, visual_per_image = 0;
-  double mem_bytes = 0;
+  double mem_bytes = 0;  // peak RSS on CPU, peak device arena bytes on a GPU
 };
 
 // "2m39s", "1h02m", "45s".

@@ -148,8 +148,10 @@ TrainReport Trainer::run() {
     if (step == S.start) rep.first_loss = loss;
     rep.losses.push_back(loss), visual_sum += tot[2], image_sum += tot[3];
     const double dt = seconds_since(t0), elapsed = seconds_since(t_start);
+    // Memory: the process's peak resident set on CPU, the peak of the device arenas on a GPU.
+    const double mem = S.meter->device() == DeviceKind::CPU ? peak_rss_bytes() : double(S.meter->peak_bytes());
     StepLine line{step, S.total, loss, lr, gnorm, dt, elapsed, tot[1] / dt, tot[3] / dt, tot[2] / std::max(1.0, tot[3]),
-                  peak_rss_bytes()};
+                  mem};
     const bool print = step % S.train.log_every == 0 || step == 1 || step == S.total;
     S.log->step(line, print);
     {  // the mean balancer weights of the last micro-batch (how much each scorer counts)
