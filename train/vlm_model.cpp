@@ -256,13 +256,9 @@ std::pair<int64_t, int64_t> VlmModel::llm_grad_range(int l0, int l1) const {
 
 float VlmModel::llm_forward_backward(Stream& s, bool backward) {
   FrontSlot& f = *slots_[size_t(cur_)];
-  const int64_t Tv = f.stage().offsets()[size_t(f.B)];
   projector_forward(s, f);
   const float loss = llm_->forward(s, f.input);
-  if (backward) {
-    llm_->backward(s, f.input, dvisual_.slice(0, Tv));
-    projector_->backward(s, f.dtokens.slice(0, Tv), dvisual_.slice(0, Tv), f.stage().tokens());
-  }
+  if (backward) llm_backward(s, cur_, 0, llm_->n_layers(), false);
   return loss;
 }
 
