@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/ops.h"
 #include "llm/loss_parallel.h"
 
 namespace vlm {
@@ -134,7 +135,7 @@ LmInput make_vlm_input(Backend& b, const std::vector<VlmSample>& samples, const 
 }
 
 LmInputBuffers::LmInputBuffers(Backend& b, int64_t max_tokens, int64_t max_samples)
-    : b_(b), max_tokens_(max_tokens), max_samples_(max_samples) {
+    : max_tokens_(max_tokens), max_samples_(max_samples) {
   VLM_ASSERT(max_tokens >= 1 && max_samples >= 1, "lm input buffers: ", max_tokens, " tokens, ", max_samples, " samples");
   ids_ = Tensor::zeros(b, Shape{max_tokens}, DType::I32);
   rows_ = Tensor::zeros(b, Shape{max_tokens}, DType::I32);
@@ -149,7 +150,7 @@ size_t LmInputBuffers::bytes() const {
   return ids_.nbytes() + rows_.nbytes() + pos_.nbytes() + targets_.nbytes() + cu_.nbytes();
 }
 
-LmInput LmInputBuffers::pack(std::span<const VlmSample> samples, const Tensor& visual, int64_t pad_rows) {
+LmInput LmInputBuffers::pack(Stream& s, std::span<const VlmSample> samples, const Tensor& visual, int64_t pad_rows) {
   VLM_ASSERT(int64_t(samples.size()) <= max_samples_, "lm input buffers: ", samples.size(), " samples, planned for ",
              max_samples_);
   const int64_t Tv = pack_vlm_rows(samples, pad_rows, visual, h_cu_, h_ids_, h_targets_, h_rows_);
@@ -160,8 +161,8 @@ LmInput LmInputBuffers::pack(std::span<const VlmSample> samples, const Tensor& v
   in.n_tokens = T, in.n_visual = Tv;
   for (int32_t id : h_ids_) in.max_id = std::max(in.max_id, id);
   count_targets(in, h_targets_);
-  const auto up = [&](const Tensor& dst, const std::vector<int32_t>& src, int64_t n) {
-    if (n > 0) b_.copy(dst.data(), b_.device(), src.data(), DeviceKind::CPU, size_t(n) * sizeof(int32_t));
+  const auto up = [&](const Tensor& dst, std::vector<int32_t>& src, int64_t n) {
+    if (n > 0) copy_from_host(s, dst.slice(0, n), Tensor(src.data(), Shape{n}, DType::I32, DeviceKind::CPU));
     return dst.slice(0, n);
   };
   in.ids = up(ids_, h_ids_, T);

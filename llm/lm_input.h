@@ -73,19 +73,18 @@ LmInput make_vlm_input(Backend& b, const std::vector<VlmSample>& samples, const 
 // max_samples samples: device buffers and host staging, both sized once at construction,
 // so that packing into them allocates nothing (the VLM's training step, train/step.h).
 // The LmInput it gives views these buffers: valid until the next packing into them.
-// The host copies are synchronous (Backend::copy): the caller makes sure no device work
-// still reads the buffers (the VLM packs after its stage's host synchronisation).
+// The copies to the device are in the order of the stream given (copy_from_host): the
+// caller orders the buffers' previous readers before it (train/step.h).
 class LmInputBuffers {
  public:
   LmInputBuffers(Backend& b, int64_t max_tokens, int64_t max_samples);
   // make_vlm_input's packing of `samples`, then `pad_rows` > 0 rows of a text-only
   // padding sample (token 0, nothing counted; sequence parallelism pads T to a multiple
   // of tp with it).
-  LmInput pack(std::span<const VlmSample> samples, const Tensor& visual, int64_t pad_rows = 0);
+  LmInput pack(Stream& s, std::span<const VlmSample> samples, const Tensor& visual, int64_t pad_rows = 0);
   size_t bytes() const;  // the device buffers
 
  private:
-  Backend& b_;
   int64_t max_tokens_, max_samples_;
   Tensor ids_, rows_, cu_, pos_, targets_;                   // device: [max_tokens] x4 (cu: [max_samples+2])
   std::vector<int32_t> h_ids_, h_rows_, h_cu_, h_pos_, h_targets_;  // host staging, reserved

@@ -36,8 +36,9 @@ class Balancer {
   ScorerDims dims_;
   Tensor v1s_, v1q_, c1_, v2_, c2_, dv1s_, dv1q_, dc1_, dv2_, dc2_;
   Tensor S_, q_;                                        // saved inputs
-  Tensor stats_, pre_, h_, a_, w_, z_, r_;              // activations
-  Tensor dz_, dw_, dh_, dstats_, dtmp_;                 // scratch
+  ScratchTensor stats_, pre_, h_, a_, w_, z_;                 // activations
+  Tensor r_;                                            // the output (forward's r)
+  ScratchTensor dz_, dw_, dh_, dstats_, dtmp_;                // scratch
 };
 
 }  // namespace vlm

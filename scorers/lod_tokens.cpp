@@ -2,6 +2,8 @@
 // region-mean matrices, matmuls, the embedding op, the gate.
 #include "scorers/lod_tokens.h"
 
+#include <cstring>
+
 #include "core/ops.h"
 #include "scorers/scratch.h"
 
@@ -18,6 +20,16 @@ Tensor upload(const std::vector<double>& v, Shape s, DType dt, DeviceKind dev) {
   Tensor h = dt == DType::F64 ? Tensor::from_vector(v, s) : Tensor::from_vector(std::vector<float>(v.begin(), v.end()), s);
   return to_backend(backend_for(dev), h);
 }
+
+// h[i] = v (h f32 or f64, on the host).
+void set(const Tensor& h, int64_t i, double v) {
+  if (h.dtype() == DType::F64)
+    h.ptr<double>()[i] = v;
+  else
+    h.ptr<float>()[i] = float(v);
+}
+
+Tensor host_i32(std::vector<int32_t>& v) { return Tensor(v.data(), Shape{int64_t(v.size())}, DType::I32, DeviceKind::CPU); }
 
 }  // namespace
 
@@ -39,6 +51,18 @@ void LodTokens::bind(const ParamTable& t) {
   ones_ = upload(std::vector<double>(size_t(dims_.d), 1.0), Shape{dims_.d, 1}, t.dtype(), level_.device());
 }
 
+void LodTokens::reserve(int64_t max_tokens) {
+  VLM_ASSERT(level_.defined(), "LodTokens::reserve before bind");
+  const DeviceKind dev = level_.device();
+  const size_t e = dtype_size(level_.dtype()), T = size_t(max_tokens), N = size_t(dims_.cells()), d = size_t(dims_.d);
+  for (ScratchTensor* s : {&pool_, &region_mean_}) s->reserve(dev, T * N * e);
+  for (ScratchTensor* s : {&host_pool_, &host_mean_}) s->reserve(DeviceKind::CPU, T * N * e);
+  for (ScratchTensor* s : {&ids_level_, &ids_y_, &ids_x_}) s->reserve(dev, T * 4);
+  for (ScratchTensor* s : {&saved_, &tmp_}) s->reserve(dev, T * d * e);
+  rowdot_.reserve(dev, T * e);
+  for (auto* v : {&il_, &iy_, &ix_}) v->reserve(T);
+}
+
 int64_t LodTokens::total_tokens(const std::vector<ImageLod>& lods) {
   int64_t n = 0;
   for (const ImageLod& l : lods) n += int64_t(l.tokens.size());
@@ -52,8 +76,11 @@ void LodTokens::forward(Stream& st, const Tensor& tokens, std::vector<int64_t>& 
   const DeviceKind dev = F.device();
   require_shape(F, Shape{B, N, d}, "LOD features F");
   require_shape(tokens, Shape{T, d}, "LOD tokens");
-  std::vector<double> P(size_t(T * N), 0.0), Q(size_t(T * N), 0.0);
-  std::vector<int32_t> il(static_cast<size_t>(T)), iy(static_cast<size_t>(T)), ix(static_cast<size_t>(T));
+  const Tensor& P = scratch(host_pool_, DeviceKind::CPU, Shape{T, N}, dt);
+  const Tensor& Q = scratch(host_mean_, DeviceKind::CPU, Shape{T, N}, dt);
+  std::memset(P.data(), 0, P.nbytes());
+  std::memset(Q.data(), 0, Q.nbytes());
+  il_.resize(size_t(T)), iy_.resize(size_t(T)), ix_.resize(size_t(T));
   cu.assign(1, 0);
   int64_t t = 0;
   const int RG = int(G) / R_;
@@ -61,22 +88,21 @@ void LodTokens::forward(Stream& st, const Tensor& tokens, std::vector<int64_t>& 
     for (const LodToken& k : lod.tokens) {
       const double wp = 1.0 / double(k.side * k.side), wq = 1.0 / double(R_ * R_);
       for (int y = k.y0; y < k.y0 + k.side; ++y)
-        for (int x = k.x0; x < k.x0 + k.side; ++x) P[size_t(t * N + y * G + x)] = wp;
+        for (int x = k.x0; x < k.x0 + k.side; ++x) set(P, t * N + y * G + x, wp);
       const int ry = (k.region / RG) * R_, rx = (k.region % RG) * R_;
       for (int y = ry; y < ry + R_; ++y)
-        for (int x = rx; x < rx + R_; ++x) Q[size_t(t * N + y * G + x)] = wq;
-      il[size_t(t)] = k.level, iy[size_t(t)] = 2 * k.y0 + k.side - 1, ix[size_t(t)] = 2 * k.x0 + k.side - 1;
+        for (int x = rx; x < rx + R_; ++x) set(Q, t * N + y * G + x, wq);
+      il_[size_t(t)] = k.level, iy_[size_t(t)] = 2 * k.y0 + k.side - 1, ix_[size_t(t)] = 2 * k.x0 + k.side - 1;
       ++t;
     }
     cu.push_back(t);
   }
   cu_ = cu;
-  Backend& be = backend_for(dev);
-  pool_ = upload(P, Shape{T, N}, dt, dev);
-  region_mean_ = upload(Q, Shape{T, N}, dt, dev);
-  ids_level_ = to_backend(be, Tensor::from_vector(il, Shape{T}));
-  ids_y_ = to_backend(be, Tensor::from_vector(iy, Shape{T}));
-  ids_x_ = to_backend(be, Tensor::from_vector(ix, Shape{T}));
+  copy_from_host(st, scratch(pool_, dev, Shape{T, N}, dt), P);
+  copy_from_host(st, scratch(region_mean_, dev, Shape{T, N}, dt), Q);
+  copy_from_host(st, scratch(ids_level_, dev, Shape{T}, DType::I32), host_i32(il_));
+  copy_from_host(st, scratch(ids_y_, dev, Shape{T}, DType::I32), host_i32(iy_));
+  copy_from_host(st, scratch(ids_x_, dev, Shape{T}, DType::I32), host_i32(ix_));
   scratch(saved_, dev, Shape{T, d}, dt);
   scratch(tmp_, dev, Shape{T, d}, dt);
   for (int64_t b = 0; b < B; ++b) {

@@ -11,7 +11,8 @@
 // the scorers). The allocation itself carries no gradient.
 // Pooling and the gate are matmuls by per-image matrices built on the host from the
 // allocation: P [T_i, G*G] (1/side^2 on the token's square) and Q [T_i, G*G] (1/R^2 on
-// its region). Parameters (replicated), "scorers.lod.level" [levels, d],
+// its region), copied to the device in the stream's order (copy_from_host) into buffers
+// reserved for the largest token count (reserve), with the level and position ids. Parameters (replicated), "scorers.lod.level" [levels, d],
 // "scorers.lod.pos_y" and "scorers.lod.pos_x" [2G-1, d].
 // Gradients (nn/context.h): parameters +=, dF +=, dr += (the relevance gradient has no
 // other source).
@@ -31,6 +32,9 @@ class LodTokens {
  public:
   LodTokens(const ScorerDims& dims, int region) : dims_(dims), R_(region) {}
   void bind(const ParamTable& t);
+  // Plans every buffer for batches of at most max_tokens tokens (on the device of the
+  // bound parameters), so that forward and backward allocate nothing.
+  void reserve(int64_t max_tokens);
 
   // Total tokens of a batch's allocations.
   static int64_t total_tokens(const std::vector<ImageLod>& lods);
@@ -45,9 +49,11 @@ class LodTokens {
   int R_;
   Tensor level_, pos_y_, pos_x_, dlevel_, dpos_y_, dpos_x_;
   Tensor ones_;                       // [d, 1]
-  Tensor pool_, region_mean_;         // P, Q of the batch, [T, G*G]
-  Tensor ids_level_, ids_y_, ids_x_;  // [T] i32
-  Tensor saved_, tmp_, rowdot_;       // [T,d], [T,d], [T,1]
+  ScratchTensor pool_, region_mean_;         // P, Q of the batch, [T, G*G]
+  ScratchTensor ids_level_, ids_y_, ids_x_;  // [T] i32
+  ScratchTensor saved_, tmp_, rowdot_;       // [T,d], [T,d], [T,1]
+  ScratchTensor host_pool_, host_mean_;      // host staging of P and Q (the tokens' dtype)
+  std::vector<int32_t> il_, iy_, ix_;  // host staging of the ids
   std::vector<int64_t> cu_;
 };
 

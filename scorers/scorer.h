@@ -27,6 +27,7 @@
 #include "core/tensor.h"
 #include "nn/param_table.h"
 #include "parallel/communicator.h"
+#include "scorers/scratch.h"
 
 namespace vlm {
 
@@ -76,7 +77,7 @@ class Scorer {
   Tensor dw1f_, dw1t_, db1_, dw2_, db2_, dwf_, dwq_;   // gradients
   Tensor box_;                                         // 1-D clipped box mean [G, G]
   Tensor F_, tex_, q_;                                 // saved inputs
-  Tensor x_, tmp_, pre_, h_, fp_, qp_, dh_, dx_, part_, dqp_;  // activations and scratch
+  ScratchTensor x_, tmp_, pre_, h_, fp_, qp_, dh_, dx_, part_, dqp_;  // activations and scratch
 };
 
 }  // namespace vlm

@@ -45,6 +45,16 @@ void RelevanceStage::bind(const ParamTable& t) {
   q0_ = q0.value, dq0_ = q0.grad;
 }
 
+void RelevanceStage::reserve(int64_t max_images) {
+  VLM_ASSERT(q0_.defined(), "RelevanceStage::reserve before bind");
+  const int64_t T = max_images * opts_.lod.max_tokens;
+  const size_t e = dtype_size(q0_.dtype());
+  tokens_.reserve(q0_.device(), size_t(T * dims_.d) * e);
+  r_host_.reserve(DeviceKind::CPU, size_t(max_images * dims_.cells()) * e);
+  r_f64_.reserve(size_t(max_images * dims_.cells()));
+  lod_.reserve(T);
+}
+
 int64_t RelevanceStage::scorer_param_count() const {
   int64_t n = 0;
   for (const auto& s : scorers_)
@@ -83,11 +93,15 @@ void RelevanceStage::forward_finish(Stream& st) {
   const int64_t B = S_.size(0), N = dims_.cells(), d = dims_.d;
   if (scorers_apart()) gather_maps(st, B);
   balancer_.forward(st, r_, S_, q_);
-  st.synchronize();  // the allocation reads r on the host
-  const std::vector<double> r = to_vector_f64(r_);
+  // The forward's one host read (stage.h): r decides how many tokens each image gets.
+  const Tensor& rh = scratch(r_host_, DeviceKind::CPU, r_.shape(), r_.dtype());
+  copy_to_host(st, rh, r_);
+  r_f64_.resize(size_t(B * N));
+  for (int64_t i = 0; i < B * N; ++i)
+    r_f64_[size_t(i)] = rh.dtype() == DType::F64 ? rh.ptr<double>()[i] : double(rh.ptr<float>()[i]);
   lods_.clear();
   for (int64_t b = 0; b < B; ++b)
-    lods_.push_back(alloc_.allocate(r.data() + b * N, seed_ * 0x9E3779B97F4A7C15ull + uint64_t(b)));
+    lods_.push_back(alloc_.allocate(r_f64_.data() + b * N, seed_ * 0x9E3779B97F4A7C15ull + uint64_t(b)));
   scratch(tokens_, r_.device(), Shape{LodTokens::total_tokens(lods_), d}, r_.dtype());
   lod_.forward(st, tokens_, cu_, lods_, F_);
 }

@@ -40,6 +40,10 @@ class RelevanceStage {
   int table_tp() const { return pair_ ? 2 : 1; }
   int table_rank() const { return pair_ ? pair_->rank() : 0; }
   void bind(const ParamTable& t);
+  // Plans the buffers whose size follows the LOD allocation (the tokens, the LOD's
+  // matrices) for micro-batches of at most max_images images, after bind; the others
+  // are sized by the first micro-batch of each shape (scorers/scratch.h).
+  void reserve(int64_t max_images);
   int64_t scorer_param_count() const;  // P of the byte formula (full tensors)
 
   // tex [B,13,G*G], query [B,dq]; `seed` drives lod.policy=random (per step).
@@ -54,6 +58,9 @@ class RelevanceStage {
   void forward_prepare(Stream& st, ImageEncoder& enc, const Tensor& tex, const Tensor& query,
                        const std::vector<bool>& has_prompt, uint64_t seed);
   void forward_scorer(Stream& st, int k);
+  // forward_finish reads the relevance on the host (copy_to_host: it waits for st's
+  // earlier work, nothing else): the allocation picks every image's token count, which
+  // sizes the language model's input. It is the forward's one host synchronisation.
   void forward_finish(Stream& st);
   bool scorers_apart() const;
   const Tensor& tokens() const { return tokens_; }             // [sum T_i, d]
@@ -94,9 +101,12 @@ class RelevanceStage {
   std::vector<bool> has_prompt_;
   uint64_t seed_ = 0;
   std::vector<ImageLod> lods_;
+  ScratchTensor r_host_;             // r on the host (forward_finish)
+  std::vector<double> r_f64_;  // r as the allocator reads it
   std::vector<int64_t> cu_;
-  Tensor tex_, q_, F_, S_, r_, tokens_, dF_, dS_, dq_, dr_;
-  Tensor m_, dm_, floc_, texloc_, qloc_, mloc_, pack_, gathered_, dfloc_, dqloc_, dqsum_;  // placement buffers
+  Tensor tex_;
+  ScratchTensor q_, F_, S_, r_, tokens_, dF_, dS_, dq_, dr_;
+  ScratchTensor m_, dm_, floc_, texloc_, qloc_, mloc_, pack_, gathered_, dfloc_, dqloc_, dqsum_;  // placement buffers
 };
 
 }  // namespace vlm

@@ -53,10 +53,17 @@
 // the ranges cover the arena: the DP bytes are DpGrads::bytes. The comm order is
 // dp.llm0.., dp.projector (after the last chunk), dp.llm.embed, dp.scorers, dp.vision.
 // Under ZeRO-1 the reduce-scatter's ownership blocks cross layers: one dp.llm after finish.
-// The loss stays on the device during the step: run() reads the M losses once, after
-// every stream has finished. Nothing is allocated inside a step by the model's pieces
-// (planned buffers, host staging reserved at construction; the relevance stage's own
-// scratch, scorers/scratch.h, is reallocated when a micro-batch's shape changes).
+// Host and device: the loss stays on the device during the step, and run() reads the M
+// losses once, after every stream has finished. Host data goes to the device in each
+// stream's order (copy_from_host: load, the LOD matrices, the packed LM input), so no
+// copy waits for another stream. The one host read inside a step is by design:
+// scorers.post.m reads micro-batch m's relevance (RelevanceStage::forward_finish), since
+// the LOD allocation decides its token counts and so the backbone's shapes. It waits for
+// `scorer.0`'s work only. On CUDA the tasks are issued in the order above, so when the
+// host waits there for the front end of m+1, llm.m is already queued and the backbone
+// keeps the GPU busy. Nothing is allocated inside a step: the buffers are planned at
+// construction; the relevance stage's scratch (scorers/scratch.h) is sized by the first
+// step, and its token buffers are reserved for the largest token count.
 // Under placements other than replicated the scorer tasks run on the `llm` stream: every
 // task that communicates on the TP group is on that one stream, so all ranks post their
 // TP collectives in the same order (MPI requires it); DP collectives are all on `comm`.

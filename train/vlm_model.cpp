@@ -47,7 +47,10 @@ VlmModel::VlmModel(const VlmConfig& cfg, Backend& backend, Communicator& tp, Com
   const RelevanceStage& stage0 = slots_[0]->stage();
   stage_params_ = std::make_unique<ParamTable>(stage0.param_specs(), stage0.table_tp(), stage0.table_rank());
   stage_params_->allocate(backend, trains(ModuleId::Scorers));
-  for (auto& f : slots_) f->stage().bind(*stage_params_);
+  for (auto& f : slots_) {
+    f->stage().bind(*stage_params_);
+    f->stage().reserve(cfg_.max_images);
+  }
   projector_ = std::make_unique<Projector>(dv, C, cfg.projector_std, backend, Tv, DType::F32, trains(ModuleId::Projector),
                                            cfg.precision);
   llm_ = std::make_unique<Backbone>(cfg.llm, backend, tp, cfg.max_backbone_tokens(tp.size()), trains(ModuleId::Llm),
@@ -133,13 +136,16 @@ void VlmModel::load(Stream& s, const MicroBatch& mb, int slot) {
                 ": ", mb.prompt[size_t(b)].size() + mb.caption[size_t(b)].size(), " text tokens exceed train.max_text=",
                 cfg_.max_text);
   FrontSlot& f = *slots_[size_t(slot)];
-  s.synchronize();  // the slot's buffers may still be read by its previous micro-batch's work
   cur_ = slot;
   f.B = B, f.seed = mb.seed, f.loss_norm = mb.loss_norm;
   const int64_t S = v.image_size, G = v.grid();
-  backend_.copy(f.pixels.data(), backend_.device(), mb.pixels, DeviceKind::CPU, size_t(B * S * S * 3));
-  backend_.copy(f.texture.data(), backend_.device(), mb.texture, DeviceKind::CPU,
-                size_t(B * kVisionTextureChannels * G * G) * sizeof(float));
+  // In s's order: after the slot's last readers, which the caller orders before s
+  // (train/step.h), or earlier work on s itself.
+  const auto host = [](const void* p, Shape shape, DType dt) {
+    return Tensor(const_cast<void*>(p), shape, dt, DeviceKind::CPU);
+  };
+  copy_from_host(s, f.pixels.slice(0, B), host(mb.pixels, Shape{B, S, S, 3}, DType::U8));
+  copy_from_host(s, f.texture.slice(0, B), host(mb.texture, Shape{B, kVisionTextureChannels, G, G}, DType::F32));
   f.ids_host.clear();
   f.has_prompt.assign(size_t(B), false);
   for (int64_t b = 0; b < B; ++b) {
@@ -158,8 +164,8 @@ void VlmModel::load(Stream& s, const MicroBatch& mb, int slot) {
       for (int64_t j = 0; j < n; ++j) f.avg_host[size_t(b * f.P + at + j)] = 1.f / float(n);
       at += n;
     }
-    backend_.copy(f.prompt_ids.data(), backend_.device(), f.ids_host.data(), DeviceKind::CPU, f.ids_host.size() * 4);
-    backend_.copy(f.avg.data(), backend_.device(), f.avg_host.data(), DeviceKind::CPU, f.avg_host.size() * 4);
+    copy_from_host(s, f.prompt_ids.slice(0, f.P), host(f.ids_host.data(), Shape{f.P}, DType::I32));
+    copy_from_host(s, f.avg.slice(0, B * f.P), host(f.avg_host.data(), Shape{B * f.P}, DType::F32));
   }
 }
 
@@ -187,8 +193,8 @@ void VlmModel::scorers_prepare(Stream& s, int slot) {
 
 void VlmModel::scorers_finish(Stream& s, int slot) {
   FrontSlot& f = *slots_[size_t(slot)];
-  f.stage().forward_finish(s);  // synchronises s: the slot's last reader has finished
-  pack_input(f);
+  f.stage().forward_finish(s);
+  pack_input(s, f);
 }
 
 void VlmModel::scorers_forward(Stream& s, int slot) {
@@ -204,7 +210,7 @@ void VlmModel::front_forward(Stream& s, const MicroBatch& mb) {
   scorers_forward(s, 0);
 }
 
-void VlmModel::pack_input(FrontSlot& f) {
+void VlmModel::pack_input(Stream& s, FrontSlot& f) {
   const std::vector<int64_t>& cu = f.stage().offsets();
   int64_t T = 0;
   for (int64_t b = 0; b < f.B; ++b) {
@@ -216,7 +222,7 @@ void VlmModel::pack_input(FrontSlot& f) {
   // Sequence parallelism: T padded to a multiple of tp with a text-only sample.
   const int64_t pad = cfg_.llm.sequence_parallel && tp > 1 ? (tp - T % tp) % tp : 0;
   const int64_t Tv = cu[size_t(f.B)];
-  f.input = f.input_buffers.pack(std::span<const VlmSample>(f.samples.data(), size_t(f.B)), visual_.slice(0, Tv), pad);
+  f.input = f.input_buffers.pack(s, std::span<const VlmSample>(f.samples.data(), size_t(f.B)), visual_.slice(0, Tv), pad);
   f.input.loss_norm = f.loss_norm;
 }
 
@@ -266,8 +272,7 @@ std::vector<int32_t> VlmModel::greedy_next(Stream& s, const std::vector<std::vec
   FrontSlot& f = *slots_[size_t(cur_)];
   VLM_ASSERT(int64_t(generated.size()) == f.B, "one generated sequence per image");
   for (int64_t b = 0; b < f.B; ++b) f.samples[size_t(b)].caption = generated[size_t(b)];
-  s.synchronize();  // the packed input may still be read by the last forward
-  pack_input(f);
+  pack_input(s, f);
   llm_forward_backward(s, false);
   const Tensor logits = llm_->gather_logits(s);  // host [T, V]
   const int64_t V = logits.size(1);

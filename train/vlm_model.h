@@ -190,7 +190,7 @@ class VlmModel {
   int64_t activation_bytes() const;
 
  private:
-  void pack_input(FrontSlot& f);  // f.input from f.samples and f's visual tokens (host work + upload)
+  void pack_input(Stream& s, FrontSlot& f);  // f.input from f.samples and f's visual tokens (host work + upload on s)
   void projector_forward(Stream& s, FrontSlot& f);
   // The tokens of the sequences `seqs` from the backbone's last step logits (decoding).
   std::vector<int32_t> choose_next(Stream& s, const std::vector<int32_t>& seqs);

@@ -16,8 +16,7 @@ std::vector<int32_t> VlmModel::decode_start(Stream& s, const DecodeOptions& o) {
              o.temperature, ", top_k ", o.top_k);
   if (!llm_->kv_cache()) llm_->plan_decoding(cfg_.max_images, cfg_.scorers.lod.max_tokens + cfg_.max_text);
   for (int64_t b = 0; b < B; ++b) f.samples[size_t(b)].caption.clear();
-  s.synchronize();  // the packed input may still be read by the last forward
-  pack_input(f);
+  pack_input(s, f);
   projector_forward(s, f);
   llm_->prefill(s, f.input, B);  // an SP padding sample comes last and is not kept
   dec_opts_ = o;

@@ -1,7 +1,8 @@
-// CPU copy (core/ops/elementwise.inc): dst = src as bytes, any dtype. Large tensors are
-// copied in fixed 1 MiB chunks spread over the thread pool (core/cpu/thread_pool.h);
-// the result does not depend on the thread count (every byte is written once, from the
-// same source byte).
+// CPU copy, copy_from_host and copy_to_host (core/ops/elementwise.inc): dst = src as
+// bytes, any dtype (host and device are the same memory here). Large tensors are copied
+// in fixed 1 MiB chunks spread over the thread pool (core/cpu/thread_pool.h); the result
+// does not depend on the thread count (every byte is written once, from the same source
+// byte).
 #include <algorithm>
 #include <cstring>
 
@@ -29,5 +30,8 @@ void copy(Stream& s, const Tensor& dst, const Tensor& src) {
     }
   });
 }
+
+void copy_from_host(Stream& s, const Tensor& dst, const Tensor& src) { cpu::copy(s, dst, src); }
+void copy_to_host(Stream& s, const Tensor& dst, const Tensor& src) { cpu::copy(s, dst, src); }
 
 }  // namespace vlm::cpu

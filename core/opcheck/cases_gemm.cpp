@@ -189,6 +189,19 @@ std::vector<OpCase> gemm_elementwise_cases() {
     copy(c.stream(), dst, c.rand(Shape{n}));
     return OpOutputs{{"dst", dst}};
   }));
+  // The host round trip: host -> device (into junk) -> host (into junk); both must hold
+  // the drawn values exactly.
+  v.push_back({"copy_from_host/copy_to_host f32 [5,7], i32 [13]", 0, [](Backend& b) {
+                 CaseCtx c(b, 5150);
+                 const Tensor h = to_host(c.rand(Shape{5, 7})), hi = to_host(c.ints(Shape{13}, -9, 9));
+                 Tensor d = c.junk(Shape{5, 7}), di = c.zeros(Shape{13}, DType::I32);
+                 copy_from_host(c.stream(), d, h);
+                 copy_from_host(c.stream(), di, hi);
+                 Tensor back = to_host(c.junk(Shape{5, 7})), backi = Tensor::zeros(cpu_backend(), Shape{13}, DType::I32);
+                 copy_to_host(c.stream(), back, d);
+                 copy_to_host(c.stream(), backi, di);
+                 return OpOutputs{{"device", d}, {"device i32", di}, {"host", back}, {"host i32", backi}};
+               }});
   v.push_back({"copy bf16 [7,33] -> [231]", 0, [](Backend& b) {
                  CaseCtx c(b, 5200);
                  Tensor dst = c.rand(Shape{231}, 5, 9, DType::BF16);

@@ -31,6 +31,8 @@ void add(Stream& s, const Tensor& out, const Tensor& a, const Tensor& b) { VLM_D
 void accumulate(Stream& s, const Tensor& y, const Tensor& x, float alpha) { VLM_DISPATCH(accumulate, s, y, x, alpha); }
 void mul(Stream& s, const Tensor& out, const Tensor& a, const Tensor& b) { VLM_DISPATCH(mul, s, out, a, b); }
 void copy(Stream& s, const Tensor& dst, const Tensor& src) { VLM_DISPATCH(copy, s, dst, src); }
+void copy_from_host(Stream& s, const Tensor& dst, const Tensor& src) { VLM_DISPATCH(copy_from_host, s, dst, src); }
+void copy_to_host(Stream& s, const Tensor& dst, const Tensor& src) { VLM_DISPATCH(copy_to_host, s, dst, src); }
 void convert(Stream& s, const Tensor& dst, const Tensor& src) { VLM_DISPATCH(convert, s, dst, src); }
 void round_bf16(Stream& s, const Tensor& x) { VLM_DISPATCH(round_bf16, s, x); }
 void bias_add(Stream& s, const Tensor& out, const Tensor& in, const Tensor& bias) { VLM_DISPATCH(bias_add, s, out, in, bias); }

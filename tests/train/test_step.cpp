@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "parallel/groups.h"
 #include "parallel/topology.h"
 #include "scheduler/streams.h"
+#include "scorers/scratch.h"
 #include "tests/support/metrics.h"
 #include "tests/support/mpi.h"
 #include "tests/support/rng.h"
@@ -167,6 +169,42 @@ TEST(VlmStep, EveryModuleGetsAGradient) {
     for (float x : to_vector_f32(model.vision().params().get(name).grad)) sq += double(x) * x;
     EXPECT_GT(sq, 0.0) << name;
   }
+}
+
+// After the first step, a step allocates no scorer scratch, though the number of visual
+// tokens changes from step to step (the buffers that follow it are
+// reserved for the largest count: RelevanceStage::reserve); the other buffers of the
+// step are planned at construction (train/step.h).
+TEST(VlmStep, StepsAfterTheFirstAllocateNoScratch) {
+  if (test::world_size() != 1) GTEST_SKIP() << "one rank";
+  Backend& b = cpu_backend();
+  auto tp = test::self_comm("tp"), dp = test::self_comm("dp"), self = test::self_comm("self");
+  const VlmConfig c = tiny_config(kImages / kM);
+  VlmModel model(c, b, *tp, *self);
+  model.init(4);
+  const std::vector<bool> all(kNumModules, true);
+  sched::StreamSet streams(b);
+  DpGrads dpg(model.modules(), all, *dp, 0, 25, b);
+  VlmStep step(model, streams, dpg, all, kM, StepOptions{});
+  uint64_t after_first = 0;
+  std::vector<int64_t> visual;  // the last micro-batch's visual tokens, per step
+  ParamTable* scorers = nullptr;
+  for (const ModuleParams& m : model.modules())
+    if (m.id == ModuleId::Scorers) scorers = m.table;
+  ASSERT_NE(scorers, nullptr);
+  for (int k = 0; k < 6; ++k) {
+    // A propositional bias from -5 to 5 moves the mean relevance, hence the token counts.
+    scorers->set_full("scorers.propositional.b2", Tensor::from_vector(std::vector<float>{2.f * float(k) - 5.f}, Shape{1}));
+    const GlobalBatch g = make_batch(100 + uint64_t(k), c);
+    model.zero_grads();
+    step.run(shard(g, c, 1, 0, kM));
+    visual.push_back(model.visual_offsets().back());
+    if (k == 0) after_first = scratch_blocks_allocated();
+  }
+  EXPECT_EQ(scratch_blocks_allocated(), after_first) << "scratch blocks allocated after the first step";
+  std::sort(visual.begin(), visual.end());
+  EXPECT_GT(std::unique(visual.begin(), visual.end()) - visual.begin(), 1)
+      << "the visual token count never changed: the test would not show a growth";
 }
 
 TEST(VlmStep, FrozenModuleIsUnchangedAndTheRestLearns) {
