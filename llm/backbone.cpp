@@ -86,7 +86,7 @@ double Backbone::run_forward(Stream& s, const LmInput& in, const Tensor& cache_s
   }
   cut(T);
   const int64_t Ts = stream_rows(T), row0 = sp_ ? int64_t(tp_.rank()) * Ts : 0;
-  TpContext ctx{s, tp_, sp_};
+  TpContext ctx = context(s);
   const PackedSeqs seq{in.cu_seqlens, in.max_seqlen, in.positions};
   const Scratch& sc = stack_.scratch();
   const HeadActs& a = head_;
@@ -123,7 +123,7 @@ void Backbone::backward_head(Stream& s, const LmInput& in) {
   VLM_ASSERT(T == last_T_, "backward of a batch of ", T, " tokens after a forward of ", last_T_);
   VLM_REQUIRE(in.targets.defined(), "backbone: backward needs targets");
   cut(T);
-  TpContext ctx{s, tp_, sp_};
+  TpContext ctx = context(s);
   const Scratch& sc = stack_.scratch();
   const HeadActs& a = head_;
   const double norm = in.loss_norm > 0 ? in.loss_norm : double(in.n_counted);
@@ -138,7 +138,7 @@ void Backbone::backward_head(Stream& s, const LmInput& in) {
 
 void Backbone::backward_layers(Stream& s, const LmInput& in, int l0, int l1) {
   VLM_ASSERT(in.n_tokens == last_T_, "backward of a batch of ", in.n_tokens, " tokens after a forward of ", last_T_);
-  TpContext ctx{s, tp_, sp_};
+  TpContext ctx = context(s);
   const PackedSeqs seq{in.cu_seqlens, in.max_seqlen, in.positions};
   stack_.backward_layers(ctx, seq, head_.dres, l0, l1);
 }
@@ -147,7 +147,7 @@ void Backbone::backward_embedding(Stream& s, const LmInput& in, const Tensor& d_
   const int64_t T = in.n_tokens;
   VLM_ASSERT(T == last_T_, "backward of a batch of ", T, " tokens after a forward of ", last_T_);
   const int64_t Ts = stream_rows(T), row0 = sp_ ? int64_t(tp_.rank()) * Ts : 0;
-  TpContext ctx{s, tp_, sp_};
+  TpContext ctx = context(s);
   const Scratch& sc = stack_.scratch();
   const Tensor& dres = head_.dres;
   if (dwpe_.defined()) embedding_backward(s, dwpe_, dres, in.positions.slice(row0, row0 + Ts), 0);

@@ -112,6 +112,9 @@ class Backbone {
   int64_t layer_grad_begin(int l) const;
   int n_layers() const { return cfg_.n_layers; }
   void zero_grads() { params_->zero_grads(); }
+  // The side stream of the TP collectives that the next ops do not wait for
+  // (nn/tp_side.h), or none; the forward and backward after the call use it.
+  void set_tp_side(TpSide* side) { side_ = side; }
 
   // Results of the last forward: this rank's logits [T, Vl] (columns
   // [vocab_offset(), +Vl); padding columns hold -1e30) and per-token losses [T].
@@ -168,6 +171,7 @@ class Backbone {
   double run_forward(Stream& s, const LmInput& in, const Tensor& cache_slots, bool loss);
   // Cuts every activation view to T tokens (Ts on the residual stream).
   void cut(int64_t T);
+  TpContext context(Stream& s) const { return TpContext{s, tp_, sp_, side_}; }
   int64_t stream_rows(int64_t T) const { return sp_ ? T / tp_.size() : T; }
 
   ModelConfig cfg_;
@@ -175,6 +179,7 @@ class Backbone {
   Communicator& tp_;
   int64_t max_tokens_;
   bool sp_;
+  TpSide* side_ = nullptr;
   std::unique_ptr<ParamTable> params_;
   VocabParallelEmbedding emb_;
   Tensor wpe_, dwpe_;  // [max_pos, C] (gpt2)

@@ -2,6 +2,7 @@
 #include "nn/linear.h"
 
 #include "core/ops.h"
+#include "nn/tp_side.h"
 #include "parallel/regions.h"
 
 namespace vlm {
@@ -57,15 +58,23 @@ void Linear::forward(Stream& s, const Tensor& y, const Tensor& x, const Tensor& 
 }
 
 void Linear::backward(Stream& s, const Tensor& dx, const Tensor& dy, const Tensor& x, float dx_beta) const {
+  backward_input(s, dx, dy, dx_beta);
+  backward_weights(s, dy, x);
+}
+
+void Linear::backward_input(Stream& s, const Tensor& dx, const Tensor& dy, float dx_beta) const {
+  GemmOpts d;
+  d.beta = dx_beta;
+  matmul(s, as2d(dx), as2d(dy), w, d);
+  round_act(s, dx, bf16());
+}
+
+void Linear::backward_weights(Stream& s, const Tensor& dy, const Tensor& x) const {
   GemmOpts o;
   o.trans_a = true;
   o.beta = 1.f;
   if (dw.defined()) matmul(s, dw, as2d(dy), as2d(x), o);  // undefined: a frozen weight (nn/param_table.h)
   if (b.defined() && db.defined()) bias_backward(s, db, as2d(dy));
-  GemmOpts d;
-  d.beta = dx_beta;
-  matmul(s, as2d(dx), as2d(dy), w, d);
-  round_act(s, dx, bf16());
 }
 
 void column_parallel_forward(TpContext& ctx, const Tensor& x_full, const Tensor& x,
@@ -83,14 +92,25 @@ void column_parallel_backward(TpContext& ctx, const Tensor& dx, const Tensor& dx
   Stream& s = ctx.stream;
   float beta = 0.f;  // the first output overwrites dx_full, the others add to it
   for (const ColumnGrad& g : grads) {
-    g.lin->backward(s, dx_full, g.dy, x_full, beta);
+    g.lin->backward_input(s, dx_full, g.dy, beta);
     beta = 1.f;
   }
   const DType w = wire(*grads.begin()->lin);
-  if (ctx.seq_parallel())
-    gather_from_sequence_region_backward(s, ctx.tp, dx, dx_full, w);
+  Communicator& tp = ctx.tp;
+  const bool sp = ctx.seq_parallel();
+  const auto reduce = [&tp, sp, dx, dx_full, w](Stream& rs) {
+    if (sp)
+      gather_from_sequence_region_backward(rs, tp, dx, dx_full, w);
+    else
+      copy_to_region_backward(rs, tp, dx, dx_full, w);
+  };
+  const bool side = ctx.side != nullptr && tp.size() > 1;
+  if (side)
+    ctx.side->fork(s, reduce);
   else
-    copy_to_region_backward(s, ctx.tp, dx, dx_full, w);
+    reduce(s);
+  for (const ColumnGrad& g : grads) g.lin->backward_weights(s, g.dy, x_full);
+  if (side) ctx.side->join(s);
 }
 
 void row_parallel_forward(TpContext& ctx, const Tensor& y, const Tensor& y_partial, const Tensor& x,

@@ -49,7 +49,10 @@ struct Linear {
   // y = GELU_tanh(pre_gelu) (fused epilogue). x and y may be [N, ...] (viewed as 2-D).
   void forward(Stream& s, const Tensor& y, const Tensor& x, const Tensor& pre_gelu = Tensor{}) const;
   // dW += dy^T x, db += sum_rows dy; dx = dy W (dx_beta = 0: overwrite, 1: add into dx).
+  // backward = backward_input then backward_weights (independent products).
   void backward(Stream& s, const Tensor& dx, const Tensor& dy, const Tensor& x, float dx_beta = 0.f) const;
+  void backward_input(Stream& s, const Tensor& dx, const Tensor& dy, float dx_beta = 0.f) const;
+  void backward_weights(Stream& s, const Tensor& dy, const Tensor& x) const;  // nothing when frozen
 };
 
 // x = bf16(x) when `on` (core/ops round_bf16): an activation or activation gradient
@@ -73,7 +76,9 @@ struct ColumnGrad {
 void column_parallel_forward(TpContext& ctx, const Tensor& x_full, const Tensor& x,
                              std::initializer_list<ColumnOut> outs);
 // dW_j += dy_j^T x_full, db_j += sum dy_j; dx_full = sum_j dy_j W_j (scratch [T,C]);
-// dx [Ts,C] = input-region backward of dx_full (dx may alias dx_full without SP).
+// dx [Ts,C] = input-region backward of dx_full (dx may alias dx_full without SP). The
+// input gradient comes first; with ctx.side its reduction runs during the weight
+// gradients (nn/tp_side.h).
 void column_parallel_backward(TpContext& ctx, const Tensor& dx, const Tensor& dx_full, const Tensor& x_full,
                               std::initializer_list<ColumnGrad> grads);
 

@@ -26,8 +26,10 @@
 // the communicator's staging buffers, communicated (half the bytes; a reduction rounds
 // each of its steps to bf16) and converted back. Exact for data movement of bf16-valued
 // activations; a reduction of f32 partial sums rounds them first. F32: as they are.
-// The staging buffers belong to the communicator, so its bf16 region ops must all be
-// issued from one stream (the training step issues every TP collective from `llm`).
+// The staging buffers belong to the communicator, so its bf16 region ops must run one
+// at a time: issued from one stream, or from a second one ordered by events with it (the
+// training step issues its TP collectives from `llm`, and the input-gradient reductions
+// from a side stream that `llm` forks and joins: nn/tp_side.h).
 #pragma once
 #include "core/backend.h"
 #include "core/tensor.h"

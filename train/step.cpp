@@ -23,6 +23,12 @@ VlmStep::VlmStep(VlmModel& model, sched::StreamSet& streams, DpGrads& dp, const 
       losses_host_(size_t(std::max(1, micro_batches)), 0.f), graph_(build()) {
   VLM_REQUIRE(o.mode == sched::Mode::Serial || dp.dp().size() == 1 || mpi_thread_multiple(),
               "scheduler.mode=overlap with DP needs an MPI library with MPI_THREAD_MULTIPLE; use --scheduler.mode serial");
+  if (o.mode == sched::Mode::Overlap && model.tp_size() > 1) {
+    AsyncStreamOptions so;
+    so.high_priority = true, so.threads = 1;  // a collective's own work is copies and sums
+    tp_stream_ = streams.backend().create_async_stream("tp", so);
+    tp_side_ = std::make_unique<TpSide>(streams.backend(), *tp_stream_);
+  }
 }
 
 std::vector<std::pair<int, int>> VlmStep::layer_chunks() const {
@@ -179,6 +185,11 @@ sched::Graph VlmStep::build() {
 double VlmStep::run(const std::vector<MicroBatch>& mbs, std::vector<sched::TaskTiming>* timings) {
   VLM_ASSERT(int(mbs.size()) == M_, "expected ", M_, " micro-batches, got ", mbs.size());
   mbs_ = &mbs;
+  struct Side {  // the backbone uses the side stream during this step only
+    VlmModel& m;
+    ~Side() { m.set_tp_side(nullptr); }
+  } side{model_};
+  model_.set_tp_side(tp_side_.get());
   graph_.run(streams_, opt_.mode, timings);  // returns after every stream has finished
   mbs_ = nullptr;
   Backend& b = streams_.backend();

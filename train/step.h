@@ -67,6 +67,11 @@
 // Under placements other than replicated the scorer tasks run on the `llm` stream: every
 // task that communicates on the TP group is on that one stream, so all ranks post their
 // TP collectives in the same order (MPI requires it); DP collectives are all on `comm`.
+// In overlap mode at tp > 1 the backbone's column-parallel layers post their input-
+// gradient reduction on a side stream `tp` (high priority on CUDA) and compute their
+// weight gradients meanwhile, joining before the next op (nn/tp_side.h); the order of
+// the TP collectives is unchanged, and the side stream's work lies inside the llm tasks
+// (it has no track in the trace).
 // Frozen modules (train.freeze): no dp task; the encoder's backward is skipped when it is
 // frozen, the stage's when neither it nor the encoder trains (nothing upstream learns).
 //
@@ -79,6 +84,7 @@
 #include <utility>
 #include <vector>
 
+#include "nn/tp_side.h"
 #include "parallel/communicator.h"
 #include "scheduler/graph.h"
 #include "scheduler/streams.h"
@@ -107,6 +113,8 @@ class VlmStep {
   int front_slots() const { return slots_; }  // S above
   // Bytes this rank sends over DP per step (DpGrads::bytes of the trainable modules).
   size_t dp_bytes() const { return dp_bytes_; }
+  // TP collectives posted on the side stream so far (0 without one: see above).
+  int64_t side_collectives() const { return tp_side_ ? tp_side_->forks() : 0; }
 
  private:
   sched::Graph build();
@@ -125,6 +133,8 @@ class VlmStep {
   const std::vector<MicroBatch>* mbs_ = nullptr;
   Tensor losses_;                   // [M] f32 on the device: micro-batch m's loss
   std::vector<float> losses_host_;  // [M] staging of the read after the graph
+  std::unique_ptr<Stream> tp_stream_;  // overlap mode at tp > 1: the side stream `tp`
+  std::unique_ptr<TpSide> tp_side_;
   sched::Graph graph_;
 };
 

@@ -128,6 +128,8 @@ class VlmModel {
   RelevanceStage& stage() { return slots_[size_t(cur_)]->stage(); }
   Projector& projector() { return *projector_; }
   Backbone& llm() { return *llm_; }
+  int tp_size() const { return tp_.size(); }
+  void set_tp_side(TpSide* side) { llm_->set_tp_side(side); }  // Backbone::set_tp_side
   int front_slots() const { return int(slots_.size()); }
 
   // The pieces of one micro-batch (order above), on front-end slot `slot`.

@@ -4,6 +4,8 @@
 //    model at TP=1 (computed on every rank with a size-1 communicator), within
 //    kLossTol / kGradTol relative to the largest reference magnitude (f32 CPU).
 //  - Recomputation none / selective / full: bitwise the same loss and gradients.
+//  - A side stream for the input-gradient reductions (nn/tp_side.h): bitwise the same
+//    loss and gradients, with one reduction per column-parallel layer posted there.
 //  - Communication: bytes counted by the TP communicator in one forward + backward +
 //    finalize_grads equal the analytic formula (derived in llm/backbone.h).
 #include <gtest/gtest.h>
@@ -13,6 +15,7 @@
 #include <map>
 
 #include "llm_test_util.h"
+#include "nn/tp_side.h"
 
 using namespace vlm;
 using namespace vlm::test;
@@ -30,12 +33,13 @@ struct RunResult {
   size_t act_bytes = 0;
 };
 
-RunResult run(const ModelConfig& c, Communicator& comm, const HostBatch& b, bool embeddings) {
+RunResult run(const ModelConfig& c, Communicator& comm, const HostBatch& b, bool embeddings, TpSide* side = nullptr) {
   Backend& cpu = cpu_backend();
   Stream& s = cpu.default_stream();
   const int64_t T = b.cu.back();
   Backbone bb(c, cpu, comm, T);
   bb.init(42);
+  bb.set_tp_side(side);
   Tensor emb, d_emb;
   if (embeddings) {
     emb = Tensor::from_vector(b.embeddings, Shape{T, c.d_model});
@@ -126,6 +130,30 @@ TEST(LlmTp, RecomputeIsBitwiseTheSame) {
           EXPECT_TRUE(g == r.grads.at(name)) << family_name(f) << " " << recompute_name(rc) << " " << name;
         EXPECT_LT(r.act_bytes, none.act_bytes) << recompute_name(rc);
       }
+    }
+  }
+}
+
+TEST(LlmTp, SideStreamIsBitwiseTheSame) {
+  auto world = world_comm();
+  Backend& cpu = cpu_backend();
+  const std::unique_ptr<Stream> side_stream = cpu.create_async_stream("tp", AsyncStreamOptions{});
+  for (ModelFamily f : {ModelFamily::GPT2, ModelFamily::Llama}) {
+    for (bool sp : {false, true}) {
+      ModelConfig c = tiny_config(f);
+      c.sequence_parallel = sp;
+      const HostBatch b = tiny_batch(c.vocab_size, c.d_model);
+      const RunResult plain = run(c, *world, b, true);
+      TpSide side(cpu, *side_stream);
+      const RunResult r = run(c, *world, b, true, &side);
+      SCOPED_TRACE(cat(family_name(f), sp ? " sp" : ""));
+      EXPECT_EQ(r.loss, plain.loss);
+      for (const auto& [name, g] : plain.grads) EXPECT_TRUE(g == r.grads.at(name)) << name;
+      EXPECT_TRUE(r.d_emb == plain.d_emb);
+      EXPECT_EQ(r.counters.total_bytes(), plain.counters.total_bytes());
+      // Per layer the q/k/v and the MLP's input regions, and the output head's: all on
+      // the side stream when there is a group to reduce over.
+      EXPECT_EQ(side.forks(), world->size() > 1 ? 2 * c.n_layers + 1 : 0);
     }
   }
 }

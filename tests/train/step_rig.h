@@ -116,7 +116,8 @@ std::vector<int> layouts_tp() {
 }
 
 // At every layout the world allows, one step of the model config(max_images) in serial
-// and in overlap mode gives bitwise equal loss and gradients (DP buckets of 10 KiB on the
+// and in overlap mode (at tp > 1 with the TP side stream, nn/tp_side.h) gives bitwise
+// equal loss and gradients (DP buckets of 10 KiB on the
 // grad_wire dtype, so several of them).
 [[maybe_unused]] void expect_serial_equals_overlap(VlmConfig (*config)(int), DType grad_wire) {
   Backend& b = cpu_backend();
@@ -141,6 +142,8 @@ std::vector<int> layouts_tp() {
       model.zero_grads();
       loss[k] = step.run(mbs);
       grads[k] = all_grads(model);
+      // Overlap mode at tp > 1: the backbone's input-gradient reductions on the side stream.
+      EXPECT_EQ(step.side_collectives() > 0, k == 1 && tp > 1) << "tp=" << tp << " " << sched::mode_name(o.mode);
     }
     SCOPED_TRACE("tp=" + std::to_string(tp) + " dp=" + std::to_string(dp));
     EXPECT_EQ(loss[0], loss[1]);
