@@ -157,7 +157,7 @@ TrainReport Trainer::run() {
     // Memory: the process's peak resident set on CPU, the peak of the device arenas on a GPU.
     const double mem = S.meter->device() == DeviceKind::CPU ? peak_rss_bytes() : double(S.meter->peak_bytes());
     StepLine line{step, S.total, loss, lr, gnorm, dt, elapsed, tot[1] / dt, tot[3] / dt, tot[2] / std::max(1.0, tot[3]),
-                  mem};
+                  mem, std::nullopt};
     if (S.peak.flops_s > 0)  // this rank's (train/mfu.h)
       line.mfu = step_mfu(S.vcfg, S.layout, S.plan,
                           step_shape(mbs, S.model->visual_offsets().back(), mbs.back().images), dt, S.peak.flops_s);
