@@ -1,6 +1,8 @@
 // Bytes per step per group (train/plan_comm.h).
 #include "train/plan_comm.h"
 
+#include <cmath>
+
 #include "core/error.h"
 #include "scorers/placement.h"
 
@@ -16,7 +18,7 @@ void add(CommCounters& c, CollKind k, int64_t bytes) {
 }  // namespace
 
 int64_t StepShape::backbone_tokens(const VlmConfig& cfg, int tp) const {
-  const int64_t T = images * (visual + text);
+  const int64_t T = std::llround(double(images) * (visual + text));
   return cfg.llm.block().seq_parallel(tp) ? (T + tp - 1) / tp * tp : T;
 }
 
@@ -43,7 +45,7 @@ StepBytes step_bytes(const VlmConfig& cfg, const RankLayout& l, const RankPlan& 
   const int64_t act = cfg.precision == Precision::BF16 ? 2 : 4, grad = int64_t(dtype_size(l.grad_wire));
   CommCounters& t = out.tp;
   if (tp > 1) {
-    const int64_t T = s.backbone_tokens(cfg, l.tp), Ts = T / tp, P = s.images * s.prompt;
+    const int64_t T = s.backbone_tokens(cfg, l.tp), Ts = T / tp, P = std::llround(double(s.images) * s.prompt);
     const bool sp = m.block().seq_parallel(l.tp), full = m.recompute == Recompute::Full;
     // Per micro-batch: the prompt query, the backbone forward + backward (llm/backbone.h,
     // E = 1), the placement's forward and backward.

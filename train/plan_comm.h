@@ -20,14 +20,17 @@
 
 namespace vlm {
 
+// The token counts are means: whole numbers for the largest step, the means of the
+// step's images and samples for a step that ran (train/mfu.h step_shape).
 struct StepShape {
   int64_t images = 1;  // per micro-batch (train.batch)
-  int64_t visual = 1;  // visual tokens per image
-  int64_t text = 1;    // prompt + caption tokens per sample
-  int64_t prompt = 1;  // of which prompt tokens (BOS + instruction)
+  double visual = 1;   // visual tokens per image
+  double text = 1;     // prompt + caption tokens per sample
+  double prompt = 1;   // of which prompt tokens (BOS + instruction)
   int micro_batches = 1;
-  // Backbone tokens of one micro-batch: images * (visual + text), padded to a multiple of
-  // tp under sequence parallelism (train/vlm_model.cpp build_input).
+  // Backbone tokens of one micro-batch: images * (visual + text) (rounded to a whole
+  // number), padded to a multiple of tp under sequence parallelism (train/vlm_model.cpp
+  // pack_input).
   int64_t backbone_tokens(const VlmConfig& cfg, int tp) const;
 };
 

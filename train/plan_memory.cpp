@@ -126,26 +126,29 @@ MemoryTerms memory_terms(VlmModel& model, const DpGrads& dp, const AdamW& opt, s
   return m;
 }
 
+RankPlan rank_plan(VlmModel& model, const DpGrads& dp, const AdamW& opt, size_t allocated) {
+  RankPlan r;
+  r.memory = memory_terms(model, dp, opt, allocated);
+  const std::vector<ModuleParams> mods = model.modules();
+  for (size_t i = 0; i < mods.size(); ++i) {
+    r.owned.push_back(dp.owned(i));
+    r.owned.back().grad = Tensor{};  // the figures only: the plan outlives the objects
+    r.grad_elems.push_back(int64_t(mods[i].table->grad_bytes() / 4));
+  }
+  r.scorer_params = model.stage().scorer_param_count();
+  return r;
+}
+
 RankPlan plan_rank(const VlmConfig& cfg, const RankLayout& l, const OptimOptions& o) {
   ReservingBackend b;
   StandInCommunicator tp("tp", l.tp, l.tp_rank), dp("dp", l.dp, l.dp_rank), self("self", 1, 0);
-  RankPlan r;
-  {
-    VlmModel model(cfg, b, tp, self);
-    std::vector<bool> trainable;
-    for (int m = 0; m < kNumModules; ++m) trainable.push_back(!cfg.frozen[size_t(m)]);
-    const std::vector<ModuleParams> mods = model.modules();
-    DpGrads dpg(mods, trainable, dp, l.zero, l.bucket_mb, b, l.grad_wire);
-    AdamW opt(mods, trainable, dpg, b, o);
-    r.memory = memory_terms(model, dpg, opt, b.allocated());
-    for (size_t i = 0; i < mods.size(); ++i) {
-      r.owned.push_back(dpg.owned(i));
-      r.owned.back().grad = Tensor{};
-      r.grad_elems.push_back(int64_t(mods[i].table->grad_bytes() / 4));
-    }
-    r.scorer_params = model.stage().scorer_param_count();
-  }
-  return r;
+  VlmModel model(cfg, b, tp, self);
+  std::vector<bool> trainable;
+  for (int m = 0; m < kNumModules; ++m) trainable.push_back(!cfg.frozen[size_t(m)]);
+  const std::vector<ModuleParams> mods = model.modules();
+  DpGrads dpg(mods, trainable, dp, l.zero, l.bucket_mb, b, l.grad_wire);
+  AdamW opt(mods, trainable, dpg, b, o);
+  return rank_plan(model, dpg, opt, b.allocated());
 }
 
 std::string format_bytes(double b) {

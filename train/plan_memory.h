@@ -65,6 +65,9 @@ struct RankPlan {
   int64_t scorer_params = 0;          // RelevanceStage::scorer_param_count (full tensors)
 };
 
+// The plan of a constructed rank: the trainer's own objects (train/trainer.cpp), or
+// plan_rank's. `allocated` as for memory_terms.
+RankPlan rank_plan(VlmModel& model, const DpGrads& dp, const AdamW& opt, size_t allocated);
 // The rank's memory without allocating it (above). cfg: validated for l.tp (resolve_vlm_config).
 RankPlan plan_rank(const VlmConfig& cfg, const RankLayout& l, const OptimOptions& o);
 

@@ -7,6 +7,8 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "scorers/placement.h"
+#include "vision/patch_embed.h"
 
 namespace vlm {
 
@@ -30,6 +32,15 @@ const GpuSpec& gpu_spec(const std::string& name) {
   for (const GpuSpec& g : kGpus)
     if (name == g.name) return g;
   throw UserError("--plan.gpu: expected h100, h200 or a100, got '" + name + "'");
+}
+
+const GpuSpec* gpu_spec_of_device(const std::string& device_name) {
+  auto has = [&](const char* x) { return device_name.find(x) != std::string::npos; };
+  if (has("A100")) return &gpu_spec("a100");
+  if (has("PCIe") || has("NVL")) return nullptr;
+  if (has("H200")) return &gpu_spec("h200");
+  if (has("H100")) return &gpu_spec("h100");
+  return nullptr;
 }
 
 double interconnect_gbs(const std::string& name) {
@@ -78,36 +89,53 @@ OpRates read_op_table(const std::string& path) {
 
 StepWork step_work(const VlmConfig& cfg, const RankLayout& l, const RankPlan& r, const StepShape& s) {
   StepWork w;
-  const ModelConfig& m = cfg.llm;
   auto trains = [&](ModuleId id) { return !cfg.frozen[size_t(id)]; };
-  const double tp = l.tp, M = s.micro_batches, B = double(s.images), C = double(m.d_model), L = m.n_layers;
-  const double HS = double(m.head_dim()), NH = m.n_heads, NKV = m.kv_heads(), F = double(m.d_ff);
-  // Backbone: per token, per layer the q/k/v, o, and MLP matmuls; the output head.
-  const double T = double(s.backbone_tokens(cfg, l.tp)), n = double(s.visual + s.text);
-  const double layer = 2 * C * (NH * HS + 2 * NKV * HS) + 2 * C * C + (m.is_llama() ? 3 : 2) * 2 * C * F;
-  const double head = 2 * C * double(m.padded_vocab(l.tp));
-  const double fwd_mm = T * (L * layer + head) / tp, fwd_attn = B * L * 2 * n * n * C / tp;  // causal: half of 4 n^2 C
-  const double passes = trains(ModuleId::Llm) ? 3 : 2;  // forward, input gradient, weight gradient
-  const double re_mm = m.recompute == Recompute::Full ? T * L * layer / tp : 0;
-  const double re_attn = m.recompute == Recompute::None ? 0 : fwd_attn;
-  // Encoder (replicated; batch-split encodes ceil(B/tp) images per rank): patch embedding,
-  // blocks with bidirectional attention; backward only when it trains.
+  // Passes of a product whose input gradient always runs (plan_time.h): 2, 3 when it trains.
+  auto passes = [&](ModuleId id) { return trains(id) ? 3.0 : 2.0; };
+  const double tp = l.tp, M = s.micro_batches, B = double(s.images);
+  // Backbone (TP-split), per token: per layer q, o (NH heads), k, v (NKV heads) and the MLP;
+  // the output layer. Heads and MLP columns are split over tp; with NKV < tp every rank
+  // projects the one KV head it uses (nn/attention.h), which is replicated work.
+  const ModelConfig& m = cfg.llm;
+  const double C = double(m.d_model), L = m.n_layers, HS = double(m.head_dim()), NH = m.n_heads;
+  const double NKV = m.kv_heads(), F = double(m.d_ff);
+  const double q_o = 2 * 2 * C * NH * HS, kv = 2 * 2 * C * NKV * HS, mlp = (m.is_llama() ? 3 : 2) * 2 * C * F;
+  const double layer_run = (q_o + mlp) / tp + (NKV >= tp ? kv / tp : kv / NKV), layer_model = (q_o + kv + mlp) / tp;
+  const double head_run = 2 * C * double(m.padded_vocab(l.tp)) / tp, head_model = 2 * C * double(m.vocab_size) / tp;
+  const double n = s.visual + s.text, T_run = double(s.backbone_tokens(cfg, l.tp)), T_model = B * n;
+  const double llm_mm_run = T_run * (L * layer_run + head_run), llm_mm_model = T_model * (L * layer_model + head_model);
+  const double attn = B * L * 2 * n * n * NH * HS / tp;  // causal: half of QK^T and PV's 2 x 2 n^2 NH HS
+  const double re_mm = m.recompute == Recompute::Full ? T_run * L * layer_run : 0;
+  const double re_attn = m.recompute == Recompute::None ? 0 : attn;
+  // Encoder (replicated: every TP rank encodes every image, under every placement: README
+  // "Training"; backward only when it trains): the embedding's own count (vision/
+  // patch_embed.h: the patch convolution or the stem, the texture map), the blocks.
   const VisionConfig& v = cfg.vision;
-  const double imgs = cfg.scorers.scorers.placement == Placement::BatchSplit ? double((s.images + l.tp - 1) / l.tp) : B;
-  const double N = double(v.tokens()), dv = double(v.d_model), Fv = double(v.d_ff), P = v.patch;
-  const double venc = imgs * N * (2 * 3 * P * P * dv + v.n_layers * (2 * 4 * dv * dv + 2 * 2 * dv * Fv));
-  const double vattn = imgs * v.n_layers * 4 * N * N * dv;
-  const double vpass = trains(ModuleId::Vision) ? 3 : 1;
-  // Projector (every visual token) and scorers (each parameter once per cell and image).
-  const double Tv = B * double(s.visual);
-  const double proj = Tv * 2 * (dv * C + C * C) * (trains(ModuleId::Projector) ? 3 : 2);
+  const PatchEmbed embed(v);
+  const bool vtrain = trains(ModuleId::Vision);
+  const double N = double(v.tokens()), dv = double(v.d_model), Fv = double(v.d_ff), Lv = v.n_layers;
+  const double blocks = Lv * N * 2 * (4 * dv * dv + 2 * dv * Fv), vattn_fwd = Lv * 4 * N * N * dv;  // per image
+  const double venc = B * (2 * embed.forward_macs_per_image() + (vtrain ? 3 : 1) * blocks +
+                           (vtrain ? 2 * embed.backward_macs_per_image() : 0));
+  const double vattn = B * (vtrain ? 3 : 1) * vattn_fwd;
+  // Projector (replicated), every visual token.
+  const double proj = B * s.visual * 2 * (dv * C + C * C) * passes(ModuleId::Projector);
+  // Scorers per image (scorers/scorer.h): propositional and perspectival w1f, w1t, w2 and
+  // participatory wf per cell, its wq per image; the balancer's v1s, v1q, v2 per image
+  // (scorers/balancer.h), on every rank. Their backward runs when they or the encoder train.
+  const double h = double(cfg.scorers.scorers.hidden), tex = double(kScorerTextureChannels);
+  const double scorers = 2 * (N * (2 * h * (dv + tex + 1) + h * dv) + h * C), balancer = 2 * h * (9 + C + 3);
+  const double spass = trains(ModuleId::Scorers) ? 3 : vtrain ? 2 : 1;
   const Placement pl = cfg.scorers.scorers.placement;
-  const double share = pl == Placement::BatchSplit ? imgs / B : pl == Placement::Dedicated ? std::ceil(3.0 / tp) / 3 : 1;
-  const double scor = 2 * double(r.scorer_params) * B * double(cfg.vision.grid() * cfg.vision.grid()) * share *
-                      (trains(ModuleId::Scorers) ? 3 : 2);
-  w.gemm_flops = M * (passes * fwd_mm + re_mm + vpass * venc + proj + scor);
-  w.attention_flops = M * (3 * fwd_attn + re_attn + vpass * vattn);
-  w.model_flops = M * (passes * fwd_mm + 3 * fwd_attn + vpass * (venc + vattn) + proj + scor);
+  const double share = pl == Placement::BatchSplit ? double(batch_split_slots(s.images, l.tp)) / B
+                       : pl == Placement::Dedicated ? std::ceil(3.0 / tp) / 3
+                       : pl == Placement::Tp2       ? 0.5  // each scorer's hidden width split over the pair
+                                                    : 1.0;
+  const double stage_run = B * (share * scorers + balancer) * spass, stage_model = B * (scorers + balancer) * spass;
+  const double llm_passes = passes(ModuleId::Llm);
+  w.gemm_flops = M * (llm_passes * llm_mm_run + re_mm + venc + proj + stage_run);
+  w.attention_flops = M * (3 * attn + re_attn + vattn);
+  w.model_flops = M * (llm_passes * llm_mm_model + 3 * attn + (venc + vattn + proj + stage_model) / tp);
   // Other traffic: every activation written once and read once per micro-batch, the
   // weights read by forward and both backward products, and AdamW's 7 f32 accesses
   // (read p, g, m, v; write p, m, v) per element this rank updates.

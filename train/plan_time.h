@@ -28,6 +28,12 @@ struct GpuSpec {
 };
 // "h100" (SXM5 80 GB), "h200" (SXM 141 GB), "a100" (SXM4 80 GB); UserError otherwise.
 const GpuSpec& gpu_spec(const std::string& name);
+// The entry of a CUDA device by its name (cudaDeviceProp::name, as the backend's
+// description holds it: "cuda:0 NVIDIA H100 80GB HBM3 (sm_90, ...)"): a name with H100 ->
+// h100, H200 -> h200 (GH200 too), A100 -> a100 (every A100 has the same peaks); null for
+// any other GPU, and for the H100/H200 PCIe and NVL parts, whose peaks are lower than the
+// SXM figures of the table.
+const GpuSpec* gpu_spec_of_device(const std::string& device_name);
 
 // Inter-node links per GPU, GB/s per direction: "ndr" (InfiniBand NDR 400 Gb/s) 50,
 // "hdr" (HDR 200 Gb/s) 25, "eth100" (100 GbE) 12.5; UserError otherwise.
@@ -43,11 +49,27 @@ struct OpRates {
 };
 OpRates read_op_table(const std::string& path);  // UserError naming the file and line
 
-// The work of one step on one rank.
+// The work of one step on one rank. FLOPs (2 per multiply-add) are those of the matmuls
+// of the layers with weights (the backbone's q/k/v/o, MLP and output layer; the encoder's
+// patch embedding or convolutional stem, texture map and blocks; the projector; the
+// scorers' and the balancer's linears) and of attention (QK^T and PV; causal: half of
+// the square). Per product: forward 1x, the input gradient 1x when something upstream
+// trains, the weight gradient 1x when the module trains (the step skips the others:
+// README "Training"; the encoder's first layer computes no pixel gradient). Not counted:
+// the parameter-free products (LOD pooling, the largest: v/(12 d_v L_v) of the encoder's
+// blocks, 0.4% for SigLIP-B/16 at 400 tokens; the perspectival box mean, the prompt
+// query's mean, the participatory dot product, the balancer's mix) and elementwise ops.
+// Attention is counted at the shape's mean sequence length (samples of different lengths
+// run sum(n_i^2) >= B mean(n)^2).
 struct StepWork {
+  // What this rank executes (the time model): the replicated parts (encoder, projector,
+  // scorers as placed, balancer) in full, recomputation, the vocabulary's padding columns.
   double gemm_flops = 0, attention_flops = 0;  // matmuls of the layers / of attention
   double memory_bytes = 0;                     // traffic of everything else
-  double model_flops = 0;                      // without recomputation (for MFU)
+  // Model FLOPs (MFU, train/mfu.h): the FLOPs of the TP group's step divided by tp, each
+  // product counted once: no recomputation, no replicated work (the encoder every TP rank
+  // runs counts once per group), no padding (vocabulary, sequence parallelism).
+  double model_flops = 0;
 };
 StepWork step_work(const VlmConfig& cfg, const RankLayout& l, const RankPlan& r, const StepShape& s);
 

@@ -81,20 +81,24 @@ void RunLog::scalars(int64_t step, const std::vector<std::pair<std::string, doub
 
 void RunLog::step(const StepLine& s, bool print) {
   if (!root_) return;
-  scalars(s.step, {{"loss", s.loss},
-                   {"lr", s.lr},
-                   {"grad_norm", s.grad_norm},
-                   {"tokens_per_s", s.tokens_per_s},
-                   {"images_per_s", s.images_per_s},
-                   {"visual_tokens_per_image", s.visual_per_image},
-                   {"step_ms", s.step_s * 1e3}});
+  std::vector<std::pair<std::string, double>> v = {{"loss", s.loss},
+                                                    {"lr", s.lr},
+                                                    {"grad_norm", s.grad_norm},
+                                                    {"tokens_per_s", s.tokens_per_s},
+                                                    {"images_per_s", s.images_per_s},
+                                                    {"visual_tokens_per_image", s.visual_per_image},
+                                                    {"step_ms", s.step_s * 1e3}};
+  if (s.mfu) v.push_back({"mfu", *s.mfu});
+  scalars(s.step, v);
   if (!print) return;
   const double per_step = s.elapsed_s / double(std::max<int64_t>(1, s.step));
+  char mfu[32] = "";
+  if (s.mfu) std::snprintf(mfu, sizeof mfu, " | MFU %.1f%%", 100.0 * *s.mfu);
   std::printf("step %lld/%lld | loss %.4f | lr %.2e | gnorm %.3f | %.0f tok/s | %.1f img/s | %.1f vis tok/img | "
-              "%.0f ms/step | ETA %s | mem %.2f GiB\n",
+              "%.0f ms/step | ETA %s | mem %.2f GiB%s\n",
               (long long)s.step, (long long)s.total, s.loss, s.lr, s.grad_norm, s.tokens_per_s, s.images_per_s,
               s.visual_per_image, s.step_s * 1e3, format_duration(per_step * double(s.total - s.step)).c_str(),
-              s.mem_bytes / double(1 << 30));
+              s.mem_bytes / double(1 << 30), mfu);
   std::fflush(stdout);
 }
 

@@ -9,12 +9,15 @@
 //                   "<group>/<tag>" (group train, val or eval), and the relevance
 //                   pictures as images; flushed with every JSONL line
 // Progress line: "step 120/1000 | loss 1.2345 | lr 9.5e-04 | gnorm 0.812 | 1234 tok/s |
-// 45.6 img/s | 37.2 vis tok/img | 181 ms/step | ETA 2m39s | mem 1.23 GiB"
-// (memory: the peak resident set on CPU, the peak device memory on GPU).
+// 45.6 img/s | 37.2 vis tok/img | 181 ms/step | ETA 2m39s | mem 1.23 GiB | MFU 12.3%"
+// (memory: the peak resident set on CPU, the peak device memory on GPU; MFU: world rank
+// 0's, train/mfu.h, only when a peak is known: on a GPU of the table or with
+// train.peak_tflops; metrics.jsonl and TensorBoard then log it as "mfu", a fraction).
 #pragma once
 #include <cstdint>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +32,7 @@ struct StepLine {
   double step_s = 0, elapsed_s = 0;  // this step; since the first step
   double tokens_per_s = 0, images_per_s = 0, visual_per_image = 0;
   double mem_bytes = 0;  // peak RSS on CPU, peak device arena bytes on a GPU
+  std::optional<double> mfu;  // a fraction; none when no peak is known (train/mfu.h)
 };
 
 // "2m39s", "1h02m", "45s".

@@ -61,6 +61,10 @@ void register_train_options(Config& cfg) {
                  "weights, gradients and statistics; README Numerics)");
   cfg.add_choice("train.grad_reduce_dtype", "fp32", {"fp32", "bf16"},
                  "dtype of the DP gradient buckets on the wire (bf16 halves the traffic; the sums land in f32)");
+  cfg.add_float("train.peak_tflops", 0,
+                "peak TFLOP/s per rank of the MFU in the progress line (0 = the GPU's dense peak at train.precision "
+                "for an H100, H200 or A100; on the CPU or another GPU no MFU unless set)",
+                0, 1e9);
   cfg.add_string("llm.hf", "", "Hugging Face Llama/Qwen2/GPT-2 checkpoint directory for the backbone");
 
   cfg.add_string("eval.split", "test", "split of the caption accuracy after training (empty = none)");
@@ -130,6 +134,7 @@ TrainOptions read_train_options(const Config& cfg) {
   if (t.ckpt_dir.empty()) t.ckpt_dir = t.out_dir + "/" + t.run + "/checkpoints";
   t.resume = cfg.get_string("train.resume");
   t.llm_hf = cfg.get_string("llm.hf");
+  t.peak_tflops = cfg.get_float("train.peak_tflops");
   return t;
 }
 

@@ -56,6 +56,7 @@ struct TrainOptions {
   std::string ckpt_dir;         // resolved: <out_dir>/<run>/checkpoints when not given
   std::string resume;           // "", "auto", a file or a folder
   std::string llm_hf;           // Hugging Face backbone checkpoint (llm.hf)
+  double peak_tflops = 0;       // the MFU's peak per rank; 0 = the GPU's (train/mfu.h)
 
   void check(int dp) const;     // the rules above
   int64_t total_steps(int64_t steps_per_epoch) const;

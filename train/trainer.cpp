@@ -67,7 +67,11 @@ Trainer::Trainer(const Config& cfg, Runtime& rt) : st_(std::make_unique<State>(c
                                      S.train.grad_reduce_bf16 ? DType::BF16 : DType::F32);
   S.step = std::make_unique<VlmStep>(*S.model, *S.streams, *S.dpg, S.trainable, S.train.micro_batches, so);
   S.opt = std::make_unique<AdamW>(S.model->modules(), S.trainable, *S.dpg, b, S.train.optim);
-  S.memory = memory_terms(*S.model, *S.dpg, *S.opt, S.meter->live_bytes());
+  S.plan = rank_plan(*S.model, *S.dpg, *S.opt, S.meter->live_bytes());
+  S.layout.tp = tp, S.layout.tp_rank = rt.groups().tp().rank(), S.layout.dp = dp;
+  S.layout.dp_rank = rt.groups().dp().rank(), S.layout.zero = S.train.zero, S.layout.bucket_mb = S.train.bucket_mb;
+  S.layout.grad_wire = S.train.grad_reduce_bf16 ? DType::BF16 : DType::F32;
+  S.peak = mfu_peak(S.train.peak_tflops, b.device(), b.description(), S.vcfg.precision);
   S.loader = std::make_unique<Loader>(S.loader_options(S.data.train_split));
   S.total = S.train.total_steps(S.loader->steps_per_epoch());
   S.log = std::make_unique<RunLog>(S.train.out_dir + "/" + S.train.run, rt.root(), cfg.dump_ini());
@@ -90,8 +94,8 @@ TrainReport Trainer::run() {
   Communicator& tpc = rt.groups().tp();
   const int M = S.train.micro_batches;
   TrainReport rep;
-  rep.optimizer_bytes = S.memory.optimizer, rep.grad_bytes = S.memory.grads;
-  rep.planned_arena_bytes = S.memory.total();
+  rep.optimizer_bytes = S.plan.memory.optimizer, rep.grad_bytes = S.plan.memory.grads;
+  rep.planned_arena_bytes = S.plan.memory.total();
   const uint64_t tp_start = tpc.counters().total_bytes(), dp_start = dp.counters().total_bytes();
   double visual_sum = 0, image_sum = 0;
   if (rt.root()) {
@@ -99,7 +103,9 @@ TrainReport Trainer::run() {
                 rt.topology().tp(), rt.topology().dp(), (long long)S.total, rt.topology().dp(), M, S.train.batch,
                 sched::mode_name(S.sched.mode));
     std::printf("  vision %s\n  llm    %s\n  precision %s | memory (rank 0, planned): %s\n", S.vcfg.vision.str().c_str(),
-                S.vcfg.llm.str().c_str(), S.vcfg.precision == Precision::BF16 ? "bf16" : "fp32", S.memory.str().c_str());
+                S.vcfg.llm.str().c_str(), S.vcfg.precision == Precision::BF16 ? "bf16" : "fp32",
+                S.plan.memory.str().c_str());
+    if (!S.peak.note.empty()) std::printf("  %s\n", S.peak.note.c_str());
     std::fflush(stdout);
   }
   S.meter->reset_peak();
@@ -151,7 +157,10 @@ TrainReport Trainer::run() {
     // Memory: the process's peak resident set on CPU, the peak of the device arenas on a GPU.
     const double mem = S.meter->device() == DeviceKind::CPU ? peak_rss_bytes() : double(S.meter->peak_bytes());
     StepLine line{step, S.total, loss, lr, gnorm, dt, elapsed, tot[1] / dt, tot[3] / dt, tot[2] / std::max(1.0, tot[3]),
-                  mem};
+                  mem, std::nullopt};
+    if (S.peak.flops_s > 0)  // this rank's (train/mfu.h)
+      line.mfu = step_mfu(S.vcfg, S.layout, S.plan,
+                          step_shape(mbs, S.model->visual_offsets().back(), mbs.back().images), dt, S.peak.flops_s);
     const bool print = step % S.train.log_every == 0 || step == 1 || step == S.total;
     S.log->step(line, print);
     {  // the mean balancer weights of the last micro-batch (how much each scorer counts)

@@ -15,6 +15,7 @@
 #include "train/batch.h"
 #include "train/dp_grads.h"
 #include "train/evaluate.h"
+#include "train/mfu.h"
 #include "train/optimizer.h"
 #include "train/plan_memory.h"
 #include "train/run_log.h"
@@ -44,7 +45,9 @@ struct Trainer::State {
   std::shared_ptr<const Tokenizer> tok;
   TextRule rule;
   std::unique_ptr<CountingBackend> meter;  // before what allocates through it: destroyed after them
-  MemoryTerms memory;                      // of the objects below, after construction
+  RankPlan plan;                           // of the objects below, after construction (its memory terms)
+  RankLayout layout;                       // this rank's place in the layout
+  MfuPeak peak;                            // the MFU's peak (train/mfu.h)
   std::unique_ptr<Communicator> self;
   std::unique_ptr<VlmModel> model;
   std::unique_ptr<sched::StreamSet> streams;

@@ -6,8 +6,11 @@
 //  - serial and overlap scheduling give bitwise the same losses at (1,2) and (2,2);
 //  - the TensorBoard event file reads back (our CRC-checked reader) with the losses of
 //    metrics.jsonl, the validation loss and the relevance images;
-//  - bad runs exit 2 with one line naming the problem: a missing file, a dataset
-//    without captions, a tokenizer larger than the model's vocabulary, an inconsistent
+//  - with train.peak_tflops the MFU (train/mfu.h) of every step is the model FLOPs at the
+//    step's real shape over its time and the peak, in metrics.jsonl and on the progress
+//    line; without it on the CPU there is none;
+//  - bad runs exit 2 with one line naming the problem: a missing file, a negative
+//    train.peak_tflops, a dataset without captions, a tokenizer larger than the model's vocabulary, an inconsistent
 //    train.global_batch, a TP size that does not divide the heads; under mpirun, a file
 //    only rank 1 is given (a garbage dataset) is reported by rank 1 alone, and both
 //    ranks end with status 2.
@@ -18,11 +21,16 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "core/config.h"
 #include "data/storage/dataset_writer.h"
+#include "train/plan_time.h"
 #include "train/tb_events.h"
+#include "train/train_options.h"
 #include "tests/support/cli.h"
 
 namespace vlm {
@@ -100,7 +108,8 @@ TEST_F(TrainCli, SerialAndOverlapGiveBitwiseEqualLosses) {
 // The TensorBoard file of a run, read back with our reader (CRC-checked): the scalars
 // equal metrics.jsonl's (as floats), the validation loss and the relevance images are there.
 TEST_F(TrainCli, TensorBoardFilesReadBack) {
-  const Result r = test::run_command(train("tb", "--train.steps 4 --train.eval_every 2 --eval.pictures 2"), dir_);
+  const Result r = test::run_command(
+      train("tb", "--train.steps 4 --train.eval_every 2 --eval.pictures 2 --train.peak_tflops 0.01"), dir_);
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   std::string file;
   for (const auto& e : std::filesystem::directory_iterator(dir_ + "/runs/tb"))
@@ -124,17 +133,83 @@ TEST_F(TrainCli, TensorBoardFilesReadBack) {
     EXPECT_EQ(scalars["train/loss"][i].second, float(jl[i]));
   }
   for (const char* tag : {"train/lr", "train/grad_norm", "train/images_per_s", "train/tokens_per_s",
-                          "train/visual_tokens_per_image", "train/balancer_participatory"})
+                          "train/visual_tokens_per_image", "train/mfu", "train/balancer_participatory"})
     EXPECT_EQ(scalars[tag].size(), 4u) << tag;
   EXPECT_EQ(scalars["val/loss"].size(), 2u);  // at step 2 and at the end
   EXPECT_EQ(images["relevance/0"], 2);
   EXPECT_EQ(images["relevance/1"], 2);
 }
 
+// MFU on the CPU, where only train.peak_tflops gives a peak. The shape of each step is
+// read back from its metrics.jsonl line (one rank, one micro-batch of train.batch images):
+// visual tokens = visual_tokens_per_image x images, caption tokens = tokens_per_s x
+// step_ms - visual tokens, text per sample = BOS + data.prompt's tokens (the subset's
+// samples have no prompt of their own) + its captions' mean. "mfu" must equal step_work's
+// model FLOPs at that shape / step_ms / peak to double rounding (1e-9), and would not at
+// the largest shape; the printed "MFU x%" must agree with the printed "N ms/step" to
+// their precision: |x - e| <= 0.05 + e * 0.5 / (N - 0.5), e computed from N.
+TEST_F(TrainCli, MfuOfTheRealShape) {
+  const double peak = 0.01;  // TFLOP/s: the tiny model's MFU on one CPU core is then tens of %
+  const Result r =
+      test::run_command(train("mfu", "--train.steps 6 --train.log_every 1 --train.peak_tflops 0.01"), dir_);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  Config cfg;
+  register_all_train_options(cfg);
+  cfg.read_ini(std::string(VLM_SOURCE_DIR) + "/configs/tiny.cfg");  // the model's options (the rest: data, steps)
+  const TrainOptions t = read_train_options(cfg);
+  const Tokenizer tok = Tokenizer::load(tok_);
+  const VlmConfig v = resolve_vlm_config(cfg, t, tok, 1);
+  const RankLayout l;
+  const RankPlan plan = plan_rank(v, l, t.optim);
+  const double prompt = 1.0 + double(text_rule(read_data_options(cfg), t, tok).instruction.size());
+  const std::string m = dir_ + "/runs/mfu/metrics.jsonl";
+  const std::vector<double> ms = test::jsonl_values(m, "step_ms"), tps = test::jsonl_values(m, "tokens_per_s"),
+                            vpi = test::jsonl_values(m, "visual_tokens_per_image"), mfu = test::jsonl_values(m, "mfu");
+  ASSERT_EQ(mfu.size(), 6u);
+  ASSERT_EQ(ms.size(), 6u);
+  const double largest = step_work(v, l, plan, largest_step(v, 1)).model_flops;
+  std::vector<double> flops;
+  bool below_largest = false;
+  for (size_t i = 0; i < mfu.size(); ++i) {
+    StepShape s;
+    s.images = t.batch, s.micro_batches = 1, s.prompt = prompt;
+    s.visual = vpi[i];
+    const double visual = vpi[i] * double(t.batch), captions = std::round(tps[i] * ms[i] / 1e3 - visual);
+    s.text = prompt + captions / double(t.batch);
+    ASSERT_LE(s.text, double(t.max_text)) << "step " << i + 1;
+    flops.push_back(step_work(v, l, plan, s).model_flops);
+    EXPECT_NEAR(mfu[i] / (flops[i] / (ms[i] / 1e3) / (peak * 1e12)), 1.0, 1e-9) << "step " << i + 1;
+    below_largest = below_largest || flops[i] < largest * (1 - 1e-3);
+  }
+  EXPECT_TRUE(below_largest) << "every step at the largest shape: the test would not tell the shapes apart";
+  const std::regex line(R"(^step (\d+)/6 \|.* \| (\d+) ms/step \|.* \| MFU ([0-9.]+)%$)");
+  std::istringstream out(r.out);
+  int printed = 0;
+  for (std::string s; std::getline(out, s);) {
+    std::smatch g;
+    if (!std::regex_match(s, g, line)) continue;
+    const size_t i = size_t(std::stoi(g[1])) - 1;
+    const double n = std::stod(g[2]), x = std::stod(g[3]);
+    ASSERT_LT(i, flops.size());
+    ASSERT_GE(n, 1.0) << s;
+    const double e = 100.0 * flops[i] / (n / 1e3) / (peak * 1e12);
+    EXPECT_LE(std::fabs(x - e), 0.05 + e * 0.5 / (n - 0.5) + 1e-9) << s;
+    ++printed;
+  }
+  EXPECT_EQ(printed, 6) << r.out;
+
+  const Result off = test::run_command(train("nomfu", "--train.steps 2 --train.log_every 1"), dir_);
+  ASSERT_EQ(off.status, 0) << off.out << off.err;
+  EXPECT_EQ(off.out.find("MFU"), std::string::npos) << off.out;
+  EXPECT_TRUE(test::jsonl_values(dir_ + "/runs/nomfu/metrics.jsonl", "mfu").empty());
+}
+
 void expect_refused(const Result& r, const std::string& what) { test::expect_one_error_line(r, "vlm train", what); }
 
 TEST_F(TrainCli, BadRunsExitWithOneLine) {
   expect_refused(test::run_command(train("bad", "--data.path " + dir_ + "/missing.h5"), dir_), dir_ + "/missing.h5");
+  expect_refused(test::run_command(train("bad", "--train.peak_tflops=-1"), dir_),
+                 "--train.peak_tflops: -1 is out of range");
   {  // a valid dataset with images but no caption
     const std::string p = dir_ + "/nocaptions.h5";
     DatasetWriter w = DatasetWriter::raw(p, 28, 28, 1);
