@@ -170,27 +170,13 @@ void Backbone::backward_embedding(Stream& s, const LmInput& in, const Tensor& d_
 
 void Backbone::finalize_grads(Stream& s) { params_->finalize_tp_grads(s, tp_); }
 
-void Backbone::finalize_grads(Stream& s, int64_t begin, int64_t end) {
-  // ParamTable::finalize_tp_grads, for the parameters whose gradient starts in [begin, end).
-  if (tp_.size() == 1) return;
-  for (const Param& p : params_->params()) {
-    if (!p.spec.tp_partial_grad || !p.grad.defined()) continue;
-    const int64_t at = grad_offset(p);
-    if (at >= begin && at < end) copy_to_region_backward(s, tp_, p.grad, p.grad);
-  }
-}
-
-int64_t Backbone::grad_offset(const Param& p) const {
-  VLM_ASSERT(p.grad.defined(), "grad_offset of ", p.spec.name, " without gradients");
-  const auto* base = static_cast<const char*>(params_->grad_arena().storage().data());
-  return int64_t((static_cast<const char*>(p.grad.data()) - base) / std::ptrdiff_t(dtype_size(params_->dtype())));
-}
+void Backbone::finalize_grads(Stream& s, int64_t begin, int64_t end) { params_->finalize_tp_grads(s, tp_, begin, end); }
 
 int64_t Backbone::layer_grad_begin(int l) const {
   VLM_ASSERT(0 <= l && l <= cfg_.n_layers, "layer ", l, " of ", cfg_.n_layers);
   const std::string first = l < cfg_.n_layers ? layer_param_name(l, "") : std::string(kFinalNormWeight);
   for (const Param& p : params_->params())
-    if (p.spec.name.compare(0, first.size(), first) == 0) return grad_offset(p);
+    if (p.spec.name.compare(0, first.size(), first) == 0) return params_->grad_offset(p);
   VLM_ASSERT(false, "no parameter ", first, " in the backbone");
   return 0;
 }

@@ -164,7 +164,6 @@ class Backbone {
     Tensor pos;                   // [N,C] learned positions (gpt2)
   };
   void bind_params();
-  int64_t grad_offset(const Param& p) const;  // where p's gradient starts in the arena (elements)
   void plan_activations();
   // forward and prefill: cache_slots defined = keep k/v there; loss = compute the
   // per-token losses. Returns the divisor of their sum, or 0 when there is no loss.

@@ -121,11 +121,20 @@ void ParamTable::set_full(const std::string& name, const Tensor& full_host) {
   }
 }
 
-void ParamTable::finalize_tp_grads(Stream& s, Communicator& tp) {
+void ParamTable::finalize_tp_grads(Stream& s, Communicator& tp, int64_t begin, int64_t end) {
   VLM_ASSERT(tp.size() == tp_, "finalize_tp_grads over a group of ", tp.size(), " for a table split ", tp_, " ways");
   if (tp_ == 1) return;
-  for (const Param& p : params_)
-    if (p.spec.tp_partial_grad && p.grad.defined()) copy_to_region_backward(s, tp, p.grad, p.grad);
+  for (const Param& p : params_) {
+    if (!p.spec.tp_partial_grad || !p.grad.defined()) continue;
+    const int64_t at = grad_offset(p);
+    if (at >= begin && at < end) copy_to_region_backward(s, tp, p.grad, p.grad);
+  }
+}
+
+int64_t ParamTable::grad_offset(const Param& p) const {
+  VLM_ASSERT(p.grad.defined(), "grad_offset of ", p.spec.name, " without gradients");
+  const auto* base = static_cast<const char*>(grads_.storage().data());
+  return int64_t((static_cast<const char*>(p.grad.data()) - base) / std::ptrdiff_t(dtype_size(dtype_)));
 }
 
 }  // namespace vlm

@@ -25,6 +25,7 @@
 // master values: after init, a load, and every optimizer step. Master values and
 // gradients stay in the table's dtype (f32).
 #pragma once
+#include <cstdint>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -109,8 +110,12 @@ class ParamTable {
   Tensor local_slice(const Param& p, const Tensor& full_host) const;
   // Sets the local value from a full host f32 tensor (shape spec.full or spec.hf).
   void set_full(const std::string& name, const Tensor& full_host);
-  // All-reduces the gradients marked tp_partial_grad over `tp` (a no-op at size 1).
-  void finalize_tp_grads(Stream& s, Communicator& tp);
+  // All-reduces the gradients marked tp_partial_grad over `tp` (a no-op at size 1); with
+  // a range, only those that start in elements [begin, end) of the gradient arena
+  // (disjoint ranges covering the arena = the whole table, in the same order).
+  void finalize_tp_grads(Stream& s, Communicator& tp, int64_t begin = 0, int64_t end = INT64_MAX);
+  // Where p's gradient starts in the gradient arena, in elements (p has a gradient).
+  int64_t grad_offset(const Param& p) const;
 
  private:
   int tp_ = 1, tp_rank_ = 0;
