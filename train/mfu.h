@@ -29,8 +29,7 @@ MfuPeak mfu_peak(double peak_tflops, DeviceKind device, const std::string& devic
 
 // This rank's step as it ran: images per micro-batch and text tokens (prompt + caption)
 // per sample are the means over `mbs`; visual tokens per image are visual_tokens /
-// visual_images (the trainer knows them for the last micro-batch only: with a relevance
-// budget and several micro-batches, an estimate for the others).
+// visual_images (the trainer's: the step's micro-batches, VlmStep::visual_tokens).
 StepShape step_shape(const std::vector<MicroBatch>& mbs, int64_t visual_tokens, int64_t visual_images);
 
 // The MFU (a fraction) of a step of shape s that took step_s seconds on a rank of

@@ -20,7 +20,8 @@ VlmStep::VlmStep(VlmModel& model, sched::StreamSet& streams, DpGrads& dp, const 
     : model_(model), streams_(streams), dp_(dp), trainable_(trainable), M_(micro_batches), opt_(o),
       slots_(std::min(model.front_slots(), std::max(1, micro_batches))),
       losses_(Tensor::zeros(streams.backend(), Shape{std::max(1, micro_batches)})),
-      losses_host_(size_t(std::max(1, micro_batches)), 0.f), graph_(build()) {
+      losses_host_(size_t(std::max(1, micro_batches)), 0.f), visual_(size_t(std::max(1, micro_batches)), 0),
+      graph_(build()) {
   VLM_REQUIRE(o.mode == sched::Mode::Serial || dp.dp().size() == 1 || mpi_thread_multiple(),
               "scheduler.mode=overlap with DP needs an MPI library with MPI_THREAD_MULTIPLE; use --scheduler.mode serial");
   if (o.mode == sched::Mode::Overlap && model.tp_size() > 1) {
@@ -89,7 +90,10 @@ sched::Graph VlmStep::build() {
       g.add({maps.back(), tp_stage ? "llm" : "scorer." + std::to_string(k), {name("scorers.pre", m)}, m},
             [this, slot, k](Stream& s) { model_.scorer_forward(s, slot, k); });
     }
-    g.add({name("scorers.post", m), sc, maps, m}, [this, slot](Stream& s) { model_.scorers_finish(s, slot); });
+    g.add({name("scorers.post", m), sc, maps, m}, [this, slot, m](Stream& s) {
+      model_.scorers_finish(s, slot);
+      visual_[size_t(m)] = model_.visual_tokens(slot);
+    });
   };
 
   // The last micro-batch's llm task in parts (DP > 1, the backbone trains, ZeRO off):

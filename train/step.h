@@ -113,6 +113,8 @@ class VlmStep {
   int front_slots() const { return slots_; }  // S above
   // Bytes this rank sends over DP per step (DpGrads::bytes of the trainable modules).
   size_t dp_bytes() const { return dp_bytes_; }
+  // The visual tokens of each micro-batch of the last run (its LOD allocation, this rank).
+  const std::vector<int64_t>& visual_tokens() const { return visual_; }
   // TP collectives posted on the side stream so far (0 without one: see above).
   int64_t side_collectives() const { return tp_side_ ? tp_side_->forks() : 0; }
 
@@ -133,6 +135,7 @@ class VlmStep {
   const std::vector<MicroBatch>* mbs_ = nullptr;
   Tensor losses_;                   // [M] f32 on the device: micro-batch m's loss
   std::vector<float> losses_host_;  // [M] staging of the read after the graph
+  std::vector<int64_t> visual_;     // [M] set by scorers.post.m
   std::unique_ptr<Stream> tp_stream_;  // overlap mode at tp > 1: the side stream `tp`
   std::unique_ptr<TpSide> tp_side_;
   sched::Graph graph_;

@@ -132,11 +132,11 @@ TrainReport Trainer::run() {
     for (MicroBatch& mb : mbs) mb.loss_norm = global > 0 ? global : 1.0;
     S.model->zero_grads();
     const double local = S.step->run(mbs, &timings);
-    double visual = 0, tokens = 0, images = 0;
-    for (const MicroBatch& mb : mbs) images += double(mb.images);
-    visual = double(S.model->visual_offsets().back()) * M;  // the last micro-batch's, as an estimate per micro-batch
-    tokens = visual + counted;
-    const std::vector<double> tot = all_reduce_values(dp, s, {local, tokens, visual, images});
+    int64_t visual = 0, images = 0;  // this rank's, over the step's micro-batches
+    for (const MicroBatch& mb : mbs) images += mb.images;
+    for (int64_t v : S.step->visual_tokens()) visual += v;
+    const double tokens = double(visual) + counted;
+    const std::vector<double> tot = all_reduce_values(dp, s, {local, tokens, double(visual), double(images)});
     loss = tot[0];
     const double gnorm = S.opt->grad_norm(s, rt.groups().tp());
     if (!std::isfinite(loss) || !std::isfinite(gnorm))
@@ -160,7 +160,7 @@ TrainReport Trainer::run() {
                   mem, std::nullopt};
     if (S.peak.flops_s > 0)  // this rank's (train/mfu.h)
       line.mfu = step_mfu(S.vcfg, S.layout, S.plan,
-                          step_shape(mbs, S.model->visual_offsets().back(), mbs.back().images), dt, S.peak.flops_s);
+                          step_shape(mbs, visual, images), dt, S.peak.flops_s);
     const bool print = step % S.train.log_every == 0 || step == 1 || step == S.total;
     S.log->step(line, print);
     {  // the mean balancer weights of the last micro-batch (how much each scorer counts)

@@ -187,6 +187,7 @@ class VlmModel {
 
   // The last micro-batch loaded: the visual tokens per image, the LM input (for decoding).
   const std::vector<int64_t>& visual_offsets() const { return slots_[size_t(cur_)]->stage().offsets(); }
+  int64_t visual_tokens(int slot) const { return slots_[size_t(slot)]->stage().offsets().back(); }
   const LmInput& lm_input() const { return slots_[size_t(cur_)]->input; }
   // The activation arenas: every slot's encoder, projector, backbone.
   int64_t activation_bytes() const;

@@ -199,6 +199,14 @@ TEST(VlmStep, StepsAfterTheFirstAllocateNoScratch) {
     model.zero_grads();
     step.run(shard(g, c, 1, 0, kM));
     visual.push_back(model.visual_offsets().back());
+    // The step's count per micro-batch: within the allocator's bounds, the last one the model's.
+    ASSERT_EQ(step.visual_tokens().size(), size_t(kM));
+    const int64_t B = kImages / kM;
+    for (int64_t v : step.visual_tokens()) {
+      EXPECT_GE(v, B * c.scorers.lod.min_tokens);
+      EXPECT_LE(v, B * c.scorers.lod.max_tokens);
+    }
+    EXPECT_EQ(step.visual_tokens().back(), visual.back());
     if (k == 0) after_first = scratch_blocks_allocated();
   }
   EXPECT_EQ(scratch_blocks_allocated(), after_first) << "scratch blocks allocated after the first step";
