@@ -26,13 +26,16 @@ class FrontSlot::Features final : public ImageEncoder {
   Tensor& dF_;
 };
 
-FrontSlot::FrontSlot(const VlmConfig& cfg, Backend& b, Communicator& tp, Communicator& self)
+FrontSlot::FrontSlot(const VlmConfig& cfg, Backend& b, Communicator& tp, Communicator& self, VisionEncoder* shared)
     : input_buffers(b, cfg.max_backbone_tokens(tp.size()), cfg.max_images) {
   const VisionConfig& v = cfg.vision;
   const int64_t Bm = cfg.max_images, N = v.tokens(), dv = v.d_model, C = cfg.llm.d_model;
   const int64_t Pm = Bm * cfg.max_text, Tv = Bm * cfg.scorers.lod.max_tokens;
-  vision_ = std::make_unique<VisionEncoder>(v, b, self, Bm, VisionReadout{}, DType::F32,
-                                            !cfg.frozen[size_t(ModuleId::Vision)], cfg.precision);
+  if (shared)
+    vision_ = std::make_unique<VisionEncoder>(*shared, b, self, Bm);
+  else
+    vision_ = std::make_unique<VisionEncoder>(v, b, self, Bm, VisionReadout{}, DType::F32,
+                                              !cfg.frozen[size_t(ModuleId::Vision)], cfg.precision);
   ScorerDims dims;
   dims.G = v.grid(), dims.d = dv, dims.dq = C;
   // tp2 at parallel.tp = 2: the pair is the TP group (resolve_vlm_config refuses other sizes).

@@ -10,10 +10,9 @@
 //   the LM input             packed into planned buffers (llm/lm_input.h) by the front end
 // Slot 0's encoder is the model's (it owns the encoder's weights and gradients). A
 // second slot (VlmConfig::front_slots = 2: micro-batch m+1's front end runs while the
-// backbone runs m, train/step.h) has an encoder of its own, because an encoder's
-// activation plan is bound to its own parameter table (vision/encoder.h): its weights
-// are a copy of slot 0's (VlmModel::sync_front_weights, once per step) and its gradients
-// are added into slot 0's (VlmModel::merge_front_grads, once per step, then zeroed).
+// backbone runs m, train/step.h) has an encoder with activations of its own over slot
+// 0's parameters (vision/encoder.h, the sharing constructor): the same weights, and its
+// gradients accumulate into slot 0's arena (every encoder backward is on `vision`).
 // Everything is planned at construction for max_images images of at most max_text text
 // tokens; nothing is allocated per micro-batch (the stage's scratch grows once).
 #pragma once
@@ -31,7 +30,8 @@ struct VlmConfig;
 
 class FrontSlot {
  public:
-  FrontSlot(const VlmConfig& cfg, Backend& b, Communicator& tp, Communicator& self);
+  // shared: slot 0's encoder, whose parameters this slot's encoder uses (null: its own).
+  FrontSlot(const VlmConfig& cfg, Backend& b, Communicator& tp, Communicator& self, VisionEncoder* shared = nullptr);
   FrontSlot(const FrontSlot&) = delete;
   FrontSlot& operator=(const FrontSlot&) = delete;
 

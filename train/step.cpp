@@ -61,10 +61,8 @@ sched::Graph VlmStep::build() {
   const bool tp_stage = model_.config().scorers.scorers.placement != Placement::Replicated;
   const std::string sc = tp_stage ? "llm" : "scorer.0";
   const int S = slots_;
-  const bool sync = S > 1;  // the second slot's encoder takes slot 0's weights first
 
   sched::GraphBuilder g;
-  if (sync) g.add({"vision.sync", "vision", {}}, [this](Stream& s) { model_.sync_front_weights(s); });
   // The front end of micro-batch m on slot m % S: after the backward tasks of the slot's
   // previous micro-batch m - S (the last readers of its buffers).
   auto front = [&](int m) {
@@ -76,11 +74,10 @@ sched::Graph VlmStep::build() {
       if (scorers_bwd) load_after.push_back(name("scorers.bwd", m - S));
       if (query_bwd) load_after.push_back(name("query.bwd", m - S));
     }
-    std::vector<std::string> vision_after{name("load", m)};
-    if (sync && slot > 0) vision_after.push_back("vision.sync");
     g.add({name("load", m), "vision", load_after, m},
           [this, m, slot](Stream& s) { model_.load(s, (*mbs_)[size_t(m)], slot); });
-    g.add({name("vision.fwd", m), "vision", vision_after, m}, [this, slot](Stream& s) { model_.vision_forward(s, slot); });
+    g.add({name("vision.fwd", m), "vision", {name("load", m)}, m},
+          [this, slot](Stream& s) { model_.vision_forward(s, slot); });
     g.add({name("query", m), "llm", {name("load", m)}, m}, [this, slot](Stream& s) { model_.query_forward(s, slot); });
     g.add({name("scorers.pre", m), sc, {name("vision.fwd", m), name("query", m)}, m},
           [this, slot](Stream& s) { model_.scorers_prepare(s, slot); });
@@ -145,13 +142,9 @@ sched::Graph VlmStep::build() {
   if (scorers_bwd) finish_after.push_back(name("scorers.bwd", last));
   if (query_bwd) finish_after.push_back(name("query.bwd", last));
   g.add({"finish", "llm", finish_after}, [this, split](Stream& s) { model_.finish_grads(s, split); });
-  // The other slots' encoder gradients into slot 0's, after the last encoder backward
-  // (every vision.bwd precedes it on the vision stream).
-  std::string vision_done = name("vision.bwd", last);
-  if (sync && vision_bwd) {
-    g.add({"vision.merge", "vision", {vision_done}}, [this](Stream& s) { model_.merge_front_grads(s); });
-    vision_done = "vision.merge";
-  }
+  // The encoder's gradients are complete after the last encoder backward (every
+  // vision.bwd, of either slot, precedes it on the vision stream).
+  const std::string vision_done = name("vision.bwd", last);
   if (dp_.dp().size() > 1) {
     auto reduce = [&](std::string task, std::string dep, size_t bytes, sched::TaskFn fn) {
       dp_bytes_ += bytes;

@@ -27,16 +27,13 @@
 // backward tasks, [S = 1: front(m+1)]; this order is each stream's (scheduler/graph.h),
 // so with two slots the front end of m+1 precedes m's backward on every stream and
 // runs during llm.m. Once per step:
-//   vision.sync   vision    S = 2: the second encoder takes slot 0's weights (first on
-//                           `vision`; before vision.fwd of every odd micro-batch)
-//   vision.merge  vision    S = 2: its gradients added into slot 0's (after the last vision.bwd)
 //   finish        llm       TP-partial gradients of the backbone, the stage's placement
 //                           traffic (after the last llm, query.bwd and scorers.bwd)
 //   dp.<module>   comm      the module's DP gradient reduction (train/dp_grads.h:
 //                           all-reduce in buckets, or ZeRO-1's reduce-scatter): the
 //                           projector's right after the last llm task, the backbone's and
-//                           scorers' after finish, the encoder's after its last backward
-//                           (and the merge); so the reductions overlap the rest of the backward.
+//                           scorers' after finish, the encoder's after its last backward;
+//                           so the reductions overlap the rest of the backward.
 // The backbone's layer buckets (DP > 1, the backbone trains, ZeRO-1 off): the last
 // micro-batch's llm task is split (same ops, same order on `llm`):
 //   llm.fwd.m     llm       projector + backbone forward, the loss   (after scorers.post.m)

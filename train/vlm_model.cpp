@@ -43,7 +43,8 @@ VlmModel::VlmModel(const VlmConfig& cfg, Backend& backend, Communicator& tp, Com
   const int64_t Pm = Bm * cfg.max_text, Tv = Bm * cfg.scorers.lod.max_tokens;
   VLM_ASSERT(cfg.front_slots == 1 || cfg.front_slots == 2, "front_slots is 1 or 2, got ", cfg.front_slots);
   auto trains = [&](ModuleId m) { return !cfg.frozen[size_t(m)]; };
-  for (int k = 0; k < cfg.front_slots; ++k) slots_.push_back(std::make_unique<FrontSlot>(cfg, backend, tp, self));
+  for (int k = 0; k < cfg.front_slots; ++k)
+    slots_.push_back(std::make_unique<FrontSlot>(cfg, backend, tp, self, k > 0 ? &slots_[0]->vision() : nullptr));
   const RelevanceStage& stage0 = slots_[0]->stage();
   stage_params_ = std::make_unique<ParamTable>(stage0.param_specs(), stage0.table_tp(), stage0.table_rank());
   stage_params_->allocate(backend, trains(ModuleId::Scorers));
@@ -80,8 +81,7 @@ std::vector<ModuleParams> VlmModel::modules() {
 }
 
 void VlmModel::zero_grads() {
-  for (const ModuleParams& m : modules()) m.table->zero_grads();
-  for (size_t k = 1; k < slots_.size(); ++k) slots_[k]->vision().zero_grads();  // left over by a failed step
+  for (const ModuleParams& m : modules()) m.table->zero_grads();  // the second slot's encoder shares slot 0's
 }
 
 void VlmModel::refresh_working_weights() {
@@ -98,30 +98,6 @@ int64_t VlmModel::activation_bytes() const {
   size_t n = projector_->activation_bytes() + llm_->activation_bytes();
   for (const auto& f : slots_) n += f->vision().activation_bytes();
   return int64_t(n);
-}
-
-namespace {
-// An arena's whole storage as f32 elements (its padding included: zero on both sides).
-Tensor arena_f32(const Arena& a) { return a.storage().reinterpret(DType::F32, Shape{int64_t(a.bytes() / 4)}); }
-}  // namespace
-
-void VlmModel::sync_front_weights(Stream& s) {
-  const ParamTable& t0 = vision().params();
-  for (size_t k = 1; k < slots_.size(); ++k) {
-    ParamTable& t = slots_[k]->vision().params();
-    copy(s, arena_f32(t.value_arena()), arena_f32(t0.value_arena()));
-    t.refresh_working(s);  // the same rounding of the same values as slot 0's copy
-  }
-}
-
-void VlmModel::merge_front_grads(Stream& s) {
-  const ParamTable& t0 = vision().params();
-  if (t0.grad_bytes() == 0) return;  // frozen
-  for (size_t k = 1; k < slots_.size(); ++k) {
-    const Tensor g = arena_f32(slots_[k]->vision().params().grad_arena());
-    accumulate(s, arena_f32(t0.grad_arena()), g, 1.f);
-    fill(s, g, 0.f);
-  }
 }
 
 void VlmModel::load(Stream& s, const MicroBatch& mb, int slot) {

@@ -18,9 +18,9 @@
 // .. scorers_finish while m runs llm_forward_backward and its backward; a slot is free
 // again after its micro-batch's scorers_backward, query_backward and vision_backward.
 // The projector and the backbone are shared: llm_forward_backward runs one micro-batch
-// at a time. With two slots, sync_front_weights (before any slot-1 vision_forward of the
-// optimizer step) and merge_front_grads (after its last vision_backward) keep the second
-// encoder's weights and gradients those of the model's encoder.
+// at a time. The second slot's encoder uses the model encoder's parameters, so its
+// vision_backward accumulates into the same gradients: the two slots' vision_backward
+// must not run at once (the step runs them on one stream).
 // Which of them communicate on the TP group: query_forward (the all-reduce of the
 // vocab-parallel lookup), llm_forward_backward, the relevance stage unless
 // scorers.placement=replicated, and finish_grads; query_backward does not (the prompt
@@ -158,10 +158,6 @@ class VlmModel {
   void scorers_backward(Stream& s, int slot);
   void query_backward(Stream& s, int slot);
   void vision_backward(Stream& s, int slot);
-  // Slot 0 <-> the other slots' encoders (no-ops with one slot): their weights (and bf16
-  // working copies) := slot 0's; slot 0's gradients += theirs, theirs := 0.
-  void sync_front_weights(Stream& s);
-  void merge_front_grads(Stream& s);
 
   // Evaluation and decoding (slot 0): everything before the backbone, in order (load,
   // vision_forward, query_forward, scorers_forward), then the projector and backbone

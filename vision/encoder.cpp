@@ -74,35 +74,58 @@ VisionEncoder::VisionEncoder(const VisionConfig& cfg, Backend& backend, Communic
       backend_(backend),
       self_(self),
       max_images_(max_images),
+      dtype_(dtype),
       embed_(cfg),
       stack_(vision_block_config(cfg), readout_blocks(cfg, readout), 1, siglip_block_param_name) {
-  VLM_ASSERT(self.size() == 1 && self.device() == backend.device(), "vision encoder: needs a size-1 communicator on ",
-             device_name(backend.device()), ", got size ", self.size(), " on ", device_name(self.device()));
-  VLM_REQUIRE(max_images >= 1, "vision encoder: at least one image per micro-batch, got ", max_images);
-  const int64_t GG = cfg.tokens(), d = cfg.d_model, max_T = max_images * GG;
   std::vector<ParamSpec> specs = embed_.param_specs(cfg.init_std);
   for (ParamSpec& s : stack_.param_specs(cfg.init_std)) specs.push_back(std::move(s));
   if (readout.post_norm)
-    for (ParamSpec& s : Norm::param_specs(NormKind::LayerNorm, d, kPostNormWeight, kPostNormBias, false))
+    for (ParamSpec& s : Norm::param_specs(NormKind::LayerNorm, cfg.d_model, kPostNormWeight, kPostNormBias, false))
       specs.push_back(std::move(s));
-  params_ = std::make_unique<ParamTable>(std::move(specs), 1, 0, dtype);
+  own_params_ = std::make_unique<ParamTable>(std::move(specs), 1, 0, dtype);
+  params_ = own_params_.get();
   if (precision == Precision::BF16) params_->add_bf16_working_copy();
   params_->allocate(backend, grads);
+  bind_and_plan();
+}
+
+VisionEncoder::VisionEncoder(VisionEncoder& weights, Backend& backend, Communicator& self, int64_t max_images)
+    : cfg_(weights.cfg_),
+      readout_(weights.readout_),
+      backend_(backend),
+      self_(self),
+      max_images_(max_images),
+      params_(weights.params_),
+      dtype_(weights.dtype_),
+      embed_(weights.cfg_),
+      stack_(vision_block_config(weights.cfg_), readout_blocks(weights.cfg_, weights.readout_), 1,
+             siglip_block_param_name) {
+  bind_and_plan();
+}
+
+void VisionEncoder::bind_and_plan() {
+  const VisionConfig& cfg = cfg_;
+  Backend& backend = backend_;
+  VLM_ASSERT(self_.size() == 1 && self_.device() == backend.device(), "vision encoder: needs a size-1 communicator on ",
+             device_name(backend.device()), ", got size ", self_.size(), " on ", device_name(self_.device()));
+  VLM_REQUIRE(max_images_ >= 1, "vision encoder: at least one image per micro-batch, got ", max_images_);
+  const int64_t GG = cfg.tokens(), d = cfg.d_model, max_images = max_images_, max_T = max_images * GG;
   embed_.bind(*params_);
   stack_.bind(*params_);
-  if (readout.post_norm) post_ = Norm::bind(*params_, NormKind::LayerNorm, cfg.norm_eps, kPostNormWeight, kPostNormBias);
+  if (readout_.post_norm)
+    post_ = Norm::bind(*params_, NormKind::LayerNorm, cfg.norm_eps, kPostNormWeight, kPostNormBias);
 
   using R = ActPlan::Rows;
   stack_.plan(acts_);
   embed_.plan(acts_);
-  if (readout.post_norm) {
+  if (readout_.post_norm) {
     acts_.add(&ln_, R::T, {d});
     acts_.add(&ln_mean_, R::T);
     acts_.add(&ln_rstd_, R::T);
   }
   acts_.add(&dres_, R::T, {d});
-  acts_.allocate(backend, max_T, max_T, dtype);
-  out_ = readout.post_norm ? &ln_ : &stack_.output();
+  acts_.allocate(backend, max_T, max_T, dtype_);
+  out_ = readout_.post_norm ? &ln_ : &stack_.output();
 
   // Image b is tokens [b*GG, (b+1)*GG); positions are unused (no RoPE) but kept valid.
   std::vector<int32_t> cu(static_cast<size_t>(max_images + 1)), pos(static_cast<size_t>(max_T));

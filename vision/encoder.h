@@ -15,7 +15,10 @@
 // Gradients follow the rule of nn/context.h: parameter grads accumulate until
 // zero_grads(); pixels and textures are data (no input gradient).
 // Element type: f32, or f64 on CPU (gradient checks); the texture array has the same dtype.
-// The encoder is neither copied nor moved (its plan binds fields by address).
+// The encoder is neither copied nor moved (its plan binds fields by address). A second
+// encoder can share the parameters of a first (the sharing constructor): its own
+// activations, the same weights, and its parameter gradients accumulate into the same
+// gradient arena (the owner orders the two encoders' backward, e.g. on one stream).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -56,6 +59,10 @@ class VisionEncoder {
   VisionEncoder(const VisionConfig& cfg, Backend& backend, Communicator& self, int64_t max_images,
                 VisionReadout readout = {}, DType dtype = DType::F32, bool grads = true,
                 Precision precision = Precision::FP32);
+  // An encoder over `weights`' parameter table (config, readout, dtype, precision and
+  // gradients as weights'), with activations of its own for max_images images; `weights`
+  // must outlive it.
+  VisionEncoder(VisionEncoder& weights, Backend& backend, Communicator& self, int64_t max_images);
   VisionEncoder(const VisionEncoder&) = delete;
   VisionEncoder& operator=(const VisionEncoder&) = delete;
 
@@ -88,12 +95,17 @@ class VisionEncoder {
   double backward_macs_per_image() const;
 
  private:
+  // Binds the layers to *params_ and plans the activations (both constructors).
+  void bind_and_plan();
+
   VisionConfig cfg_;
   VisionReadout readout_;
   Backend& backend_;
   Communicator& self_;
   int64_t max_images_;
-  std::unique_ptr<ParamTable> params_;
+  std::unique_ptr<ParamTable> own_params_;  // null when shared
+  ParamTable* params_ = nullptr;
+  DType dtype_;
   PatchEmbed embed_;
   TransformerStack stack_;
   Norm post_;

@@ -215,6 +215,38 @@ TEST(VlmStep, StepsAfterTheFirstAllocateNoScratch) {
       << "the visual token count never changed: the test would not show a growth";
 }
 
+// Two front-end slots (micro-batch m+1's front end during m's backbone; the second
+// slot's encoder shares the first's parameters) give the loss and gradients of one slot
+// bitwise: every gradient is accumulated in the same order, the encoder's two backward
+// passes into the one arena included.
+TEST(VlmStep, TwoFrontSlotsGiveTheGradientsOfOne) {
+  if (test::world_size() != 1) GTEST_SKIP() << "one rank";
+  Backend& b = cpu_backend();
+  auto tp = test::self_comm("tp"), dp = test::self_comm("dp"), self = test::self_comm("self");
+  const GlobalBatch g = make_batch(23, tiny_config(kImages));
+  double loss[2];
+  std::vector<float> grads[2];
+  for (int slots = 1; slots <= 2; ++slots) {
+    VlmConfig c = tiny_config(kImages / kM);
+    c.front_slots = slots;
+    VlmModel model(c, b, *tp, *self);
+    model.init(5);
+    const std::vector<bool> all(kNumModules, true);
+    sched::StreamSet streams(b);
+    DpGrads dpg(model.modules(), all, *dp, 0, 25, b);
+    VlmStep step(model, streams, dpg, all, kM, StepOptions{});
+    ASSERT_EQ(step.front_slots(), slots);
+    model.zero_grads();
+    loss[slots - 1] = step.run(shard(g, c, 1, 0, kM));
+    grads[slots - 1] = all_grads(model);
+  }
+  EXPECT_EQ(loss[0], loss[1]);
+  ASSERT_EQ(grads[0].size(), grads[1].size());
+  size_t diff = 0;
+  for (size_t i = 0; i < grads[0].size(); ++i) diff += grads[0][i] != grads[1][i];
+  EXPECT_EQ(diff, 0u) << "gradient elements that differ between one and two front-end slots";
+}
+
 TEST(VlmStep, FrozenModuleIsUnchangedAndTheRestLearns) {
   if (test::world_size() != 1) GTEST_SKIP() << "one rank";
   Backend& b = cpu_backend();
