@@ -38,6 +38,7 @@ Backbone::Backbone(const ModelConfig& cfg, Backend& backend, Communicator& tp, i
   params_->allocate(backend_, grads);
   bind_params();
   plan_activations();
+  loss_ = Tensor::zeros(backend, Shape{1});
 }
 
 Backbone::~Backbone() = default;
@@ -50,11 +51,10 @@ void Backbone::cut(int64_t T) {
 }
 
 float Backbone::forward(Stream& s, const LmInput& in) {
-  const double norm = run_forward(s, in, Tensor{}, true);
-  if (norm <= 0) return 0.f;
-  double sum = 0;
-  for (float v : to_vector_f32(head_.losses)) sum += v;
-  return float(sum / norm);
+  forward(s, in, loss_);
+  float loss = 0.f;
+  copy_to_host(s, Tensor(&loss, Shape{1}, DType::F32, DeviceKind::CPU), loss_);
+  return loss;
 }
 
 void Backbone::forward(Stream& s, const LmInput& in, const Tensor& loss) {

@@ -79,14 +79,14 @@ class Backbone {
   // Initialises every parameter from `seed` (init.h: independent of tp and order).
   void init(uint64_t seed);
 
-  // Forward of one micro-batch; keeps what backward needs. Returns the mean loss
-  // (identical on every TP rank), or 0 when in.targets is undefined: the per-token
-  // losses are read on the host (a synchronisation of s; decoding, evaluation, checks).
-  float forward(Stream& s, const LmInput& in);
-  // The same forward with the loss left on the device: loss [1] (f32) receives it on s
-  // (the per-token losses summed in row order, times 1/loss_norm; 0 without targets),
-  // and nothing waits for the device (the training step reads it after its graph).
+  // Forward of one micro-batch; keeps what backward needs. The loss (identical on every
+  // TP rank) goes to loss [1] (f32) on s: the per-token losses summed in row order, times
+  // 1/loss_norm; 0 without targets. Nothing waits for the device (the training step
+  // reads it after its graph).
   void forward(Stream& s, const LmInput& in, const Tensor& loss);
+  // The same, returning the loss: read on the host (copy_to_host, a synchronisation of
+  // s; decoding, evaluation, checks).
+  float forward(Stream& s, const LmInput& in);
   // Backward of the last forward (same `in`). Parameter grads +=. When the input has
   // caller rows and d_embeddings is defined ([T,C] for embeddings input, [Tv,C] for the
   // mixed input), it receives dL/d(embeddings) of those rows (overwrite; the full
@@ -179,6 +179,7 @@ class Backbone {
   int64_t max_tokens_;
   bool sp_;
   TpSide* side_ = nullptr;
+  Tensor loss_;  // [1] f32: the host-returning forward's loss
   std::unique_ptr<ParamTable> params_;
   VocabParallelEmbedding emb_;
   Tensor wpe_, dwpe_;  // [max_pos, C] (gpt2)
