@@ -1,7 +1,7 @@
 // The rig of the VLM step tests (test_step.cpp, test_mixed_precision.cpp): a tiny VLM,
 // a synthetic global batch of kImages samples, its micro-batches per DP rank, the
-// gradients of a model as one vector, the process groups of a (tp, dp) layout, and the
-// serial == overlap check both files run.
+// gradients of a model as one vector, a one-rank model and step, the process groups of a
+// (tp, dp) layout, and the serial == overlap check both files run.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -95,6 +95,26 @@ std::vector<float> all_grads(VlmModel& model) {
     }
   return v;
 }
+
+// One rank, TP = DP = 1 (size-1 communicators): the model of config c initialised from
+// `seed`, its streams, its DP reduction and its step over kM micro-batches, the modules
+// of `trainable` training (every one by default).
+struct OneRankStep {
+  std::unique_ptr<Communicator> tp = test::self_comm("tp"), dp = test::self_comm("dp"), self = test::self_comm("self");
+  std::unique_ptr<VlmModel> model;
+  std::unique_ptr<sched::StreamSet> streams;
+  std::unique_ptr<DpGrads> dpg;
+  std::unique_ptr<VlmStep> step;
+
+  OneRankStep(const VlmConfig& c, uint64_t seed, const std::vector<bool>& trainable = std::vector<bool>(kNumModules, true)) {
+    Backend& b = cpu_backend();
+    model = std::make_unique<VlmModel>(c, b, *tp, *self);
+    model->init(seed);
+    streams = std::make_unique<sched::StreamSet>(b);
+    dpg = std::make_unique<DpGrads>(model->modules(), trainable, *dp, 0, 25, b);
+    step = std::make_unique<VlmStep>(*model, *streams, *dpg, trainable, kM, StepOptions{});
+  }
+};
 
 // One rank's world for a (tp, dp) layout over MPI_COMM_WORLD.
 struct Layout {

@@ -147,18 +147,12 @@ TEST(VlmStep, EveryLayoutMatchesOneRank) {
 // the micro-batch reaches.
 TEST(VlmStep, EveryModuleGetsAGradient) {
   if (test::world_size() != 1) GTEST_SKIP() << "one rank";
-  Backend& b = cpu_backend();
-  auto tp = test::self_comm("tp"), dp = test::self_comm("dp"), self = test::self_comm("self");
   const VlmConfig c = tiny_config(kImages / kM);
   const GlobalBatch g = make_batch(17, c);
-  VlmModel model(c, b, *tp, *self);
-  model.init(4);
-  const std::vector<bool> all(kNumModules, true);
-  sched::StreamSet streams(b);
-  DpGrads dpg(model.modules(), all, *dp, 0, 25, b);
-  VlmStep step(model, streams, dpg, all, kM, StepOptions{});
+  OneRankStep r(c, 4);
+  VlmModel& model = *r.model;
   model.zero_grads();
-  step.run(shard(g, c, 1, 0, kM));
+  r.step->run(shard(g, c, 1, 0, kM));
   for (const ModuleParams& m : model.modules()) {
     double sq = 0;
     for (float x : to_vector_f32(flat_f32(m.table->grad_arena()))) sq += double(x) * x;
@@ -177,15 +171,10 @@ TEST(VlmStep, EveryModuleGetsAGradient) {
 // step are planned at construction (train/step.h).
 TEST(VlmStep, StepsAfterTheFirstAllocateNoScratch) {
   if (test::world_size() != 1) GTEST_SKIP() << "one rank";
-  Backend& b = cpu_backend();
-  auto tp = test::self_comm("tp"), dp = test::self_comm("dp"), self = test::self_comm("self");
   const VlmConfig c = tiny_config(kImages / kM);
-  VlmModel model(c, b, *tp, *self);
-  model.init(4);
-  const std::vector<bool> all(kNumModules, true);
-  sched::StreamSet streams(b);
-  DpGrads dpg(model.modules(), all, *dp, 0, 25, b);
-  VlmStep step(model, streams, dpg, all, kM, StepOptions{});
+  OneRankStep r(c, 4);
+  VlmModel& model = *r.model;
+  VlmStep& step = *r.step;
   uint64_t after_first = 0;
   std::vector<int64_t> visual;  // the last micro-batch's visual tokens, per step
   ParamTable* scorers = nullptr;
@@ -221,24 +210,17 @@ TEST(VlmStep, StepsAfterTheFirstAllocateNoScratch) {
 // passes into the one arena included.
 TEST(VlmStep, TwoFrontSlotsGiveTheGradientsOfOne) {
   if (test::world_size() != 1) GTEST_SKIP() << "one rank";
-  Backend& b = cpu_backend();
-  auto tp = test::self_comm("tp"), dp = test::self_comm("dp"), self = test::self_comm("self");
   const GlobalBatch g = make_batch(23, tiny_config(kImages));
   double loss[2];
   std::vector<float> grads[2];
   for (int slots = 1; slots <= 2; ++slots) {
     VlmConfig c = tiny_config(kImages / kM);
     c.front_slots = slots;
-    VlmModel model(c, b, *tp, *self);
-    model.init(5);
-    const std::vector<bool> all(kNumModules, true);
-    sched::StreamSet streams(b);
-    DpGrads dpg(model.modules(), all, *dp, 0, 25, b);
-    VlmStep step(model, streams, dpg, all, kM, StepOptions{});
-    ASSERT_EQ(step.front_slots(), slots);
-    model.zero_grads();
-    loss[slots - 1] = step.run(shard(g, c, 1, 0, kM));
-    grads[slots - 1] = all_grads(model);
+    OneRankStep r(c, 5);
+    ASSERT_EQ(r.step->front_slots(), slots);
+    r.model->zero_grads();
+    loss[slots - 1] = r.step->run(shard(g, c, 1, 0, kM));
+    grads[slots - 1] = all_grads(*r.model);
   }
   EXPECT_EQ(loss[0], loss[1]);
   ASSERT_EQ(grads[0].size(), grads[1].size());
@@ -250,28 +232,25 @@ TEST(VlmStep, TwoFrontSlotsGiveTheGradientsOfOne) {
 TEST(VlmStep, FrozenModuleIsUnchangedAndTheRestLearns) {
   if (test::world_size() != 1) GTEST_SKIP() << "one rank";
   Backend& b = cpu_backend();
-  auto tp = test::self_comm("tp"), dp = test::self_comm("dp"), self = test::self_comm("self");
   VlmConfig c = tiny_config(kImages / kM);
   c.frozen[size_t(ModuleId::Vision)] = true;
   const GlobalBatch g = make_batch(13, c);
-  VlmModel model(c, b, *tp, *self);
-  model.init(9);
   std::vector<bool> trainable(kNumModules, true);
   trainable[size_t(ModuleId::Vision)] = false;
+  OneRankStep r(c, 9, trainable);
+  VlmModel& model = *r.model;
+  VlmStep& step = *r.step;
   const auto before = to_vector_f32(model.vision().params().value_arena().storage().reinterpret(
       DType::F32, Shape{int64_t(model.vision().params().value_arena().bytes() / 4)}));
-  sched::StreamSet streams(b);
-  DpGrads dpg(model.modules(), trainable, *dp, 0, 25, b);
-  VlmStep step(model, streams, dpg, trainable, kM, StepOptions{});
   OptimOptions oo;
   oo.lr = 3e-3;
-  AdamW opt(model.modules(), trainable, dpg, b, oo);
+  AdamW opt(model.modules(), trainable, *r.dpg, b, oo);
   std::vector<double> losses;
   const auto mbs = shard(g, c, 1, 0, kM);
   for (int k = 1; k <= 5; ++k) {
     model.zero_grads();
     losses.push_back(step.run(mbs));
-    opt.grad_norm(b.default_stream(), *tp);
+    opt.grad_norm(b.default_stream(), *r.tp);
     opt.step(b.default_stream(), k, oo.lr, 1.f);
   }
   const auto after = to_vector_f32(model.vision().params().value_arena().storage().reinterpret(
@@ -291,8 +270,6 @@ TEST(VlmStep, FrozenModuleIsUnchangedAndTheRestLearns) {
 // modules' gradients are bitwise those of the same step on the unfrozen model.
 TEST(VlmStep, FreezingAllocatesNoGradientsAndChangesNoOtherGradient) {
   if (test::world_size() != 1) GTEST_SKIP() << "one rank";
-  Backend& b = cpu_backend();
-  auto tp = test::self_comm("tp"), dp = test::self_comm("dp"), self = test::self_comm("self");
   const GlobalBatch g = make_batch(21, tiny_config(kImages / kM));
   const std::vector<std::vector<ModuleId>> cases = {
       {ModuleId::Vision}, {ModuleId::Scorers}, {ModuleId::Projector}, {ModuleId::Llm}, {ModuleId::Vision, ModuleId::Llm}};
@@ -302,17 +279,13 @@ TEST(VlmStep, FreezingAllocatesNoGradientsAndChangesNoOtherGradient) {
     for (ModuleId m : frozen) trainable[size_t(m)] = false, cf.frozen[size_t(m)] = true;
     // The step of one model (config c) with the trainable flags above; its gradients.
     auto grads_of = [&](const VlmConfig& c) {
-      auto model = std::make_unique<VlmModel>(c, b, *tp, *self);
-      model->init(5);
-      sched::StreamSet streams(b);
-      DpGrads dpg(model->modules(), trainable, *dp, 0, 25, b);
-      VlmStep step(*model, streams, dpg, trainable, kM, StepOptions{});
-      model->zero_grads();
-      step.run(shard(g, c, 1, 0, kM));
-      return model;
+      auto r = std::make_unique<OneRankStep>(c, 5, trainable);
+      r->model->zero_grads();
+      r->step->run(shard(g, c, 1, 0, kM));
+      return r;
     };
     const auto a = grads_of(cf), ref = grads_of(tiny_config(kImages / kM));
-    const std::vector<ModuleParams> ma = a->modules(), mr = ref->modules();
+    const std::vector<ModuleParams> ma = a->model->modules(), mr = ref->model->modules();
     for (size_t i = 0; i < ma.size(); ++i) {
       const std::string name = module_name(ma[i].id);
       if (!trainable[i]) {
