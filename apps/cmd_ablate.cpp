@@ -1,11 +1,11 @@
-// `vlm ablate`: the scorer-placement x LOD-policy x token-budget ablation (train/ablate.h;
+// `vlm ablate`: the scorer-placement x LOD-policy x token-budget ablation (ablate/ablate.h;
 // README "Ablations"). As one process or under mpirun (every rank runs every row):
 //   vlm ablate --config configs/scenes.cfg --placements replicated --lod relevance,uniform,random
 //              --budgets 64,100,200,400 [--steps N] [--out DIR]
 #include "apps/command.h"
-#include "core/config.h"
+#include "base/config.h"
 #include "parallel/runtime.h"
-#include "train/ablate.h"
+#include "ablate/ablate.h"
 
 namespace vlm {
 

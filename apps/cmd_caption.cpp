@@ -3,13 +3,13 @@
 //               [--temperature T --top-k K --seed S] [--max-new N] [--tp N] [--device ...]
 // The image goes through data/'s pipeline as the loader sends it to training (decode,
 // letterbox to vision.image_size on the loader's background, the texture array with
-// the loader's options), the model is the checkpoint's (train/checkpoint.h
+// the loader's options), the model is the checkpoint's (checkpoint/checkpoint.h
 // load_trained_model, any tp), the prompt is the run's text rule (BOS + --prompt, or the
-// run's data.prompt), and the caption is decoded with the KV cache (train/generate.h):
+// run's data.prompt), and the caption is decoded with the KV cache (model/generate.h):
 // greedy by default, sampled with --temperature > 0 (top-k and the seed). World rank 0
 // prints the caption, the visual tokens the level-of-detail allocator gave the image
 // and the balancer's weights of the three scorers, and writes the relevance picture
-// (train/evaluate.h) when asked. Inputs (options, the image, the output path) are
+// (model/evaluate.h) when asked. Inputs (options, the image, the output path) are
 // checked on every rank in one agreed step before the model is loaded (the error
 // policy of parallel/runtime.h); a missing or bad checkpoint is refused the same way.
 #include <cstdint>
@@ -18,18 +18,19 @@
 #include <vector>
 
 #include "apps/command.h"
-#include "core/config.h"
-#include "core/error.h"
-#include "core/file_read.h"
-#include "core/io/atomic_file.h"
+#include "base/config.h"
+#include "base/error.h"
+#include "base/file_read.h"
+#include "io/atomic_file.h"
 #include "data/image/image_pipeline.h"
 #include "data/image/png.h"
 #include "data/image/texture.h"
 #include "data/load/loader.h"
 #include "parallel/runtime.h"
-#include "train/checkpoint.h"
-#include "train/evaluate.h"
-#include "train/generate.h"
+#include "checkpoint/checkpoint.h"
+#include "train/trained_model.h"
+#include "model/evaluate.h"
+#include "model/generate.h"
 
 namespace vlm {
 

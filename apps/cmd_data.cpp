@@ -17,9 +17,9 @@
 #include <string>
 
 #include "apps/command.h"
-#include "core/config.h"
-#include "core/error.h"
-#include "core/io/atomic_file.h"
+#include "base/config.h"
+#include "base/error.h"
+#include "io/atomic_file.h"
 #include "data/convert/converters.h"
 #include "data/storage/dataset.h"
 #include "data/text/tokenizer.h"

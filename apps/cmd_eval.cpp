@@ -5,7 +5,7 @@
 // Any (tp, dp) layout: the model is loaded in the launch's TP layout (load_trained_model),
 // the samples (one per caption) are DP-sharded by the sampler of the run's seed, sums are
 // all-reduced, so every layout gives the same figures (up to float summation order):
-//   loss          mean cross-entropy per caption token (train/evaluate.h validation_loss)
+//   loss          mean cross-entropy per caption token (model/evaluate.h validation_loss)
 //   perplexity    exp(loss)
 //   exact_match   greedy-decoded caption == one of the image's own captions
 //   class_accuracy  the decoded caption is a caption (anywhere in the file) of the image's
@@ -20,15 +20,16 @@
 #include <string>
 
 #include "apps/command.h"
-#include "core/config.h"
-#include "core/error.h"
-#include "core/io/atomic_file.h"
-#include "core/json.h"
+#include "base/config.h"
+#include "base/error.h"
+#include "io/atomic_file.h"
+#include "base/json.h"
 #include "data/storage/dataset.h"
 #include "parallel/runtime.h"
-#include "train/checkpoint.h"
-#include "train/evaluate.h"
-#include "train/run_log.h"
+#include "checkpoint/checkpoint.h"
+#include "train/trained_model.h"
+#include "model/evaluate.h"
+#include "runlog/run_log.h"
 #include "train/train_options.h"
 
 namespace vlm {
@@ -66,7 +67,7 @@ int eval(const Config& cfg) {
     if (!in.out.empty()) check_output_path(in.out);
     in.checkpoint = resolve_checkpoint(cfg.get_string("checkpoint"));
     const CheckpointReader ck(in.checkpoint);
-    const std::unique_ptr<Config> opts = ck.options();
+    const std::unique_ptr<Config> opts = checkpoint_options(ck);
     const TrainOptions t = read_train_options(*opts);
     const DataOptions d = read_data_options(*opts);
     in.batch = cfg.get_int("batch") > 0 ? int(cfg.get_int("batch")) : t.batch;

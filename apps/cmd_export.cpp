@@ -1,4 +1,4 @@
-// `vlm export`: a checkpoint of `vlm train` as Hugging Face files (train/export_hf.h;
+// `vlm export`: a checkpoint of `vlm train` as Hugging Face files (checkpoint/export_hf.h;
 // README "Export to Hugging Face"):
 //   vlm export --checkpoint runs/x/ckpt[/step_N.h5] --out DIR
 // One process, or one TP group under mpirun (world = tp; each rank reads its slices and
@@ -10,11 +10,12 @@
 #include <string>
 
 #include "apps/command.h"
-#include "core/config.h"
-#include "core/error.h"
+#include "base/config.h"
+#include "base/error.h"
 #include "parallel/runtime.h"
-#include "train/checkpoint.h"
-#include "train/export_hf.h"
+#include "checkpoint/checkpoint.h"
+#include "train/trained_model.h"
+#include "checkpoint/export_hf.h"
 #include "train/train_options.h"
 
 namespace vlm {
@@ -40,7 +41,7 @@ int export_hf(const Config& cfg) {
                 " ranks) must equal --parallel.tp (", rt.topology().tp(), ")");
     path = resolve_checkpoint(cfg.get_string("checkpoint"));
     const CheckpointReader ck(path);
-    const std::unique_ptr<Config> opts = ck.options();
+    const std::unique_ptr<Config> opts = checkpoint_options(ck);
     VlmConfig v;  // what can be checked before the model loads (the rest: below)
     v.vision = read_vision_config(*opts);
     if (read_train_options(*opts).llm_hf.empty())

@@ -1,5 +1,5 @@
 // `vlm plan`: plans a cluster run of `vlm train` on this machine, without MPI or a GPU
-// (train/plan.h; README "Planning (`vlm plan`)"):
+// (plan/plan.h; README "Planning (`vlm plan`)"):
 //   vlm plan --config configs/siglip_qwen2_tp8.cfg --nodes 4 --gpus-per-node 8 [--gpu h100]
 // prints the requested layout's exact memory per TP rank and bytes per group, its
 // modelled step time, and every layout of the cluster ranked (fitting first, fastest
@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "apps/command.h"
-#include "core/config.h"
-#include "core/error.h"
+#include "base/config.h"
+#include "base/error.h"
 #include "data/storage/dataset.h"
-#include "train/plan.h"
+#include "plan/plan.h"
 #include "train/train_options.h"
 
 namespace vlm {
@@ -54,7 +54,7 @@ int64_t tokenizer_vocab(const Config& cfg) {
 
 void print_memory(const LayoutPlan& p) {
   std::printf("\nmemory per rank (exact: the arenas vlm train allocates; every DP rank of a TP rank alike)\n");
-  // One column per term of MemoryTerms (train/plan_memory.h), then the exact total.
+  // One column per term of MemoryTerms (plan/plan_memory.h), then the exact total.
   std::printf("  %-7s", "tp rank");
   for (const MemoryTerms::Term& t : p.ranks[0].memory.terms()) std::printf(" | %12s", t.name);
   std::printf(" | %12s | %s\n", "total", "bytes");

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "apps/command.h"
-#include "core/config.h"
+#include "base/config.h"
 #include "core/device_options.h"
 #include "core/opcheck/op_case.h"
 

@@ -11,7 +11,7 @@
 
 #include "apps/command.h"
 #include "core/backend.h"
-#include "core/config.h"
+#include "base/config.h"
 #include "core/tensor.h"
 #include "parallel/runtime.h"
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "apps/command.h"
-#include "core/config.h"
+#include "base/config.h"
 #include "parallel/runtime.h"
 #include "train/train_options.h"
 #include "train/trainer.h"

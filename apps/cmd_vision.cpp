@@ -26,9 +26,9 @@
 #include <vector>
 
 #include "apps/command.h"
-#include "core/config.h"
-#include "core/error.h"
-#include "core/io/h5_io.h"
+#include "base/config.h"
+#include "base/error.h"
+#include "io/h5_io.h"
 #include "data/image/image_pipeline.h"
 #include "data/image/texture.h"
 #include "parallel/runtime.h"
@@ -39,7 +39,6 @@ namespace vlm {
 
 namespace {
 
-static_assert(kVisionTextureChannels == kTextureChannels, "the encoder's texture channels are data/image's");
 
 // The decoded image letterboxed to S x S (packed RGB).
 std::vector<uint8_t> load_image(const std::string& path, int S) {
@@ -93,7 +92,7 @@ int vision_features(const Config& cfg) {
   const std::vector<float> texture = compute_texture(ImageView::packed(pixels.data(), S, S), G);
   Tensor px = Tensor::empty(cpu_backend(), Shape{1, S, S, 3}, DType::U8);
   std::copy(pixels.begin(), pixels.end(), px.ptr<uint8_t>());
-  const Tensor tex = Tensor::from_vector(texture, Shape{1, kVisionTextureChannels, G, G});
+  const Tensor tex = Tensor::from_vector(texture, Shape{1, kTextureChannels, G, G});
   Stream& s = b.default_stream();
   enc->forward(s, to_backend(b, px), v.texture ? to_backend(b, tex) : Tensor{});
   const std::vector<float> features = to_vector_f32(enc->features());  // synchronises
@@ -101,7 +100,7 @@ int vision_features(const Config& cfg) {
     const std::string ro = cat("blocks=", enc->blocks(), " post_norm=", enc->post_norm() ? 1 : 0);
     h5_write_file_atomic(out, [&](H5Handle f) {
       h5_write_array(f, "features", H5Elem::F32, features.data(), {v.tokens(), v.d_model});
-      h5_write_array(f, "texture", H5Elem::F32, texture.data(), {kVisionTextureChannels, G, G});
+      h5_write_array(f, "texture", H5Elem::F32, texture.data(), {kTextureChannels, G, G});
       h5_write_attr_string(f, "format", "vlm-vision-features");
       h5_write_attr_string(f, "vision", v.str());
       h5_write_attr_string(f, "image", image);

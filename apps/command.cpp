@@ -7,8 +7,8 @@
 #include <optional>
 #include <string>
 
-#include "core/config.h"
-#include "core/error.h"
+#include "base/config.h"
+#include "base/error.h"
 #include "parallel/mpi/mpi_session.h"
 #include "parallel/runtime.h"
 

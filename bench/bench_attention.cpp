@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
+#include "base/config.h"
 #include "core/device_options.h"
 #include "core/ops.h"
 #include "bench/bench_util.h"

@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
+#include "base/config.h"
 #include "core/device_options.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/ops.h"
 #include "llm/backbone.h"
 #include "llm/param_specs.h"

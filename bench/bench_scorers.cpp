@@ -8,9 +8,9 @@
 #include <cstdio>
 
 #include "bench/bench_util.h"
-#include "core/config.h"
+#include "base/config.h"
 #include "core/device_options.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "parallel/groups.h"
 #include "scorers/stage.h"
 
@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
       for (const Param& p : t.params()) copy_tensor(p.value, to_host(bench::filled(b, p.value.shape(), DType::F32, 0.05f)));
       stage.bind(t);
       Tensor F = bench::filled(b, Shape{B, N, d.d}), dF = Tensor::zeros(b, Shape{B, N, d.d});
-      Tensor tex = bench::filled(b, Shape{B, kScorerTextureChannels, N}, DType::F32, 1.f, 7);
+      Tensor tex = bench::filled(b, Shape{B, kTextureChannels, N}, DType::F32, 1.f, 7);
       Tensor q = bench::filled(b, Shape{B, d.dq}, DType::F32, 1.f, 9), dq = Tensor::zeros(b, Shape{B, d.dq});
       GivenFeatures enc(F, dF);
       const std::vector<bool> prompt(size_t(B), true);

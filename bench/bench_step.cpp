@@ -12,13 +12,13 @@
 #include <memory>
 #include <vector>
 
-#include "core/config.h"
-#include "core/error.h"
+#include "base/config.h"
+#include "base/error.h"
 #include "parallel/groups.h"
 #include "parallel/mpi/mpi_session.h"
 #include "parallel/topology.h"
 #include "scheduler/trace.h"
-#include "train/dp_grads.h"
+#include "optim/dp_grads.h"
 #include "train/step.h"
 
 using namespace vlm;

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "bench/bench_util.h"
-#include "core/config.h"
+#include "base/config.h"
 #include "core/device_options.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "parallel/groups.h"
 #include "parallel/mpi/mpi_session.h"
 #include "vision/encoder.h"
@@ -49,7 +49,7 @@ void run(const Config& cfg, Backend& b) {
   Tensor host_px = Tensor::empty(cpu_backend(), Shape{B, S, S, 3}, DType::U8);
   std::copy(px.begin(), px.end(), host_px.ptr<uint8_t>());
   const Tensor pixels = to_backend(b, host_px);
-  const Tensor texture = bench::filled(b, Shape{B, kVisionTextureChannels, G, G});
+  const Tensor texture = bench::filled(b, Shape{B, kTextureChannels, G, G});
   const Tensor dfeat = bench::filled(b, Shape{B * v.tokens(), v.d_model}, DType::F32, 1e-3f, 99);
   Stream& s = b.default_stream();
 

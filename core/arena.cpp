@@ -1,7 +1,7 @@
 // Arena (see arena.h): plan named tensors, allocate once, hand out views.
 #include "core/arena.h"
 
-#include "core/memory_check.h"
+#include "base/memory_check.h"
 
 namespace vlm {
 

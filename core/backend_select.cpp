@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "core/backend.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace vlm {
 

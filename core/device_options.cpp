@@ -2,7 +2,7 @@
 // (see device_options.h).
 #include "core/device_options.h"
 
-#include "core/config.h"
+#include "base/config.h"
 
 namespace vlm {
 

@@ -13,7 +13,7 @@
 
 #include "core/device.h"
 #include "core/dtype.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace vlm {
 

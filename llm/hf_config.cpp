@@ -5,9 +5,9 @@
 #include <cmath>
 #include <filesystem>
 
-#include "core/error.h"
-#include "core/io/atomic_file.h"
-#include "core/json.h"
+#include "base/error.h"
+#include "io/atomic_file.h"
+#include "base/json.h"
 
 namespace vlm {
 

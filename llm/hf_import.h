@@ -19,7 +19,7 @@
 
 #include "core/backend.h"
 #include "core/dtype.h"
-#include "core/io/safetensors.h"
+#include "io/safetensors.h"
 #include "nn/param_table.h"
 #include "parallel/communicator.h"
 

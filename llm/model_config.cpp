@@ -1,8 +1,8 @@
 // ModelConfig options (`model.*`) and validation; see model_config.h.
 #include "llm/model_config.h"
 
-#include "core/config.h"
-#include "core/error.h"
+#include "base/config.h"
+#include "base/error.h"
 
 namespace vlm {
 

@@ -1,7 +1,7 @@
 // The backbone parameter table; see param_specs.h for the full listing.
 #include "llm/param_specs.h"
 
-#include "core/error.h"
+#include "base/error.h"
 #include "nn/norm.h"
 #include "nn/stack.h"
 

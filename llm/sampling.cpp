@@ -5,8 +5,8 @@
 #include <cmath>
 #include <numeric>
 
-#include "core/error.h"
-#include "core/splitmix.h"
+#include "base/error.h"
+#include "base/splitmix.h"
 
 namespace vlm {
 

@@ -1,7 +1,7 @@
 // ActPlan: declare, allocate once, cut per micro-batch; see act_plan.h.
 #include "nn/act_plan.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace vlm {
 

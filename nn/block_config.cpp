@@ -1,7 +1,7 @@
 // BlockConfig: local dimensions and invariants; see block_config.h.
 #include "nn/block_config.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace vlm {
 

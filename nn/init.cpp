@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "core/splitmix.h"
+#include "base/splitmix.h"
 
 namespace vlm {
 

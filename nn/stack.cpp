@@ -3,7 +3,7 @@
 
 #include <utility>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/ops.h"
 
 namespace vlm {

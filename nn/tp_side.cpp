@@ -1,7 +1,7 @@
 // TpSide (nn/tp_side.h): the fork and join of the side stream on CUDA and on CPU.
 #include "nn/tp_side.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace vlm {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace vlm {
 

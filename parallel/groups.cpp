@@ -1,7 +1,7 @@
 // ProcessGroups and the communicator factory (see groups.h).
 #include "parallel/groups.h"
 
-#include "core/error.h"
+#include "base/error.h"
 #include "parallel/mpi/mpi_check.h"
 #include "parallel/mpi/mpi_communicator.h"
 

@@ -1,7 +1,7 @@
 // Registration and reading of the `parallel.*` options (see options.h).
 #include "parallel/options.h"
 
-#include "core/config.h"
+#include "base/config.h"
 
 namespace vlm {
 

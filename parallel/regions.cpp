@@ -4,7 +4,7 @@
 // collectives go through the Communicator on the caller's stream.
 #include "parallel/regions.h"
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/ops.h"
 
 namespace vlm {

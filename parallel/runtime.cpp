@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
+#include "base/config.h"
 #include "core/device_options.h"
 #include "parallel/deadline_guard.h"
 #include "parallel/mpi/mpi_check.h"

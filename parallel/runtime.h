@@ -26,7 +26,7 @@
 //    printed by the rank that saw it, which then calls MPI_Abort(MPI_COMM_WORLD, 2), so
 //    every rank ends at once with a non-zero status (report_command_error). Commands
 //    therefore check their inputs in a step (Runtime::on_every_rank) before working.
-//  - Only UserError is agreed on; internal errors abort as always (core/error.h).
+//  - Only UserError is agreed on; internal errors abort as always (base/error.h).
 //
 // Invariants of a Runtime: MPI is initialised (by the Runtime itself when nobody did,
 // then finalised with it); topology, backend and groups are set and consistent (the
@@ -40,7 +40,7 @@
 #include <string>
 
 #include "core/backend.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "parallel/groups.h"
 #include "parallel/mpi/mpi_session.h"
 #include "parallel/options.h"

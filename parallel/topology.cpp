@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "parallel/mpi/mpi_check.h"
 
 namespace vlm {

@@ -5,7 +5,7 @@
 #include <map>
 #include <stdexcept>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace vlm::sched {
 

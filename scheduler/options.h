@@ -4,7 +4,7 @@
 #pragma once
 #include <string>
 
-#include "core/config.h"
+#include "base/config.h"
 #include "scheduler/streams.h"
 
 namespace vlm::sched {

@@ -9,8 +9,8 @@
 #include <cstring>
 #include <utility>
 
-#include "core/error.h"
-#include "core/json.h"
+#include "base/error.h"
+#include "base/json.h"
 
 namespace vlm::sched {
 

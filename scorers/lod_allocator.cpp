@@ -6,7 +6,7 @@
 #include <numeric>
 #include <random>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace vlm {
 

@@ -3,8 +3,8 @@
 
 #include <charconv>
 
-#include "core/config.h"
-#include "core/error.h"
+#include "base/config.h"
+#include "base/error.h"
 
 namespace vlm {
 

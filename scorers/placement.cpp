@@ -41,7 +41,7 @@ void RelevanceStage::score_forward(Stream& st, ImageEncoder& enc, int64_t B) {
   if (opts_.scorers.placement == Placement::BatchSplit && tp > 1) {
     const int64_t nb = batch_split_slots(B, tp), nr = (B - rank + tp - 1) / tp, W = N * (d + K);
     scratch(floc_, dev, Shape{nb, N, d}, dt);
-    scratch(texloc_, dev, Shape{nb, kScorerTextureChannels, N}, dt);
+    scratch(texloc_, dev, Shape{nb, kTextureChannels, N}, dt);
     scratch(qloc_, dev, Shape{nb, dims_.dq}, dt);
     scratch(mloc_, dev, Shape{K, nb, N}, dt);
     scratch(pack_, dev, Shape{nb, W}, dt);

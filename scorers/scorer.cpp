@@ -55,7 +55,7 @@ std::vector<ParamSpec> scorer_param_specs(ScorerKind kind, const ScorerDims& d, 
     return {param_spec(pname(kind, "wf"), Shape{d.hidden, d.d}, col, InitKind::Normal, sd),
             param_spec(pname(kind, "wq"), Shape{d.hidden, d.dq}, col, InitKind::Normal, sd)};
   return {param_spec(pname(kind, "w1f"), Shape{d.hidden, d.d}, col, InitKind::Normal, sd),
-          param_spec(pname(kind, "w1t"), Shape{d.hidden, kScorerTextureChannels}, col, InitKind::Normal, sd),
+          param_spec(pname(kind, "w1t"), Shape{d.hidden, kTextureChannels}, col, InitKind::Normal, sd),
           param_spec(pname(kind, "b1"), Shape{d.hidden}, col, InitKind::Zeros),
           param_spec(pname(kind, "w2"), Shape{1, d.hidden}, row, InitKind::Normal, sd),
           param_spec(pname(kind, "b2"), Shape{1}, -1, InitKind::Zeros)};
@@ -99,7 +99,7 @@ void Scorer::forward(Stream& st, const Tensor& s, const Tensor& F, const Tensor&
     if (pair_) reduce_from_region_forward(st, *pair_, s, s);  // partial sums over the hidden halves
     return;
   }
-  require_shape(tex, Shape{B, kScorerTextureChannels, N}, "scorer texture");
+  require_shape(tex, Shape{B, kTextureChannels, N}, "scorer texture");
   Tensor X = F;
   if (kind_ == ScorerKind::Perspectival) {
     // X = F - (M_y (x) M_x) F: the box mean along x (rows of one grid row), then along y
@@ -178,7 +178,7 @@ void Scorer::backward(Stream& st, const Tensor& ds, const Tensor& dF, const Tens
   }
   gelu_backward(st, dh_, pre_, dh_);
   for (int64_t b = 0; b < B && dw1t_.defined(); ++b)
-    matmul(st, dw1t_, dh_.slice(b * N, (b + 1) * N), tex_.slice(b, b + 1).view(Shape{kScorerTextureChannels, N}),
+    matmul(st, dw1t_, dh_.slice(b * N, (b + 1) * N), tex_.slice(b, b + 1).view(Shape{kTextureChannels, N}),
            opts(true, true, 1.f));
   if (pair_) {  // dX = all-reduce over the pair of dh W1f (the column-parallel input region)
     TpContext ctx{st, *pair_, false};

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "core/texture_channels.h"
 #include "core/tensor.h"
 #include "nn/param_table.h"
 #include "parallel/communicator.h"
@@ -33,9 +34,6 @@ namespace vlm {
 
 enum class ScorerKind { Propositional = 0, Perspectival = 1, Participatory = 2 };
 inline constexpr int kNumScorers = 3;
-// Channels of the texture array the scorers read (data/image/texture.h defines them;
-// scorers/ does not include data/, train/vlm_model.cpp checks that the counts agree).
-inline constexpr int64_t kScorerTextureChannels = 13;
 const char* scorer_name(ScorerKind k);  // "propositional", "perspectival", "participatory"
 
 struct ScorerDims {

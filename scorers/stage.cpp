@@ -74,7 +74,7 @@ void RelevanceStage::forward_prepare(Stream& st, ImageEncoder& enc, const Tensor
   const int64_t B = tex.size(0), N = dims_.cells(), d = dims_.d;
   const DType dt = q0_.dtype();
   const DeviceKind dev = q0_.device();
-  require_shape(tex, Shape{B, kScorerTextureChannels, N}, "texture");
+  require_shape(tex, Shape{B, kTextureChannels, N}, "texture");
   require_shape(query, Shape{B, dims_.dq}, "query");
   VLM_ASSERT(int64_t(has_prompt.size()) == B, "has_prompt: one flag per image");
   tex_ = tex, has_prompt_ = has_prompt, seed_ = seed;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reads a `vlm train` checkpoint (step_N.h5, layout in train/checkpoint.h and README
+"""Reads a `vlm train` checkpoint (step_N.h5, layout in checkpoint/checkpoint.h and README
 "Checkpoints") with h5py, independently of the C++ reader: prints the run state, the
 modules with their tensor counts and parameters, and checks that every tensor is f32,
 finite, matches its crc32c attribute (CRC-32C of its little-endian bytes), and that the
@@ -15,7 +15,7 @@ import numpy as np
 
 
 def crc32c(data: bytes) -> int:
-    """CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), as train/tfrecord.h."""
+    """CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), as runlog/tfrecord.h."""
     table = crc32c.table
     if table is None:
         table = []

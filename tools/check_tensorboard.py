@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Reads TensorBoard event files with the real `tensorboard` package (independently of the
-C++ reader in train/tb_events.h) and prints, per run folder, the scalar tags with their
+C++ reader in runlog/tb_events.h) and prints, per run folder, the scalar tags with their
 number of points and step range, and the image tags with their sizes (each PNG is
 decoded with Pillow when it is installed, and its size checked against the event's).
 Exits 1 when a tag named by --expect-scalars / --expect-images is missing from a run or

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <string>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "parallel/mpi/mpi_session.h"
 
 namespace vlm {

@@ -2,7 +2,7 @@
 // on one rank, as a task graph on the scheduler's named streams (scheduler/graph.h),
 // then the DP gradient reduction in buckets on the `comm` stream.
 //
-// Front-end slots (VlmModel, train/front_slot.h): micro-batch m uses slot m % S, S =
+// Front-end slots (VlmModel, model/front_slot.h): micro-batch m uses slot m % S, S =
 // min(model.front_slots(), M). With S = 2 the front end of m+1 (load .. scorers.post)
 // runs while the backbone runs m: it waits only for the backward tasks of m-1, the last
 // readers of its slot. With S = 1 it waits for those of m (no pipelining).
@@ -29,7 +29,7 @@
 // runs during llm.m. Once per step:
 //   finish        llm       TP-partial gradients of the backbone, the stage's placement
 //                           traffic (after the last llm, query.bwd and scorers.bwd)
-//   dp.<module>   comm      the module's DP gradient reduction (train/dp_grads.h:
+//   dp.<module>   comm      the module's DP gradient reduction (optim/dp_grads.h:
 //                           all-reduce in buckets, or ZeRO-1's reduce-scatter): the
 //                           projector's right after the last llm task, the backbone's and
 //                           scorers' after finish, the encoder's after its last backward;
@@ -85,8 +85,8 @@
 #include "parallel/communicator.h"
 #include "scheduler/graph.h"
 #include "scheduler/streams.h"
-#include "train/dp_grads.h"
-#include "train/vlm_model.h"
+#include "optim/dp_grads.h"
+#include "model/vlm_model.h"
 
 namespace vlm {
 

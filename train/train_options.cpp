@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <sstream>
 
-#include "core/config.h"
-#include "core/error.h"
+#include "base/config.h"
+#include "base/error.h"
 #include "data/storage/dataset.h"
 #include "llm/hf_config.h"
 #include "parallel/runtime.h"
@@ -35,7 +35,7 @@ void register_train_options(Config& cfg) {
   cfg.add_float("train.min_lr_ratio", 0.1, "final learning rate / peak (cosine, linear)", 0, 1);
   cfg.add_int("train.warmup", 0, "linear warmup steps", 0, int64_t(1) << 40);
   cfg.add_choice("train.schedule", "cosine", {"cosine", "linear", "constant"}, "learning-rate decay after warmup");
-  cfg.add_float("train.weight_decay", 0.01, "AdamW weight decay (matrices only, train/optimizer.h)", 0, 10);
+  cfg.add_float("train.weight_decay", 0.01, "AdamW weight decay (matrices only, optim/optimizer.h)", 0, 10);
   cfg.add_float("train.beta1", 0.9, "AdamW beta1", 0, 1);
   cfg.add_float("train.beta2", 0.95, "AdamW beta2", 0, 1);
   cfg.add_float("train.eps", 1e-8, "AdamW epsilon", 0, 1);

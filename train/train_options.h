@@ -12,9 +12,9 @@
 #include <string>
 
 #include "scheduler/streams.h"
-#include "train/batch.h"
-#include "train/optimizer.h"
-#include "train/vlm_model.h"
+#include "model/batch.h"
+#include "optim/optimizer.h"
+#include "model/vlm_model.h"
 
 namespace vlm {
 
@@ -50,8 +50,8 @@ struct TrainOptions {
   std::string run = "run", out_dir = "runs";
   double bucket_mb = 25;
   Precision precision = Precision::FP32;  // train.precision (README "Numerics")
-  bool grad_reduce_bf16 = false;          // train.grad_reduce_dtype=bf16 (train/dp_grads.h)
-  int64_t save_every = 0;       // checkpoints (train/checkpoint.h): every N steps and at the end; -1 never
+  bool grad_reduce_bf16 = false;          // train.grad_reduce_dtype=bf16 (optim/dp_grads.h)
+  int64_t save_every = 0;       // checkpoints (checkpoint/checkpoint.h): every N steps and at the end; -1 never
   int keep_last = 3;
   std::string ckpt_dir;         // resolved: <out_dir>/<run>/checkpoints when not given
   std::string resume;           // "", "auto", a file or a folder
@@ -80,7 +80,7 @@ VlmConfig resolve_vlm_config(const Config& cfg, const TrainOptions& t, const Tok
 // The same with the tokenizer's vocabulary size only (`vlm plan`, which reads no tokenizer
 // when model.vocab_size is given).
 VlmConfig resolve_vlm_config(const Config& cfg, const TrainOptions& t, int64_t tok_vocab, int tp);
-// The text of every sample: BOS, data.prompt's tokens, then the caption (train/batch.h).
+// The text of every sample: BOS, data.prompt's tokens, then the caption (model/batch.h).
 TextRule text_rule(const DataOptions& d, const TrainOptions& t, const Tokenizer& tok);
 
 }  // namespace vlm

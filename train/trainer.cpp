@@ -10,21 +10,21 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "core/config.h"
+#include "base/config.h"
 #include "core/counting_backend.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "data/storage/dataset.h"
 #include "llm/hf_import.h"
 #include "parallel/groups.h"
 #include "parallel/runtime.h"
 #include "scheduler/options.h"
 #include "scheduler/trace.h"
-#include "train/batch.h"
-#include "train/checkpoint.h"
-#include "train/evaluate.h"
-#include "train/plan_memory.h"
+#include "model/batch.h"
+#include "checkpoint/checkpoint.h"
+#include "model/evaluate.h"
+#include "train/memory_terms.h"
 #include "train/train_measure.h"
-#include "train/run_log.h"
+#include "runlog/run_log.h"
 #include "train/step.h"
 #include "train/train_options.h"
 #include "vision/siglip_config.h"
@@ -159,7 +159,7 @@ TrainReport Trainer::run() {
     StepLine line{step, S.total, loss, lr, gnorm, dt, elapsed, tot[1] / dt, tot[3] / dt, tot[2] / std::max(1.0, tot[3]),
                   mem, std::nullopt};
     if (S.peak.flops_s > 0)  // this rank's (train/mfu.h)
-      line.mfu = step_mfu(S.vcfg, S.layout, S.plan,
+      line.mfu = step_mfu(S.vcfg, S.layout.tp,
                           step_shape(mbs, visual, images), dt, S.peak.flops_s);
     const bool print = step % S.train.log_every == 0 || step == 1 || step == S.total;
     S.log->step(line, print);

@@ -1,8 +1,8 @@
 // Trainer: `vlm train` on one rank of a TP x DP layout (train/README.md, README
-// "Training"). It assembles the VLM (train/vlm_model.h) from the options, reads the
+// "Training"). It assembles the VLM (model/vlm_model.h) from the options, reads the
 // dataset through data/'s DP-sharded loader, runs optimizer steps through the scheduler's
-// step (train/step.h) with AdamW (train/optimizer.h), and reports through the run log
-// (train/run_log.h). After training it evaluates (train/evaluate.h).
+// step (train/step.h) with AdamW (optim/optimizer.h), and reports through the run log
+// (runlog/run_log.h). After training it evaluates (model/evaluate.h).
 // Invariants:
 //  - Inputs are checked on every rank in one agreed step before any work (the error
 //    policy of parallel/runtime.h): a bad option or file ends every rank with exit 2.
@@ -35,10 +35,10 @@ struct TrainReport {
   int64_t eval_images = 0;
   double train_seconds = 0, images_per_s = 0, tokens_per_s = 0;
   double loader_stall = 0;   // fraction of the training time spent waiting for batches
-  // Memory of this rank (train/plan_memory.h MemoryTerms): optimizer state; gradients
+  // Memory of this rank (plan/plan_memory.h MemoryTerms): optimizer state; gradients
   // (+ the bf16 copy of the DP reduction).
   size_t optimizer_bytes = 0, grad_bytes = 0;
-  // This rank's device memory: the planned arenas (train/plan_memory.h, what `vlm plan`
+  // This rank's device memory: the planned arenas (plan/plan_memory.h, what `vlm plan`
   // predicts) and the measured peak of the bytes allocated through the training backend
   // during the training steps (core/counting_backend.h).
   size_t planned_arena_bytes = 0, peak_arena_bytes = 0;
@@ -58,7 +58,7 @@ class Trainer {
   ~Trainer();
   TrainReport run();
 
-  // After run(): the trained model and what evaluating it needs (train/ablate_eval.h).
+  // After run(): the trained model and what evaluating it needs (ablate/ablate_eval.h).
   VlmModel& model();
   LoaderOptions loader_options(const std::string& split) const;
   const TextRule& rule() const;

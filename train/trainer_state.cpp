@@ -3,9 +3,9 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "parallel/runtime.h"
-#include "train/checkpoint.h"
+#include "checkpoint/checkpoint.h"
 #include "train/trainer_state.h"
 
 namespace vlm {

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/ops.h"
 #include "nn/init.h"
 

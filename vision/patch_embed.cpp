@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "nn/linear.h"
 
 namespace vlm {
@@ -49,7 +49,7 @@ std::vector<ParamSpec> PatchEmbed::param_specs(float init_std) const {
   }
   v.push_back(param_spec(kPatchBias, Shape{d}, -1, InitKind::Zeros));
   v.push_back(param_spec(kPositionTable, Shape{GG, d}, -1, InitKind::Normal, init_std));
-  if (cfg_.texture) v.push_back(param_spec(kTextureWeight, Shape{d, kVisionTextureChannels}, -1, InitKind::Zeros));
+  if (cfg_.texture) v.push_back(param_spec(kTextureWeight, Shape{d, kTextureChannels}, -1, InitKind::Zeros));
   return v;
 }
 
@@ -93,7 +93,7 @@ void PatchEmbed::plan(ActPlan& p) {
 
 double PatchEmbed::forward_macs_per_image() const {
   const double n = double(cfg_.tokens()), d = double(cfg_.d_model);
-  const double tex = cfg_.texture ? n * kVisionTextureChannels * d : 0.0;
+  const double tex = cfg_.texture ? n * kTextureChannels * d : 0.0;
   const int L = cfg_.stem_layers();
   if (L == 0) return n * 3.0 * cfg_.patch * cfg_.patch * d + tex;
   double m = n * double(cfg_.stem_width(L - 1)) * d;
@@ -116,7 +116,7 @@ namespace {
 
 // The texture of image b as [13, G*G], and a [B*G*G, d] tensor's rows of image b as [G*G, d].
 Tensor image_texture(const Tensor& texture, int64_t b, int64_t GG) {
-  return texture.slice(b, b + 1).view(Shape{kVisionTextureChannels, GG});
+  return texture.slice(b, b + 1).view(Shape{kTextureChannels, GG});
 }
 Tensor image_rows(const Tensor& x, int64_t b, int64_t GG) { return x.slice(b * GG, (b + 1) * GG); }
 
@@ -140,15 +140,15 @@ void PatchEmbed::forward(Stream& s, const Tensor& out, const Tensor& pixels, con
   matmul(s, out, embed_rows(), w_, o);                                        // conv P x P, stride P (or 1x1)
   bias_add(s, out.view(Shape{B, GG * d}), out.view(Shape{B, GG * d}), pos_.view(Shape{GG * d}));  // + positions
   if (!cfg_.texture) return round_act(s, out, bf16_);
-  VLM_ASSERT(texture.defined() && texture.shape() == Shape({B, kVisionTextureChannels, G, G}) &&
+  VLM_ASSERT(texture.defined() && texture.shape() == Shape({B, kTextureChannels, G, G}) &&
                  texture.dtype() == out.dtype(),
              "patch embedding: texture ", texture.defined() ? texture.str() : "undefined", ", expected [", B, ",",
-             kVisionTextureChannels, ",", G, ",", G, "] of the embedding's dtype");
+             kTextureChannels, ",", G, ",", G, "] of the embedding's dtype");
   GemmOpts t;  // out_b [GG, d] += texture_b^T [GG, 13] W_tex^T [13, d], one batched call
   t.trans_a = true;
   t.trans_b = true;
   t.beta = 1.f;
-  matmul(s, out.view(Shape{B, GG, d}), texture.view(Shape{B, kVisionTextureChannels, GG}), tex_, t);
+  matmul(s, out.view(Shape{B, GG, d}), texture.view(Shape{B, kTextureChannels, GG}), tex_, t);
   round_act(s, out, bf16_);
 }
 

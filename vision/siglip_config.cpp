@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <limits>
 
-#include "core/config.h"
-#include "core/error.h"
-#include "core/json.h"
+#include "base/config.h"
+#include "base/error.h"
+#include "base/json.h"
 
 namespace vlm {
 

@@ -3,8 +3,8 @@
 
 #include <filesystem>
 
-#include "core/error.h"
-#include "core/io/safetensors.h"
+#include "base/error.h"
+#include "io/safetensors.h"
 
 namespace vlm {
 

@@ -1,5 +1,5 @@
 // Hugging Face SigLIP towers -> the vision encoder (vision/encoder.h), through the one
-// safetensors reader (core/io/safetensors.h).
+// safetensors reader (io/safetensors.h).
 //
 //   SiglipCheckpoint ck = read_siglip_config(dir);          // vision/siglip_config.h
 //   VisionEncoder enc(ck.vision, backend, self, B, siglip_readout(ck));

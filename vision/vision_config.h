@@ -22,14 +22,12 @@
 #include <string>
 #include <string_view>
 
+#include "core/texture_channels.h"
+
 namespace vlm {
 
 class Config;
 
-// Channels of the texture array the encoder takes, [B, 13, G, G] (their order and
-// normalisation: data/image/texture.h, kTextureChannels; vision/ does not include data/,
-// the `vlm vision` command checks that the two agree).
-inline constexpr int kVisionTextureChannels = 13;
 
 // Upper limits of the sizes (typos and hostile files are refused before any allocation).
 inline constexpr int kMaxImageSize = 16384;    // S (and P <= S)

@@ -34,7 +34,7 @@
 #include "core/backend.h"
 #include "core/cpu/blas.h"
 #include "core/cpu/thread_pool.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace vlm {
 namespace {

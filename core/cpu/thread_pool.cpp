@@ -33,7 +33,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace vlm {
 namespace {

@@ -1,6 +1,6 @@
-// Status checks for the CUDA runtime, cuBLAS/cuBLASLt and cuDNN (core/error.h).
+// Status checks for the CUDA runtime, cuBLAS/cuBLASLt and cuDNN (base/error.h).
 // Each macro evaluates its expression once; on failure it reports, through
-// vlm_check_failed (core/error.h), the expression text, the library's own error name and
+// vlm_check_failed (base/error.h), the expression text, the library's own error name and
 // message, and file:line, then aborts. These are internal errors: a failing CUDA call is
 // never the user's fault we can explain better than the library does.
 //   CUDA_CHECK(cudaMalloc(&p, n));
@@ -12,7 +12,7 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 #define CUDA_CHECK(expr)                                                                           \
   do {                                                                                             \

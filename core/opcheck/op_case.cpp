@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/ops.h"
 
 namespace vlm::opcheck {

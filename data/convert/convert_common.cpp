@@ -8,9 +8,9 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "core/error.h"
-#include "core/file_read.h"
-#include "core/utf8.h"
+#include "base/error.h"
+#include "base/file_read.h"
+#include "base/utf8.h"
 #include "data/convert/converters.h"
 #include "data/image/image_pipeline.h"
 #include "data/load/sampler.h"

@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <map>
 
-#include "core/error.h"
-#include "core/file_read.h"
-#include "core/json.h"
+#include "base/error.h"
+#include "base/file_read.h"
+#include "base/json.h"
 #include "data/convert/converters.h"
 #include "data/storage/dataset_writer.h"
 
@@ -14,7 +14,7 @@ namespace vlm {
 
 namespace {
 
-// Caption files reach a few GB (LLaVA instruction sets); core/file_read.h also checks
+// Caption files reach a few GB (LLaVA instruction sets); base/file_read.h also checks
 // that the bytes can be allocated.
 constexpr uint64_t kMaxCaptionFileBytes = uint64_t(8) << 30;
 

@@ -12,8 +12,8 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "core/error.h"
-#include "core/file_read.h"
+#include "base/error.h"
+#include "base/file_read.h"
 #include "data/convert/converters.h"
 #include "data/convert/idx.h"
 #include "data/load/sampler.h"

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "data/convert/converters.h"
 #include "data/convert/scene_compose.h"
 #include "data/image/png.h"

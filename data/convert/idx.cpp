@@ -6,8 +6,8 @@
 
 #include <algorithm>
 
-#include "core/error.h"
-#include "core/memory_check.h"
+#include "base/error.h"
+#include "base/memory_check.h"
 
 namespace vlm {
 

@@ -1,7 +1,7 @@
 // tokenize_captions(): writes the token datasets of an existing schema-v1 file
 // (converters.h). The captions are read through DatasetReader (validated), encoded, and
 // written by rewrite_caption_tokens (dataset_writer.h), which replaces earlier tokens.
-#include "core/error.h"
+#include "base/error.h"
 #include "data/convert/converters.h"
 #include "data/storage/dataset.h"
 #include "data/storage/dataset_writer.h"

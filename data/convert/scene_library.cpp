@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <map>
 
-#include "core/error.h"
-#include "core/file_read.h"
+#include "base/error.h"
+#include "base/file_read.h"
 #include "data/convert/converters.h"
 #include "data/load/sampler.h"
 #include "data/storage/schema.h"

@@ -6,7 +6,7 @@
 #pragma once
 #include <cstdint>
 
-#include "core/splitmix.h"
+#include "base/splitmix.h"
 
 namespace vlm {
 

@@ -8,7 +8,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace vlm {
 

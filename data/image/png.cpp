@@ -5,7 +5,7 @@
 #include <opencv2/imgproc.hpp>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace vlm {
 

@@ -1,5 +1,5 @@
 // PNG encoding of 8-bit pixels to memory (OpenCV inside png.cpp), e.g. for the images the
-// trainer logs to TensorBoard (train/tb_events.h). Decoding is image_pipeline.h's.
+// trainer logs to TensorBoard (runlog/tb_events.h). Decoding is image_pipeline.h's.
 // Invariants: the input is packed HWC (rows of width * channels bytes, no padding) in
 // R, G, B[, A] order (1 channel: grey); the PNG holds the same pixels losslessly, with
 // colour type grey, RGB or RGBA for 1, 3 or 4 channels.

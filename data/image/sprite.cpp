@@ -5,7 +5,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "data/image/image_pipeline.h"
 
 namespace vlm {

@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <opencv2/core/hal/intrin.hpp>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace vlm {
 

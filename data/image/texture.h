@@ -24,11 +24,11 @@
 #pragma once
 #include <vector>
 
+#include "core/texture_channels.h"
 #include "data/image/image.h"
 
 namespace vlm {
 
-inline constexpr int kTextureChannels = 13;
 enum TextureChannel : int {
   kTexR = 0, kTexG, kTexB, kTexL, kTexA, kTexLabB, kTexGx, kTexGy, kTexGmag,
   kTexY, kTexX, kTexEcc, kTexContrast

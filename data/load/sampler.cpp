@@ -1,8 +1,8 @@
 // Implementation of DistributedSampler (order and policies documented in sampler.h).
 #include "data/load/sampler.h"
 
-#include "core/error.h"
-#include "core/splitmix.h"
+#include "base/error.h"
+#include "base/splitmix.h"
 
 namespace vlm {
 

@@ -1,7 +1,7 @@
 // Implementation of DatasetReader (see dataset.h for the checks made at open).
 #include "data/storage/dataset.h"
 
-#include "core/error.h"
+#include "base/error.h"
 #include "data/storage/schema.h"
 
 namespace vlm {

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "core/io/h5_io.h"
+#include "io/h5_io.h"
 
 namespace vlm {
 

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "core/error.h"
-#include "core/utf8.h"
+#include "base/error.h"
+#include "base/utf8.h"
 #include "data/storage/schema.h"
 
 namespace vlm {

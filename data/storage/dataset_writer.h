@@ -5,7 +5,7 @@
 //    each naming an image already added.
 //  - Image bytes are streamed to disk in ~4 MiB batches (memory stays bounded); captions,
 //    offsets and splits are kept in memory and written by finish().
-//  - The file is written under a temporary name beside `path` (core/io/atomic_file.h)
+//  - The file is written under a temporary name beside `path` (io/atomic_file.h)
 //    and renamed over `path` at the end of finish(); a writer destroyed without finish()
 //    removes it, so a failed build leaves an existing file at `path` untouched.
 //  - Captions are UTF-8 of at most schema::kMaxCaptionBytes (UserError naming `path`;
@@ -20,8 +20,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/io/atomic_file.h"
-#include "core/io/h5_io.h"
+#include "io/atomic_file.h"
+#include "io/h5_io.h"
 
 namespace vlm {
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <climits>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace vlm {
 

@@ -6,14 +6,14 @@
 // and Qwen2 set it false). Missing bos/eos/pad/image tokens are appended (tokenizer.h).
 // Loading is bounded (file size, id range, dense ids checked before the tables are
 // allocated); every error names the file and the entry. Saving goes through an
-// AtomicFile (core/io/atomic_file.h).
+// AtomicFile (io/atomic_file.h).
 #include <algorithm>
 #include <sstream>
 
-#include "core/error.h"
-#include "core/file_read.h"
-#include "core/io/atomic_file.h"
-#include "core/json.h"
+#include "base/error.h"
+#include "base/file_read.h"
+#include "io/atomic_file.h"
+#include "base/json.h"
 #include "data/text/tokenizer.h"
 
 namespace vlm {

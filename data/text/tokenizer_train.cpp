@@ -7,7 +7,7 @@
 // to a few hundred thousand distinct words.
 #include <map>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "data/text/tokenizer.h"
 
 namespace vlm {

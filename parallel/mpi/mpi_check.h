@@ -1,10 +1,10 @@
 // MPI_CHECK(expr): evaluates an MPI call and, unless it returns MPI_SUCCESS, prints
 // "MPI failed: <expr> (<MPI error string>) at file:line" through vlm_check_failed and
-// aborts (core/error.h). For internal failures only; launch mistakes are UserErrors.
+// aborts (base/error.h). For internal failures only; launch mistakes are UserErrors.
 #pragma once
 #include <mpi.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace vlm::detail {
 [[noreturn]] inline void mpi_check_failed(int rc, const char* expr, const char* file, int line) {

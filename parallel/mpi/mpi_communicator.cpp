@@ -6,7 +6,7 @@
 #include <thread>
 #include <utility>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "parallel/mpi/mpi_check.h"
 #include "parallel/mpi/mpi_session.h"
 

@@ -4,7 +4,7 @@
 // there is no device to bind.
 #include <mpi.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "parallel/groups.h"
 
 namespace vlm {

@@ -1,10 +1,10 @@
 // NCCL_CHECK(expr): evaluates an NCCL call and, unless it returns ncclSuccess, prints
 // "NCCL failed: <expr> (<ncclGetErrorString>; last: <ncclGetLastError>) at file:line"
-// through vlm_check_failed and aborts (core/error.h). Internal errors only.
+// through vlm_check_failed and aborts (base/error.h). Internal errors only.
 #pragma once
 #include <nccl.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 #define NCCL_CHECK(expr)                                                                          \
   do {                                                                                            \

@@ -3,7 +3,7 @@
 #include "parallel/nccl/nccl_watchdog.h"
 
 #include "core/cuda/cuda_check.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "parallel/mpi/mpi_session.h"
 
 namespace vlm {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/cpu_threads.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/opcheck/op_case.h"
 #include "core/ops.h"
 

@@ -1,4 +1,4 @@
-// Error-path tests (core/error.h): require_shape's message, VLM_REQUIRE throwing
+// Error-path tests (base/error.h): require_shape's message, VLM_REQUIRE throwing
 // UserError with the message, bad backend names and an unavailable CUDA backend as
 // UserErrors, and VLM_ASSERT / op shape checks aborting with the expression, the
 // detail and file:line (death tests).
@@ -7,7 +7,7 @@
 #include <string>
 
 #include "core/backend.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/ops.h"
 #include "core/tensor.h"
 

@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <opencv2/imgcodecs.hpp>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "data/convert/converters.h"
 #include "data/storage/dataset.h"
 #include "test_util.h"

@@ -9,7 +9,7 @@
 
 #include <opencv2/imgcodecs.hpp>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "data/storage/dataset.h"
 #include "data/storage/dataset_writer.h"
 #include "data/storage/schema.h"

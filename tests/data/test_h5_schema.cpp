@@ -7,7 +7,7 @@
 
 #include <opencv2/imgcodecs.hpp>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "data/convert/converters.h"
 #include "data/storage/dataset.h"
 #include "data/storage/dataset_writer.h"

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "data/load/sampler.h"
 
 using namespace vlm;

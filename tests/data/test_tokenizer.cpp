@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "data/convert/converters.h"
 #include "data/text/tokenizer.h"
 #include "test_util.h"

@@ -1,10 +1,10 @@
-// Fuzz target: the Config reader (core/config.h). The first byte picks the input kind:
+// Fuzz target: the Config reader (base/config.h). The first byte picks the input kind:
 // even = an INI file read with read_ini (via --config), odd = command-line words, one
 // per line, given to parse(). Options of every kind are registered, with sections,
 // ranges, choices, flags, lists and an alias.
 #include <vector>
 
-#include "core/config.h"
+#include "base/config.h"
 #include "fuzz_util.h"
 
 using namespace vlm;

@@ -1,6 +1,6 @@
-// Fuzz target: a safetensors file (core/io/safetensors.h) opened and every tensor of at
+// Fuzz target: a safetensors file (io/safetensors.h) opened and every tensor of at
 // most 2^20 elements read whole and, when 2-D, as a column slice.
-#include "core/io/safetensors.h"
+#include "io/safetensors.h"
 #include "fuzz_util.h"
 
 using namespace vlm;

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
-#include "core/io/safetensors.h"
+#include "base/config.h"
+#include "io/safetensors.h"
 #include "data/text/tokenizer.h"
 #include "fuzz_util.h"
 

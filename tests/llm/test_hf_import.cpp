@@ -21,11 +21,11 @@
 #include <unistd.h>
 
 #include "core/backend.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "llm/backbone.h"
 #include "llm/hf_config.h"
 #include "llm/hf_import.h"
-#include "core/io/safetensors.h"
+#include "io/safetensors.h"
 #include "parallel/groups.h"
 #include "tests/support/errors.h"
 #include "tests/support/mpi.h"

@@ -4,7 +4,7 @@
 // the `model.*` options.
 #include <gtest/gtest.h>
 
-#include "core/config.h"
+#include "base/config.h"
 #include "llm/param_specs.h"
 #include "llm_test_util.h"
 #include "nn/init.h"

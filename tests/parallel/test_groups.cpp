@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/tensor.h"
 #include "parallel/groups.h"
 #include "parallel/topology.h"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
+#include "base/config.h"
 #include "core/tensor.h"
 #include "parallel/runtime.h"
 #include "tests/support/mpi.h"

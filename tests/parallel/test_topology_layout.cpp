@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "parallel/topology.h"
 #include "tests/support/errors.h"
 

@@ -3,10 +3,10 @@
 // sizes, dtypes, duplicate names) and config.json values that do not fit their type
 // (2^32 layers, rope_theta=1e300), contradict each other or need more memory than there
 // is. The tiny Llama fixture (tests/data/hf_tiny/llama) is copied and edited per case
-// with core/json; an existing --out file must survive every failure.
+// with base/json; an existing --out file must survive every failure.
 #include <algorithm>
 
-#include "core/json.h"
+#include "base/json.h"
 #include "robustness.h"
 
 namespace vlm::robustness {

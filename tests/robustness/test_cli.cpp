@@ -1,4 +1,4 @@
-// Malformed command lines and INI files (core/config.h): unterminated quotes, endless or
+// Malformed command lines and INI files (base/config.h): unterminated quotes, endless or
 // binary files, directories, unknown keys, stray positional arguments, values out of
 // range or wrapping around (token ids above 2^32), missing values.
 #include "robustness.h"

@@ -1,4 +1,4 @@
-// Malformed HDF5 datasets (data/storage/dataset.h through core/io/h5_io.h): a valid file
+// Malformed HDF5 datasets (data/storage/dataset.h through io/h5_io.h): a valid file
 // made by `vlm data build` is edited with the HDF5 C API into attributes of the wrong
 // type or shape, datasets with unavailable filters, corrupt chunks, declared sizes the
 // file does not store, links and external storage, wrong dtypes and ranks, offsets and

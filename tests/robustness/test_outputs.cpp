@@ -1,4 +1,4 @@
-// No command destroys or truncates an existing file when it fails (core/io/atomic_file.h).
+// No command destroys or truncates an existing file when it fails (io/atomic_file.h).
 // One case per command that writes files, failing where a direct write would already have
 // truncated its output: a file-size limit (RLIMIT_FSIZE) makes the write itself fail
 // half-way, as a full disk would. Each case first shows that the same command without

@@ -17,7 +17,7 @@
 
 #include "core/ops.h"
 #include "core/tensor.h"
-#include "core/config.h"
+#include "base/config.h"
 #include "scheduler/graph.h"
 #include "scheduler/options.h"
 #include "tests/support/errors.h"

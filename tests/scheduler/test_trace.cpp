@@ -1,5 +1,5 @@
 // Traces (scheduler/trace.h): the summary against hand-computed figures, and the trace
-// file of a real run: valid JSON (core/json.h) in the trace-event format, one named
+// file of a real run: valid JSON (base/json.h) in the trace-event format, one named
 // track per stream, and overlapping slices for the tasks that can run at once.
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/json.h"
+#include "base/json.h"
 #include "scheduler/graph.h"
 #include "scheduler/trace.h"
 #include "tests/support/errors.h"

@@ -46,7 +46,7 @@ TEST(ScorerGrad, EachScorer) {
     sc.bind(t);
     Rng rng(20 + uint64_t(k));
     GradProblem p;
-    p.inputs = {host(rng.vec(B * N * d.d), Shape{B, N, d.d}), host(rng.vec(B * kScorerTextureChannels * N), Shape{B, kScorerTextureChannels, N}),
+    p.inputs = {host(rng.vec(B * N * d.d), Shape{B, N, d.d}), host(rng.vec(B * kTextureChannels * N), Shape{B, kTextureChannels, N}),
                 host(rng.vec(B * d.dq), Shape{B, d.dq})};
     add_params(p, t);
     p.forward = [&] {
@@ -95,7 +95,7 @@ TEST(ScorerGrad, PerspectivalIsPropositionalOnCentreSurround) {
           const size_t i = size_t(((b * N) + y * G + c) * d.d + e);
           x[i] = f[i] - m / n;
         }
-  Tensor tex = host(rng.vec(B * kScorerTextureChannels * N), Shape{B, kScorerTextureChannels, N}), q = zeros(Shape{B, d.dq});
+  Tensor tex = host(rng.vec(B * kTextureChannels * N), Shape{B, kTextureChannels, N}), q = zeros(Shape{B, d.dq});
   Tensor s1 = zeros(Shape{B, N}), s2 = zeros(Shape{B, N});
   persp.forward(S(), s1, host(f, Shape{B, N, d.d}), tex, q);
   prop.forward(S(), s2, host(x, Shape{B, N, d.d}), tex, q);
@@ -234,7 +234,7 @@ TEST(ScorerGrad, StageGivesEveryScorerAndTheBalancerAGradient) {
   Rng rng(71);
   Tensor F = host(rng.vec(B * N * d.d), Shape{B, N, d.d}), dF = zeros(Shape{B, N, d.d});
   GivenFeatures enc(F, dF);
-  Tensor tex = host(rng.vec(B * kScorerTextureChannels * N), Shape{B, kScorerTextureChannels, N});
+  Tensor tex = host(rng.vec(B * kTextureChannels * N), Shape{B, kTextureChannels, N});
   Tensor query = host(rng.vec(B * d.dq), Shape{B, d.dq});
   stage.forward(S(), enc, tex, query, {true, false}, 1);
   const Tensor& tok = stage.tokens();

@@ -43,7 +43,7 @@ Result run(Placement placement, Communicator& comm, Communicator& world, Communi
   Rng rng(2);  // the same inputs on every rank
   Tensor F = host_tensor(rng.vec(kB * N * d.d), Shape{kB, N, d.d}, DType::F32);
   Tensor dF = Tensor::zeros(cpu_backend(), F.shape());
-  Tensor tex = host_tensor(rng.vec(kB * kScorerTextureChannels * N), Shape{kB, kScorerTextureChannels, N}, DType::F32);
+  Tensor tex = host_tensor(rng.vec(kB * kTextureChannels * N), Shape{kB, kTextureChannels, N}, DType::F32);
   Tensor query = host_tensor(rng.vec(kB * d.dq), Shape{kB, d.dq}, DType::F32);
   GivenFeatures enc(F, dF);
   comm.reset_counters();

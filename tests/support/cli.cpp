@@ -1,7 +1,7 @@
 // Command-line test helpers (tests/support/cli.h).
 #include "tests/support/cli.h"
 
-#include "core/json.h"
+#include "base/json.h"
 
 namespace vlm::test {
 

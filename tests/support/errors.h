@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
-#include "core/error.h"
+#include "base/config.h"
+#include "base/error.h"
 
 namespace vlm::test {
 

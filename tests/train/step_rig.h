@@ -15,9 +15,9 @@
 #include "scheduler/streams.h"
 #include "tests/support/mpi.h"
 #include "tests/support/rng.h"
-#include "train/dp_grads.h"
+#include "optim/dp_grads.h"
 #include "train/step.h"
-#include "train/vlm_model.h"
+#include "model/vlm_model.h"
 
 namespace vlm {
 namespace {

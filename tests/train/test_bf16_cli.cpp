@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "core/json.h"
+#include "base/json.h"
 #include "tests/support/cli.h"
 
 namespace vlm {

@@ -31,8 +31,8 @@
 #include "scheduler/streams.h"
 #include "tests/support/mpi.h"
 #include "tests/train/step_rig.h"
-#include "train/dp_grads.h"
-#include "train/optimizer.h"
+#include "optim/dp_grads.h"
+#include "optim/optimizer.h"
 #include "train/step.h"
 
 namespace vlm {

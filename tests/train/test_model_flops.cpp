@@ -1,4 +1,4 @@
-// The model FLOPs of the MFU (train/plan_time.h step_work's model_flops, train/mfu.h)
+// The model FLOPs of the MFU (model/work.h model_work's model_flops, train/mfu.h)
 // against an independent count: every weight matrix of the real model's parameter tables
 // (a VlmModel built at TP = 1) times the rows it multiplies, 2 FLOPs per multiply-add, per
 // pass (forward; input gradient when something upstream trains; weight gradient when the
@@ -16,10 +16,9 @@
 #include <string>
 
 #include "core/backend.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "tests/support/mpi.h"
 #include "train/mfu.h"
-#include "train/plan_memory.h"
 
 namespace vlm {
 namespace {
@@ -91,16 +90,6 @@ double reference_flops(const VlmConfig& c, double B, double v, double t) {
   return total;
 }
 
-struct Planned {
-  RankLayout layout;
-  RankPlan plan;
-};
-Planned planned(const VlmConfig& c, int tp) {
-  Planned p;
-  p.layout.tp = tp;
-  p.plan = plan_rank(c, p.layout, OptimOptions{});
-  return p;
-}
 
 StepShape shape(int64_t images, double visual, double text, int M) {
   StepShape s;
@@ -110,10 +99,9 @@ StepShape shape(int64_t images, double visual, double text, int M) {
 
 void expect_reference(const VlmConfig& c, const std::string& what) {
   const StepShape s = shape(8, 7.25, 11.625, 3);  // fractional means, as a real step gives
-  const Planned p = planned(c, 1);
-  const double got = step_work(c, p.layout, p.plan, s).model_flops;
+  const double got = model_work(c, 1, s).model_flops;
   const double want = s.micro_batches * reference_flops(c, double(s.images), s.visual, s.text);
-  EXPECT_NEAR(got / want, 1.0, 1e-12) << what << ": step_work " << got << ", reference " << want;
+  EXPECT_NEAR(got / want, 1.0, 1e-12) << what << ": model_work " << got << ", reference " << want;
 }
 
 TEST(ModelFlops, LlamaAllTrainable) { expect_reference(tiny(ModelFamily::Llama), "llama, GQA, untied, texture"); }
@@ -143,14 +131,12 @@ TEST(ModelFlops, FrozenModules) {
 TEST(ModelFlops, IndependentOfTheLayout) {
   VlmConfig c = tiny(ModelFamily::Llama);
   const StepShape s = shape(8, 7.25, 11.625, 2);
-  const Planned one = planned(c, 1);
-  const StepWork w1 = step_work(c, one.layout, one.plan, s);
+  const ModelWork w1 = model_work(c, 1, s);
   for (Placement pl : {Placement::Replicated, Placement::BatchSplit, Placement::Dedicated, Placement::Tp2})
     for (bool sp : {false, true}) {
       VlmConfig d = c;
       d.scorers.scorers.placement = pl, d.llm.sequence_parallel = sp, d.llm.recompute = Recompute::Full;
-      const Planned two = planned(d, 2);
-      const StepWork w2 = step_work(d, two.layout, two.plan, s);
+      const ModelWork w2 = model_work(d, 2, s);
       EXPECT_NEAR(2 * w2.model_flops / w1.model_flops, 1.0, 1e-12) << placement_name(pl) << " sp " << sp;
       EXPECT_GT(2 * w2.gemm_flops, w1.gemm_flops) << "replicated work and recomputation run on every rank";
     }
@@ -190,8 +176,7 @@ TEST(Mfu, ShapeOfAStep) {
   EXPECT_DOUBLE_EQ(s.text, (5 + 3 + 2 + 6) / 4.0);
   EXPECT_DOUBLE_EQ(s.prompt, (2 + 3 + 1 + 2) / 4.0);
   const VlmConfig c = tiny(ModelFamily::Llama);
-  const Planned p = planned(c, 1);
-  EXPECT_DOUBLE_EQ(step_mfu(c, p.layout, p.plan, s, 0.5, 2e9), step_work(c, p.layout, p.plan, s).model_flops / 1e9);
+  EXPECT_DOUBLE_EQ(step_mfu(c, 1, s, 0.5, 2e9), model_work(c, 1, s).model_flops / 1e9);
 }
 
 }  // namespace

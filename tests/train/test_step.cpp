@@ -1,4 +1,4 @@
-// The VLM step (train/step.h) and optimizer (train/optimizer.h) on synthetic
+// The VLM step (train/step.h) and optimizer (optim/optimizer.h) on synthetic
 // micro-batches, under mpirun with 1, 2 or 4 ranks:
 //  - serial and overlap modes give bitwise equal losses and gradients at every layout
 //    (tp, dp) the world allows: (1,1); (2,1), (1,2); (2,2), (4,1);
@@ -29,8 +29,8 @@
 #include "tests/support/mpi.h"
 #include "tests/support/rng.h"
 #include "tests/train/step_rig.h"
-#include "train/dp_grads.h"
-#include "train/optimizer.h"
+#include "optim/dp_grads.h"
+#include "optim/optimizer.h"
 #include "train/step.h"
 
 namespace vlm {

@@ -1,7 +1,7 @@
 // The trace of the VLM step (train/step.h, scheduler/trace.h) under mpirun with 2 ranks
 // (DP = 2), M = 4 micro-batches on two front-end slots, `--scheduler.mode overlap
 // --trace FILE`: the ranks' events gathered and written as `vlm train` does, the file
-// parsed back with core/json.h and checked:
+// parsed back with base/json.h and checked:
 //  - trace-event format: one process per rank ("rank R"), one named track per stream
 //    plus the `step` track with one slice per step; every task slice has a name, its
 //    step and (tasks of a micro-batch) the micro-batch of its name; the `comm` slices
@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
-#include "core/json.h"
+#include "base/config.h"
+#include "base/json.h"
 #include "scheduler/options.h"
 #include "scheduler/trace.h"
 #include "tests/support/errors.h"

@@ -26,10 +26,10 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
+#include "base/config.h"
 #include "data/storage/dataset_writer.h"
-#include "train/plan_time.h"
-#include "train/tb_events.h"
+#include "model/work.h"
+#include "runlog/tb_events.h"
 #include "train/train_options.h"
 #include "tests/support/cli.h"
 
@@ -159,15 +159,13 @@ TEST_F(TrainCli, MfuOfTheRealShape) {
   const TrainOptions t = read_train_options(cfg);
   const Tokenizer tok = Tokenizer::load(tok_);
   const VlmConfig v = resolve_vlm_config(cfg, t, tok, 1);
-  const RankLayout l;
-  const RankPlan plan = plan_rank(v, l, t.optim);
   const double prompt = 1.0 + double(text_rule(read_data_options(cfg), t, tok).instruction.size());
   const std::string m = dir_ + "/runs/mfu/metrics.jsonl";
   const std::vector<double> ms = test::jsonl_values(m, "step_ms"), tps = test::jsonl_values(m, "tokens_per_s"),
                             vpi = test::jsonl_values(m, "visual_tokens_per_image"), mfu = test::jsonl_values(m, "mfu");
   ASSERT_EQ(mfu.size(), 6u);
   ASSERT_EQ(ms.size(), 6u);
-  const double largest = step_work(v, l, plan, largest_step(v, 1)).model_flops;
+  const double largest = model_work(v, 1, largest_step(v, 1)).model_flops;
   std::vector<double> flops;
   bool below_largest = false;
   for (size_t i = 0; i < mfu.size(); ++i) {
@@ -177,7 +175,7 @@ TEST_F(TrainCli, MfuOfTheRealShape) {
     const double visual = vpi[i] * double(t.batch), captions = std::round(tps[i] * ms[i] / 1e3 - visual);
     s.text = prompt + captions / double(t.batch);
     ASSERT_LE(s.text, double(t.max_text)) << "step " << i + 1;
-    flops.push_back(step_work(v, l, plan, s).model_flops);
+    flops.push_back(model_work(v, 1, s).model_flops);
     EXPECT_NEAR(mfu[i] / (flops[i] / (ms[i] / 1e3) / (peak * 1e12)), 1.0, 1e-9) << "step " << i + 1;
     below_largest = below_largest || flops[i] < largest * (1 - 1e-3);
   }

@@ -1,6 +1,6 @@
 // Helpers of the vision config tests: the support helpers they use (tests/support) and a
 // safetensors header reader (the tests link vlm_vision and vlm_core only, so the header
-// is parsed here with core/json).
+// is parsed here with base/json).
 #pragma once
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
-#include "core/error.h"
-#include "core/json.h"
+#include "base/config.h"
+#include "base/error.h"
+#include "base/json.h"
 #include "tests/support/errors.h"
 #include "tests/support/files.h"
 

@@ -1,7 +1,7 @@
 // Helpers of the SigLIP import tests: the committed fixtures (tests/data/hf_tiny, made
 // by tools/make_siglip_tiny.py), their reference tensors and image, and malformed
 // copies of a fixture (a tensor dropped or reshaped, config.json edited), written with
-// core/io's safetensors writer.
+// io/'s safetensors writer.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/io/safetensors.h"
+#include "io/safetensors.h"
 #include "data/image/image_pipeline.h"
 #include "tests/support/files.h"
 

@@ -18,7 +18,7 @@
 #include <cmath>
 #include <memory>
 
-#include "core/config.h"
+#include "base/config.h"
 #include "data/image/texture.h"
 #include "siglip_test_util.h"
 #include "tests/support/errors.h"
@@ -48,7 +48,7 @@ std::vector<float> features(const std::string& name, VisionReadout r, bool textu
   Tensor px = Tensor::empty(cpu_backend(), Shape{1, S, S, 3}, DType::U8);
   std::copy(img.begin(), img.end(), px.ptr<uint8_t>());
   const Tensor tex = Tensor::from_vector(compute_texture(ImageView::packed(img.data(), S, S), G),
-                                         Shape{1, kVisionTextureChannels, G, G});
+                                         Shape{1, kTextureChannels, G, G});
   enc.forward(cpu_backend().default_stream(), px, texture ? tex : Tensor{});
   return to_vector_f32(enc.features());
 }

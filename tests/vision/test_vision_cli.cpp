@@ -17,8 +17,8 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "core/error.h"
-#include "core/io/h5_io.h"
+#include "base/error.h"
+#include "io/h5_io.h"
 #include "data/image/texture.h"
 #include "siglip_test_util.h"
 

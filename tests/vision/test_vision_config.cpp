@@ -1,7 +1,7 @@
 // Tests of VisionConfig (vision/vision_config.h): the `vision.*` options' defaults
 // (SigLIP-B/16 at 224 px), values from the command line and INI files, each bad value
 // refused with a message naming the option, validate(); and the
-// range-checked JSON number getters (core/json.h int_in / double_in) they build on.
+// range-checked JSON number getters (base/json.h int_in / double_in) they build on.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -51,8 +51,8 @@ Tensor random_pixels(uint64_t seed, int64_t B, int64_t S) {
 }
 Tensor random_texture(uint64_t seed, const VisionConfig& v) {
   const int64_t G = v.grid();
-  return host(Rng(seed).vec(kImages * kVisionTextureChannels * G * G, -2, 2),
-              Shape{kImages, kVisionTextureChannels, G, G});
+  return host(Rng(seed).vec(kImages * kTextureChannels * G * G, -2, 2),
+              Shape{kImages, kTextureChannels, G, G});
 }
 
 // Every parameter of `t` random (norm weights near 1), the texture map included.
@@ -148,8 +148,8 @@ TEST(VisionGrad, PatchEmbeddingMatchesConvolutionReference) {
     for (int64_t cell = 0; cell < G * G; ++cell)
       for (int64_t j = 0; j < d; ++j) {
         double x = cv[size_t((b * d + j) * G * G + cell)] + pos[size_t(cell * d + j)];
-        for (int64_t k = 0; k < kVisionTextureChannels; ++k)
-          x += tex[size_t((b * kVisionTextureChannels + k) * G * G + cell)] * wt[size_t(j * kVisionTextureChannels + k)];
+        for (int64_t k = 0; k < kTextureChannels; ++k)
+          x += tex[size_t((b * kTextureChannels + k) * G * G + cell)] * wt[size_t(j * kTextureChannels + k)];
         want[size_t((b * G * G + cell) * d + j)] = x;
       }
   EXPECT_CLOSE(got, want, 1e-12);
@@ -211,8 +211,8 @@ TEST(VisionGrad, ConvStemMatchesReference) {
       for (int64_t j = 0; j < d; ++j) {
         double acc = bias[size_t(j)] + pos[size_t(cell * d + j)];
         for (int64_t c = 0; c < C; ++c) acc += w[size_t(j * C + c)] * x[size_t((b * C + c) * G * G + cell)];
-        for (int64_t k = 0; k < kVisionTextureChannels; ++k)
-          acc += tex[size_t((b * kVisionTextureChannels + k) * G * G + cell)] * wt[size_t(j * kVisionTextureChannels + k)];
+        for (int64_t k = 0; k < kTextureChannels; ++k)
+          acc += tex[size_t((b * kTextureChannels + k) * G * G + cell)] * wt[size_t(j * kTextureChannels + k)];
         want[size_t((b * G * G + cell) * d + j)] = acc;
       }
   EXPECT_CLOSE(got, want, 1e-12);

@@ -1,0 +1,296 @@
+// `vlm ablate`: the rows, their checks, training, evaluation and resume (ablate/ablate.h).
+#include "ablate/ablate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <sstream>
+
+#include "base/config.h"
+#include "base/error.h"
+#include "base/file_read.h"
+#include "io/atomic_file.h"
+#include "data/storage/dataset.h"
+#include "parallel/groups.h"
+#include "parallel/runtime.h"
+#include "ablate/ablate_eval.h"
+#include "ablate/ablate_table.h"
+#include "runlog/run_log.h"
+#include "train/train_options.h"
+#include "train/trainer.h"
+#include "vision/siglip_config.h"
+
+namespace vlm {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+const std::vector<std::string> kPlacements = {"replicated", "batch-split", "dedicated", "tp2"};
+const std::vector<std::string> kPolicies = {"relevance", "uniform", "random"};
+
+std::vector<std::string> names(const std::string& list, const std::string& option,
+                               const std::vector<std::string>& known) {
+  std::vector<std::string> out;
+  std::stringstream ss(list);
+  std::string w;
+  while (std::getline(ss, w, ',')) {
+    std::string all;
+    for (const std::string& k : known) all += (all.empty() ? "" : ", ") + k;
+    VLM_REQUIRE(std::find(known.begin(), known.end(), w) != known.end(), "--", option, ": '", w,
+                "' is not one of ", all);
+    VLM_REQUIRE(std::find(out.begin(), out.end(), w) == out.end(), "--", option, ": '", w, "' is given twice");
+    out.push_back(w);
+  }
+  VLM_REQUIRE(!out.empty(), "--", option, ": expected a comma list of ", known.front(), ", ...");
+  return out;
+}
+
+struct RowSpec {
+  std::string placement, lod;
+  int64_t budget = 0;
+};
+
+// The options a row sets (read after the base options, so they win).
+std::string row_overrides(const RowSpec& r, const AblateOptions& a, const Config& base, int tp, int dp) {
+  std::ostringstream os;
+  const int64_t min_tokens = std::min(base.get_int("lod.min_tokens"), r.budget);
+  double lr = base.get_float("train.lr");
+  if (!a.test_break.empty() && a.test_break == r.placement) lr *= 1.1;  // test only (README "Ablations")
+  char lr_text[32];
+  std::snprintf(lr_text, sizeof lr_text, "%.17g", lr);
+  os << "[lod]\npolicy = " << r.lod << "\nbudget = " << r.budget << "\nmax_tokens = " << r.budget
+     << "\nmin_tokens = " << min_tokens << "\n[scorers]\nplacement = " << r.placement << "\n[train]\n";
+  if (a.steps > 0) os << "steps = " << a.steps << "\n";
+  os << "lr = " << lr_text << "\nrun = " << r.placement << "-" << r.lod << "-" << r.budget << "-tp" << tp << "dp" << dp
+     << "\nout_dir = \"" << a.out << "/runs\"\nckpt_dir = \"\"\nsave_every = -1\nresume = \"\"\neval_every = 0\n"
+     << "[eval]\nsplit = \"\"\npictures = 0\n";
+  return os.str();
+}
+
+std::unique_ptr<Config> row_config(const Config& base, const std::string& overrides) {
+  auto c = std::make_unique<Config>("vlm ablate");
+  register_ablate_options(*c);
+  c->read_ini_text(base.dump_ini(true), "the options of vlm ablate");
+  c->read_ini_text(overrides, "the options of the ablation row");
+  return c;
+}
+
+// Every option but those a row, the layout or the bookkeeping set: rows of one ablation
+// share it (FNV-1a 64 of the filtered dump, hex).
+std::string fingerprint(const Config& base, int64_t steps) {
+  std::stringstream in(base.dump_ini(false));
+  std::string line, sec, kept;
+  const std::vector<std::string> skip = {"lod.policy", "lod.budget", "lod.min_tokens", "lod.max_tokens",
+                                         "scorers.placement", "train.run", "train.out_dir", "train.ckpt_dir",
+                                         "train.resume", "train.save_every", "train.keep_last", "train.log_every",
+                                         "train.eval_every", "data.threads", "data.prefetch", "eval.pictures",
+                                         "eval.split", "train.steps"};
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    if (line[0] == '[') {
+      sec = line.substr(1, line.size() - 2);
+      continue;
+    }
+    const std::string name = (sec.empty() ? "" : sec + ".") + line.substr(0, line.find(" = "));
+    const bool own = name == "ablate.eval_samples" || name == "ablate.test_break";  // they change the figures
+    if ((sec == "ablate" && !own) || sec == "parallel" || sec == "scheduler" || name == "trace" ||
+        std::find(skip.begin(), skip.end(), name) != skip.end())
+      continue;
+    kept += name + line.substr(line.find(" = ")) + "\n";
+  }
+  kept += "train.steps = " + std::to_string(steps > 0 ? steps : base.get_int("train.steps")) + "\n";
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : kept) h = (h ^ c) * 1099511628211ull;
+  char b[20];
+  std::snprintf(b, sizeof b, "%016llx", (unsigned long long)h);
+  return b;
+}
+
+}  // namespace
+
+void register_ablate_options(Config& cfg) {
+  register_all_train_options(cfg);
+  cfg.add_string("ablate.placements", "replicated", "comma list of scorer placements: replicated, batch-split, "
+                 "dedicated, tp2 (tp2 needs parallel.tp=2)");
+  cfg.add_string("ablate.lod", "relevance,uniform,random", "comma list of LOD policies: relevance, uniform, random");
+  cfg.add_int_list("ablate.budgets", "64,100,200,400",
+                   "visual tokens per image at most (each at least the number of regions, at most G*G)", 1,
+                   int64_t(1) << 30);
+  cfg.add_int("ablate.steps", 0, "optimizer steps of every row (0 = train.steps / train.epochs)", 0, int64_t(1) << 40);
+  cfg.add_string("ablate.out", "ablation", "folder of ablation.csv/.md/.png and the rows' run folders (resumed)");
+  cfg.add_float("ablate.tol", 1e-5, "relative tolerance of the equal losses of rows that differ only by placement",
+                0.0, 1.0);
+  cfg.add_int("ablate.eval_samples", 256, "samples of eval.split answered per row (0 = the whole split)", 0,
+              int64_t(1) << 40);
+  cfg.add_int("ablate.check_steps", 20, "steps whose losses the equal-loss check compares (README, Ablations)", 1,
+              1 << 20);
+  cfg.add_string("ablate.test_break", "", "TEST ONLY: trains the rows of this placement with train.lr x 1.1, so that "
+                 "the equal-loss check must flag them");
+  cfg.add_alias("placements", "ablate.placements");
+  cfg.add_alias("lod", "ablate.lod");
+  cfg.add_alias("budgets", "ablate.budgets");
+  cfg.add_alias("steps", "ablate.steps");
+  cfg.add_alias("out", "ablate.out");
+}
+
+AblateOptions read_ablate_options(const Config& cfg) {
+  AblateOptions a;
+  a.placements = {cfg.get_string("ablate.placements")};  // split and checked in run_ablation
+  a.lods = {cfg.get_string("ablate.lod")};
+  a.budgets = cfg.get_int_list("ablate.budgets");
+  a.steps = cfg.get_int("ablate.steps");
+  a.out = cfg.get_string("ablate.out");
+  a.tol = cfg.get_float("ablate.tol");
+  a.eval_samples = cfg.get_int("ablate.eval_samples");
+  a.test_break = cfg.get_string("ablate.test_break");
+  a.check_steps = cfg.get_int("ablate.check_steps");
+  return a;
+}
+
+int run_ablation(const Config& cfg, Runtime& rt) {
+  const int tp = rt.topology().tp(), dp = rt.topology().dp();
+  AblateOptions a;
+  std::vector<RowSpec> todo;
+  std::vector<AblationRow> done;
+  std::string fp, csv_path, eval_split;
+  int max_new = 24;
+  rt.on_every_rank("inputs", [&] {
+    a = read_ablate_options(cfg);
+    a.placements = names(a.placements[0], "placements", kPlacements);
+    a.lods = names(a.lods[0], "lod", kPolicies);
+    VLM_REQUIRE(!a.budgets.empty(), "--budgets: expected a comma list of token budgets (64,100,200,400)");
+    VLM_REQUIRE(a.test_break.empty() || std::find(kPlacements.begin(), kPlacements.end(), a.test_break) !=
+                kPlacements.end(), "--ablate.test_break: '", a.test_break, "' is not a placement");
+    const bool tp2 = std::find(a.placements.begin(), a.placements.end(), "tp2") != a.placements.end();
+    VLM_REQUIRE(!tp2 || tp % 2 == 0, "--placements: tp2 splits each scorer over pairs of TP ranks and needs an even "
+                "parallel.tp, got parallel.tp=", tp, " (run under mpirun with --tp 2)");
+    const VisionConfig v = resolve_vision_config(cfg);
+    const int G = v.grid(), R = int(cfg.get_int("lod.region"));
+    VLM_REQUIRE(R >= 1 && G % R == 0, "lod.region=", R, " does not divide the grid G = ", G);
+    const int64_t regions = int64_t(G / R) * (G / R);
+    for (size_t i = 0; i < a.budgets.size(); ++i) {
+      const int64_t b = a.budgets[i];
+      VLM_REQUIRE(std::find(a.budgets.begin(), a.budgets.begin() + i, b) == a.budgets.begin() + i, "--budgets: ", b,
+                  " is given twice");
+      VLM_REQUIRE(b >= regions, "--budgets: ", b, " is below the number of regions (G/R)^2 = (", G, "/", R, ")^2 = ",
+                  regions, " (every region emits at least one token)");
+      VLM_REQUIRE(b <= int64_t(G) * G, "--budgets: ", b, " is above G*G = ", int64_t(G) * G,
+                  " (every cell its own token)");
+    }
+    const DataOptions data = read_data_options(cfg);
+    VLM_REQUIRE(!data.path.empty(), "--data.path: an image-text HDF5 file with caption boxes is required "
+                "(vlm data build --data.from scenes)");
+    const EvalOptions ev = read_eval_options(cfg);
+    eval_split = ev.split, max_new = ev.max_new;
+    VLM_REQUIRE(!eval_split.empty(), "--eval.split: the split the rows are evaluated on is required (e.g. test)");
+    DatasetReader ds(data.path);
+    VLM_REQUIRE(ds.has_boxes(), data.path, ": no caption boxes (/captions/box); the ablation measures answers and "
+                "relevance on a scenes dataset (vlm data build --data.from scenes)");
+    VLM_REQUIRE(!ds.split_captions(eval_split).empty(), data.path, ": split '", eval_split,
+                "' has no captions (--eval.split)");
+    const std::shared_ptr<const Tokenizer> tok = find_tokenizer(data, ds);
+    fp = fingerprint(cfg, a.steps);
+    csv_path = a.out + "/ablation.csv";
+    std::error_code ec;
+    std::filesystem::create_directories(a.out, ec);
+    VLM_REQUIRE(!ec, a.out, ": cannot create the --out folder (", ec.message(), ")");
+    if (std::filesystem::exists(csv_path)) {
+      done = parse_ablation_csv(read_file_bounded(csv_path, uint64_t(64) << 20, "ablation table"), csv_path);
+      for (const AblationRow& r : done)
+        VLM_REQUIRE(r.config == fp, csv_path, ": row '", r.key(), "' was made with other options (fingerprint ",
+                    r.config, ", this run ", fp, "); use another --out, or the options of that ablation");
+    }
+    for (const std::string& p : a.placements)
+      for (const std::string& l : a.lods)
+        for (int64_t b : a.budgets) {
+          const RowSpec r{p, l, b};
+          AblationRow k;
+          k.placement = p, k.lod = l, k.budget = b, k.tp = tp, k.dp = dp;
+          if (std::any_of(done.begin(), done.end(), [&](const AblationRow& d) { return d.key() == k.key(); }))
+            continue;
+          const auto row = row_config(cfg, row_overrides(r, a, cfg, tp, dp));
+          const TrainOptions t = read_train_options(*row);
+          t.check(dp);
+          resolve_vlm_config(*row, t, *tok, tp);  // the model of the row (UserError naming its options)
+          todo.push_back(r);
+        }
+  });
+  const size_t skipped = a.placements.size() * a.lods.size() * a.budgets.size() - todo.size();
+  std::ostringstream cmd;  // the command line of the table (the lists as given)
+  cmd << "vlm ablate --placements " << cfg.get_string("ablate.placements") << " --lod " << cfg.get_string("ablate.lod")
+      << " --budgets ";
+  for (size_t i = 0; i < a.budgets.size(); ++i) cmd << (i ? "," : "") << a.budgets[i];
+  if (a.steps > 0) cmd << " --steps " << a.steps;
+  const std::string command = cmd.str();
+  if (rt.root()) {
+    std::printf("vlm ablate: %zu rows to run, %zu already in %s | tp=%d dp=%d\n", todo.size(), skipped,
+                csv_path.c_str(), tp, dp);
+    std::fflush(stdout);
+  }
+  Stream& s = rt.backend().default_stream();
+  auto write_files = [&](std::vector<AblationRow>& rows, bool report) {
+    fill_random_precision(rows);
+    const std::vector<std::string> bad = check_placements(rows, a.tol);
+    if (rt.root()) {
+      write_file_atomic(a.out + "/ablation.csv", ablation_csv(rows));
+      write_file_atomic(a.out + "/ablation.md", ablation_markdown(rows, command, a.tol));
+      write_file_atomic(a.out + "/ablation.png", ablation_chart_png(rows));
+      if (report)
+        for (const std::string& b : bad) std::fprintf(stderr, "vlm ablate: %s\n", b.c_str());
+    }
+    return bad.size();
+  };
+  const auto t_all = Clock::now();
+  for (size_t i = 0; i < todo.size(); ++i) {
+    const RowSpec& spec = todo[i];
+    const auto row = row_config(cfg, row_overrides(spec, a, cfg, tp, dp));
+    AblationRow r;
+    r.placement = spec.placement, r.lod = spec.lod, r.budget = spec.budget, r.tp = tp, r.dp = dp, r.config = fp;
+    if (rt.root()) {
+      std::printf("vlm ablate: row %zu/%zu: %s\n", i + 1, todo.size(), r.key().c_str());
+      std::fflush(stdout);
+    }
+    const auto t0 = Clock::now();
+    Trainer trainer(*row, rt);
+    const TrainReport rep = trainer.run();
+    LoaderOptions lo = trainer.loader_options(eval_split);
+    lo.limit = a.eval_samples;
+    Loader eval(lo);
+    const AnswerReport ans = answer_accuracy(trainer.model(), s, rt.groups().dp(), eval, trainer.rule(),
+                                             trainer.tokenizer(), max_new);
+    const double mem = double(rep.peak_arena_bytes);
+    const std::vector<double> mx =
+        all_reduce_values(rt.groups().world(), s, {mem, rep.tp_bytes_per_step, rep.dp_bytes_per_step}, ReduceOp::Max);
+    r.early_losses.assign(rep.losses.begin(), rep.losses.begin() + std::min<size_t>(rep.losses.size(), size_t(a.check_steps)));
+    r.steps = rep.steps, r.tokens_per_image = rep.visual_tokens_per_image;
+    r.first_loss = rep.first_loss, r.loss = rep.last_loss, r.val_loss = rep.val_loss;
+    r.accuracy = ans.accuracy(), r.answered = ans.samples;
+    r.precision = ans.precision(), r.precision_chance = ans.chance();
+    r.step_ms = 1e3 * rep.step_seconds, r.images_per_s = rep.images_per_s;
+    r.mem_mib = mx[0] / (1 << 20), r.tp_bytes = mx[1], r.dp_bytes = mx[2];
+    r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    done.push_back(r);
+    write_files(done, false);
+    if (rt.root()) {
+      const double el = std::chrono::duration<double>(Clock::now() - t_all).count();
+      const double eta = el / double(i + 1) * double(todo.size() - i - 1);
+      std::printf("vlm ablate: row %zu/%zu done in %s: %s | %.1f tok/img | val loss %.4f | accuracy %.1f%% | "
+                  "relevance precision %.3f (chance %.3f) | ETA %s\n",
+                  i + 1, todo.size(), format_duration(r.seconds).c_str(), r.key().c_str(), r.tokens_per_image,
+                  r.val_loss, 100.0 * r.accuracy, r.precision, r.precision_chance, format_duration(eta).c_str());
+      std::fflush(stdout);
+    }
+  }
+  const size_t bad = write_files(done, true);
+  if (rt.root()) {
+    std::printf("vlm ablate: %zu rows in %s/ablation.{csv,md,png}%s\n", done.size(), a.out.c_str(),
+                bad ? " | placements with unequal losses: see stderr and the loss_check column" : "");
+    std::fflush(stdout);
+  }
+  return bad ? 1 : 0;
+}
+
+}  // namespace vlm

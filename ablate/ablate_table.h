@@ -1,0 +1,60 @@
+// The rows of `vlm ablate` and the three files it writes in its --out folder (README
+// "Ablations"): ablation.csv (every column, read back to resume), ablation.md (a
+// Markdown table) and ablation.png (answer accuracy against mean visual tokens per image,
+// one line per LOD policy, picture/line_chart.h). Every file is written atomically.
+// Invariants:
+//  - A row's key is (placement, lod, budget, tp, dp); the CSV holds each key once.
+//  - The derived columns are recomputed from the rows at every write, never trusted from
+//    a file: precision_random (the relevance precision of the lod=random row with the
+//    same placement, budget and layout) and loss_check (see check_placements).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vlm {
+
+struct AblationRow {
+  // The key, and the configuration fingerprint of the ablation it belongs to.
+  std::string placement, lod;
+  int64_t budget = 0;
+  int tp = 1, dp = 1;
+  int64_t steps = 0;
+  std::string config;
+  // Measured.
+  double tokens_per_image = 0, first_loss = 0, loss = 0, val_loss = 0;
+  double accuracy = 0;
+  int64_t answered = 0;
+  double precision = 0, precision_chance = 0;
+  double step_ms = 0, images_per_s = 0, mem_mib = 0, tp_bytes = 0, dp_bytes = 0, seconds = 0;
+  std::vector<double> early_losses;  // the losses of the first steps (ablate.check_steps)
+  // Derived (recomputed): -1 = no random row / no reference.
+  double precision_random = -1;
+  std::string loss_check = "-";  // "ref", "ok", "MISMATCH", "-" (no other placement)
+  double early_diff = -1, val_diff = -1;  // relative differences to the group's reference
+
+  std::string key() const;  // "replicated relevance 64 tp=1 dp=1"
+};
+
+// Fills loss_check, early_diff and val_diff of every row: rows equal in everything but
+// the placement form a group; its reference is the replicated row (else the first of the
+// group in row order); every other row's early losses (the steps both rows have) must
+// equal the reference's to `tol` relative (|a - b| <= tol * max(|a|, |b|)), else it is
+// "MISMATCH". Only the first steps are compared: the placements sum the same terms in
+// another order, and training (the discrete LOD allocation above all) amplifies those
+// rounding differences step after step (README "Ablations"); val_diff reports where the
+// runs ended. Returns one line per mismatch, naming both rows and the difference.
+std::vector<std::string> check_placements(std::vector<AblationRow>& rows, double tol);
+// Fills precision_random of every row.
+void fill_random_precision(std::vector<AblationRow>& rows);
+
+std::string ablation_csv(const std::vector<AblationRow>& rows);
+// The rows of an ablation.csv's text (`path` names it in errors): UserError on a header
+// other than ablation_csv's or a malformed line.
+std::vector<AblationRow> parse_ablation_csv(const std::string& text, const std::string& path);
+// `command`: the command line, printed under the table. `tol`: the loss check's tolerance.
+std::string ablation_markdown(const std::vector<AblationRow>& rows, const std::string& command, double tol);
+// The chart of the rows of one placement and layout (the one with the most rows).
+std::string ablation_chart_png(const std::vector<AblationRow>& rows);
+
+}  // namespace vlm

@@ -1,0 +1,63 @@
+// Implementation of read_file_bounded (see file_read.h).
+#include "base/file_read.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "base/error.h"
+#include "base/memory_check.h"
+
+namespace vlm {
+
+namespace {
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+}  // namespace
+
+std::string read_file_bounded(const std::string& path, uint64_t max_bytes, std::string_view kind) {
+  Fd f;
+  f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (f.fd < 0) throw UserError(cat(path, ": cannot open ", kind, " (", std::strerror(errno), ")"));
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0) throw UserError(cat(path, ": cannot stat ", kind, " (", std::strerror(errno), ")"));
+  if (S_ISDIR(st.st_mode)) throw UserError(cat(path, ": is a directory (expected a ", kind, ")"));
+  const bool regular = S_ISREG(st.st_mode);
+  if (regular && uint64_t(st.st_size) > max_bytes)
+    throw UserError(cat(path, ": ", kind, " of ", uint64_t(st.st_size), " bytes is larger than the limit of ",
+                        max_bytes, " bytes"));
+  const uint64_t expect = regular ? uint64_t(st.st_size) : std::min<uint64_t>(max_bytes, uint64_t(1) << 20);
+  require_allocatable(expect, cat(path, ": reading the ", kind));
+  std::string out;
+  out.resize(size_t(expect));
+  size_t have = 0;
+  for (;;) {
+    if (have == out.size()) {
+      if (regular || have > max_bytes) break;
+      // A device or pipe: grow up to the limit, one byte past it to detect "larger".
+      const uint64_t next = std::min<uint64_t>(max_bytes + 1, std::max<uint64_t>(2 * out.size(), 4096));
+      if (next <= out.size()) break;
+      require_allocatable(next, cat(path, ": reading the ", kind));
+      out.resize(size_t(next));
+    }
+    const ssize_t r = ::read(f.fd, out.data() + have, out.size() - have);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) throw UserError(cat(path, ": read of the ", kind, " failed (", std::strerror(errno), ")"));
+    if (r == 0) break;
+    have += size_t(r);
+  }
+  if (have > max_bytes)
+    throw UserError(cat(path, ": ", kind, " is larger than the limit of ", max_bytes, " bytes"));
+  out.resize(have);  // a regular file that shrank while read: what is there
+  return out;
+}
+
+}  // namespace vlm

@@ -1,0 +1,31 @@
+// The bytes one optimizer step of `vlm train` moves on each group, as the Communicator
+// counts them (bytes of the local input buffer of every call: parallel/communicator.h),
+// from the formulas the module tests assert:
+//   backbone (llm/backbone.h, mixed input: E = 1), the prompt query's vocab-parallel
+//   lookup (one all-reduce of the prompt rows [P, C]), the scorer placement
+//   (scorers/placement.h: placement_bytes, its parameter part once per step; under
+//   batch-split with a training encoder also the feature gradients' all-reduce), the DP
+//   reduction (optim/dp_grads.h: all-reduce of every trainable gradient arena, or
+//   ZeRO-1's reduce-scatter + tail all-reduce + the values' all-gather), the optimizer's
+//   norm (optim/optimizer.h: 4 bytes on TP, and 8 on DP under ZeRO-1) and the trainer's
+//   two host reductions over DP per step (the counted tokens, 8 bytes; the loss, tokens,
+//   visual tokens and images, 32 bytes).
+// The step's shape decides the activation-sized terms; largest_step (model/work.h) is the
+// shape the arenas are planned for, so its bytes are what the largest step moves.
+#pragma once
+#include <cstdint>
+
+#include "parallel/communicator.h"
+#include "model/work.h"
+#include "plan/plan_memory.h"
+
+namespace vlm {
+
+struct StepBytes {
+  CommCounters tp, dp;  // bytes only (calls are not modelled)
+};
+
+// One step's bytes on the TP and DP groups of a rank planned by plan_rank.
+StepBytes step_bytes(const VlmConfig& cfg, const RankLayout& l, const RankPlan& r, const StepShape& s);
+
+}  // namespace vlm

@@ -1,0 +1,19 @@
+// The planner's way of knowing the device memory of one rank of `vlm train`
+// (train/memory_terms.h) without a GPU, MPI or the memory itself (README "Planning (`vlm plan`)").
+//
+// Exact by construction: plan_rank builds the rank's objects with the very
+// constructors the trainer runs (VlmModel, DpGrads, AdamW: train/trainer.cpp), on a
+// backend that only reserves address space (nothing is written but a few small tables)
+// and with stand-in communicators of the layout's sizes and ranks that never
+// communicate. Every arena is therefore planned by the code that plans it in training
+// (ParamTable, nn/act_plan.h, the modules' own buffers), and memory_terms
+// (train/memory_terms.h) reads the same figures from either set of objects.
+#pragma once
+#include "train/memory_terms.h"
+
+namespace vlm {
+
+// The rank's memory without allocating it (above). cfg: validated for l.tp (resolve_vlm_config).
+RankPlan plan_rank(const VlmConfig& cfg, const RankLayout& l, const OptimOptions& o);
+
+}  // namespace vlm

@@ -1,0 +1,245 @@
+// `vlm ablate` as a user runs it (the binary, real mpirun), on a tiny scenes dataset built
+// by `vlm data build --data.from scenes` and configs/tiny.cfg (a 4x4 grid of 2x2-cell
+// regions: 4 regions, 4..16 visual tokens):
+//  - every placement at TP = 2 x two LOD policies x three budgets: ablation.csv has the
+//    columns and one row per combination, ablation.md the table, ablation.png decodes;
+//    the visual tokens per image follow the LOD rule (4 + 3 per upgraded region); rows
+//    that differ only by placement have equal losses at every step (each row's
+//    metrics.jsonl) to 1e-5 relative, and the tool marks them ok;
+//  - a rerun with the same --out trains nothing and leaves ablation.csv byte-identical;
+//  - a placement broken on purpose (--ablate.test_break) is flagged (exit status 1, a
+//    line on stderr, MISMATCH in both tables); resuming that folder with other options
+//    is refused;
+//  - bad arguments exit 2 with one line;
+//  - the relevance precision of hand-made relevance maps (ablate/ablate_eval.h); the
+//    equal-loss check and the CSV reader on hand-made rows (ablate/ablate_table.h).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "data/image/image_pipeline.h"
+#include "base/error.h"
+#include "tests/support/cli.h"
+#include "ablate/ablate_eval.h"
+#include "ablate/ablate_table.h"
+
+namespace vlm {
+namespace {
+
+using Result = test::CommandResult;
+
+std::string vlm() { return VLM_BINARY; }
+std::string mpirun(int n) { return std::string(VLM_MPIEXEC) + " -n " + std::to_string(n) + " --oversubscribe "; }
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string w;
+  while (std::getline(ss, w, sep)) out.push_back(w);
+  return out;
+}
+
+// The rows of a CSV file as column name -> text.
+std::vector<std::map<std::string, std::string>> read_csv(const std::string& path) {
+  const std::vector<std::string> lines = split(test::read_file(path), '\n');
+  std::vector<std::map<std::string, std::string>> rows;
+  if (lines.empty()) return rows;
+  const std::vector<std::string> head = split(lines[0], ',');
+  for (size_t i = 1; i < lines.size(); ++i) {
+    std::vector<std::string> f = split(lines[i], ',');
+    if (!lines[i].empty() && lines[i].back() == ',') f.push_back("");
+    EXPECT_EQ(f.size(), head.size()) << path << " line " << i + 1;
+    std::map<std::string, std::string> r;
+    for (size_t c = 0; c < head.size() && c < f.size(); ++c) r[head[c]] = f[c];
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+double rel(double a, double b) { return std::fabs(a - b) / std::max(std::fabs(a), std::fabs(b)); }
+
+class AblateCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = test::scratch_dir("ablate_cli");
+    for (const std::string& c :
+         {vlm() + " data build --data.from scenes --data.limit 40 --data.scene_size 96 --data.stamp_fraction 0 "
+                  "--data.val_fraction 0.2 --data.test_fraction 0.2 --data.out " + dir_ + "/s.h5",
+          vlm() + " data tokenizer --data.train " + dir_ + "/s.h5 --data.vocab 300 --data.out " + dir_ + "/tok.json"}) {
+      const Result r = test::run_command(c, dir_);
+      ASSERT_EQ(r.status, 0) << c << "\n" << r.err;
+    }
+  }
+  static std::string ablate(const std::string& out, const std::string& extra) {
+    return vlm() + " ablate --config " + std::string(VLM_SOURCE_DIR) + "/configs/tiny.cfg --data.path " + dir_ +
+           "/s.h5 --data.tokenizer " + dir_ + "/tok.json --eval.split test --eval.max_new 4 --ablate.eval_samples 16 "
+           "--steps 3 --out " + dir_ + "/" + out + " " + extra;
+  }
+  static inline std::string dir_;
+};
+
+TEST_F(AblateCli, PlacementsGiveEqualLossesAndRerunsSkipFinishedRows) {
+  const std::string cmd = mpirun(2) + ablate("all", "--tp 2 --placements replicated,batch-split,dedicated,tp2 "
+                                                    "--lod relevance,random --budgets 4,8,16");
+  const Result r = test::run_command(cmd, dir_);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const std::string out = dir_ + "/all";
+  const auto rows = read_csv(out + "/ablation.csv");
+  ASSERT_EQ(rows.size(), 24u);
+  for (const char* c : {"placement", "lod", "budget", "tp", "dp", "steps", "tokens_per_image", "first_loss", "loss",
+                        "val_loss", "accuracy", "answered", "precision", "precision_random", "precision_chance",
+                        "step_ms", "images_per_s", "mem_mib_per_rank", "tp_bytes_per_step", "dp_bytes_per_step",
+                        "loss_check", "early_diff", "val_diff", "early_losses"})
+    EXPECT_TRUE(rows[0].count(c)) << "column " << c;
+  std::map<std::string, const std::map<std::string, std::string>*> ref;  // lod/budget -> replicated row
+  for (const auto& row : rows)
+    if (row.at("placement") == "replicated") ref[row.at("lod") + "/" + row.at("budget")] = &row;
+  ASSERT_EQ(ref.size(), 6u);
+  for (const auto& row : rows) {
+    const std::string key = row.at("placement") + " " + row.at("lod") + " " + row.at("budget");
+    const int64_t B = std::stoll(row.at("budget"));
+    EXPECT_EQ(std::stod(row.at("tokens_per_image")), double(4 + 3 * ((B - 4) / 3))) << key;
+    EXPECT_EQ(row.at("tp"), "2");
+    EXPECT_EQ(row.at("steps"), "3");
+    EXPECT_EQ(row.at("answered"), "16") << key;
+    const double acc = std::stod(row.at("accuracy")), prec = std::stod(row.at("precision"));
+    EXPECT_TRUE(acc >= 0 && acc <= 1 && prec >= 0 && prec <= 1) << key;
+    EXPECT_FALSE(row.at("precision_random").empty()) << key;
+    const auto& R = *ref.at(row.at("lod") + "/" + row.at("budget"));
+    EXPECT_EQ(row.at("loss_check"), &row == &R ? "ref" : "ok") << key;
+    for (const char* c : {"first_loss", "loss", "val_loss"})
+      EXPECT_LE(rel(std::stod(row.at(c)), std::stod(R.at(c))), 1e-5) << key << " " << c;
+    const auto run = [&](const std::map<std::string, std::string>& x) {
+      return out + "/runs/" + x.at("placement") + "-" + x.at("lod") + "-" + x.at("budget") + "-tp2dp1/metrics.jsonl";
+    };
+    const std::vector<double> a = test::jsonl_values(run(row), "loss"), b = test::jsonl_values(run(R), "loss");
+    ASSERT_EQ(a.size(), b.size()) << key;
+    ASSERT_GE(a.size(), 3u) << key;
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_LE(rel(a[i], b[i]), 1e-5) << key << " loss " << i;
+    const std::vector<std::string> early = split(row.at("early_losses"), ';');  // the check's steps
+    ASSERT_EQ(early.size(), a.size()) << key;
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_LE(rel(std::stod(early[i]), a[i]), 1e-8) << key << " step " << i;
+  }
+  const std::string md = test::read_file(out + "/ablation.md");
+  EXPECT_EQ(md.find("MISMATCH"), std::string::npos);
+  size_t table = 0;
+  for (const std::string& l : split(md, '\n')) table += l.rfind("| ", 0) == 0;
+  EXPECT_EQ(table, 25u);  // the header and 24 rows
+  const std::string png = test::read_file(out + "/ablation.png");
+  const RgbImage img = decode_rgb(reinterpret_cast<const uint8_t*>(png.data()), png.size());
+  ASSERT_FALSE(img.empty());
+  EXPECT_EQ(img.width, 720);
+  EXPECT_EQ(img.height, 480);
+
+  // The same command again: nothing to train, the table unchanged.
+  const std::string csv = test::read_file(out + "/ablation.csv");
+  const Result again = test::run_command(cmd, dir_);
+  ASSERT_EQ(again.status, 0) << again.out << again.err;
+  EXPECT_NE(again.out.find("0 rows to run, 24 already in"), std::string::npos) << again.out;
+  EXPECT_EQ(again.out.find("vlm train:"), std::string::npos) << again.out;
+  EXPECT_EQ(test::read_file(out + "/ablation.csv"), csv);
+}
+
+TEST_F(AblateCli, BrokenPlacementIsFlagged) {
+  const Result r = test::run_command(
+      ablate("broken", "--placements replicated,batch-split --lod relevance --budgets 8 --ablate.test_break batch-split"),
+      dir_);
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("vlm ablate: loss mismatch: batch-split relevance 8 tp=1 dp=1"), std::string::npos) << r.err;
+  const auto rows = read_csv(dir_ + "/broken/ablation.csv");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].at("loss_check"), "ref");
+  EXPECT_EQ(rows[1].at("loss_check"), "MISMATCH");
+  EXPECT_NE(test::read_file(dir_ + "/broken/ablation.md").find("**MISMATCH**"), std::string::npos);
+  // Resuming that folder with other options is refused.
+  test::expect_one_error_line(
+      test::run_command(ablate("broken", "--placements replicated --lod uniform --budgets 8 --train.lr 1e-3"), dir_),
+      "vlm ablate", "was made with other options");
+}
+
+TEST_F(AblateCli, BadArgumentsExitWithOneLine) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"--placements replicated,sideways", "--placements: 'sideways' is not one of replicated, batch-split"},
+      {"--placements tp2", "tp2 splits each scorer over pairs of TP ranks and needs an even parallel.tp, got "
+                           "parallel.tp=1"},
+      {"--lod relevance,best", "--lod: 'best' is not one of"},
+      {"--budgets 3", "--budgets: 3 is below the number of regions (G/R)^2 = (4/2)^2 = 4"},
+      {"--budgets 8,17", "--budgets: 17 is above G*G = 16"},
+      {"--budgets 8,10,8", "--budgets: 8 is given twice"},
+      {"--ablate.test_break nowhere", "--ablate.test_break: 'nowhere' is not a placement"},
+  };
+  for (const auto& [args, what] : cases)
+    test::expect_one_error_line(test::run_command(ablate("bad", args), dir_), "vlm ablate", what);
+}
+
+// Hand-made maps on a 4x4 grid of a 16-pixel image (cells of 4 pixels, centres at 2, 6,
+// 10, 14): the box [4, 12) x [4, 12) holds the centres of the 4 middle cells.
+TEST(AblateEval, RelevancePrecisionOfHandMadeMaps) {
+  const float box[4] = {4, 4, 12, 12};
+  std::vector<float> inside(16, 0.f), outside(16, 0.f);
+  for (int c : {5, 6, 9, 10}) inside[size_t(c)] = 1.f;
+  for (int c : {0, 3, 12, 15}) outside[size_t(c)] = 1.f;
+  AnswerReport a, b, c;
+  add_relevance_precision(inside.data(), 4, 16, box, a);
+  add_relevance_precision(outside.data(), 4, 16, box, b);
+  EXPECT_EQ(a.boxed, 1);
+  EXPECT_EQ(a.top_cells, 4.0);
+  EXPECT_EQ(a.precision(), 1.0);
+  EXPECT_EQ(b.precision(), 0.0);
+  EXPECT_EQ(a.chance(), 4.0 / 16.0);
+  // Equal relevance everywhere: the first 4 cells in raster order (row 0), none inside.
+  std::vector<float> flat(16, 0.5f);
+  add_relevance_precision(flat.data(), 4, 16, box, c);
+  EXPECT_EQ(c.precision(), 0.0);
+  // A box without a cell centre is not counted.
+  const float tiny[4] = {3, 3, 5, 5};
+  AnswerReport d;
+  add_relevance_precision(inside.data(), 4, 16, tiny, d);
+  EXPECT_EQ(d.boxed, 0);
+  EXPECT_EQ(d.top_cells, 0.0);
+}
+
+AblationRow row(const std::string& placement, int64_t budget, std::vector<double> early) {
+  AblationRow r;
+  r.placement = placement, r.lod = "relevance", r.budget = budget, r.config = "f";
+  r.first_loss = early.front(), r.loss = early.back(), r.val_loss = 1.5;
+  r.early_losses = std::move(early);
+  return r;
+}
+
+// The reference is the replicated row wherever it stands; groups are per budget; the
+// early losses decide (at 1e-5 relative), the final validation loss only informs.
+TEST(AblateTable, EqualLossCheckOnHandMadeRows) {
+  std::vector<AblationRow> rows = {row("dedicated", 8, {2.0, 1.9, 1.8}), row("replicated", 8, {2.0, 1.9, 1.8}),
+                                   row("batch-split", 8, {2.0, 1.9 * (1 + 2e-5), 1.8}),
+                                   row("tp2", 8, {2.0, 1.9 * (1 + 5e-6), 1.8}), row("dedicated", 16, {3.0, 2.0})};
+  rows[0].val_loss = 1.6;
+  const std::vector<std::string> bad = check_placements(rows, 1e-5);
+  EXPECT_EQ(rows[1].loss_check, "ref");
+  EXPECT_EQ(rows[0].loss_check, "ok");
+  EXPECT_NEAR(rows[0].val_diff, 0.1 / 1.6, 1e-12);
+  EXPECT_EQ(rows[2].loss_check, "MISMATCH");
+  EXPECT_NEAR(rows[2].early_diff, 2e-5 / (1 + 2e-5), 1e-12);
+  EXPECT_EQ(rows[3].loss_check, "ok");
+  EXPECT_EQ(rows[4].loss_check, "-");  // alone at its budget
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_NE(bad[0].find("batch-split relevance 8 tp=1 dp=1 against replicated relevance 8 tp=1 dp=1: step 2"),
+            std::string::npos) << bad[0];
+  // The CSV round trip keeps every figure; a foreign header or a short line is refused.
+  const std::string csv = ablation_csv(rows);
+  std::vector<AblationRow> back = parse_ablation_csv(csv, "t.csv");
+  ASSERT_EQ(back.size(), rows.size());
+  EXPECT_EQ(back[2].early_losses, rows[2].early_losses);
+  EXPECT_EQ(back[0].val_loss, rows[0].val_loss);
+  check_placements(back, 1e-5);  // the derived columns are recomputed, never read
+  EXPECT_EQ(ablation_csv(back), csv);
+  EXPECT_THROW(parse_ablation_csv("a,b\n", "t.csv"), UserError);
+  EXPECT_THROW(parse_ablation_csv(csv.substr(0, csv.find('\n') + 1) + "replicated,relevance\n", "t.csv"), UserError);
+}
+
+}  // namespace
+}  // namespace vlm

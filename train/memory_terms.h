@@ -1,0 +1,68 @@
+// The device memory of one rank of `vlm train`, term by term (docs/planning.md), read
+// from the rank's constructed objects: the trainer's own, or the planner's, which builds
+// the same objects without memory (plan/plan_memory.h).
+//
+// MemoryTerms is the one place where the terms are named: a new kind of device memory
+// (for instance low-precision copies of the weights) becomes one field here, filled in
+// memory_terms; `buffers` takes whatever is not named yet, so total() stays exact.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "model/vlm_model.h"
+#include "optim/dp_grads.h"
+#include "optim/optimizer.h"
+
+namespace vlm {
+
+struct MemoryTerms {
+  size_t params = 0;       // parameter arenas of the four modules (f32 master weights)
+  size_t bf16_copies = 0;  // their bf16 working copies (train.precision=bf16; README "Numerics")
+  size_t grads = 0;        // gradient arenas of the trainable modules (none when frozen), and
+                           // with bf16 gradient buckets the DP reduction's bf16 copy
+  size_t optimizer = 0;    // AdamW moments of the elements this rank updates, and with
+                           // ZeRO-1 the DP gradient shard and the values' gather buffer
+  size_t activations = 0;  // activation arenas: encoder, projector, backbone (nn/act_plan.h)
+  size_t buffers = 0;      // the rest: the model's input and token buffers (images, texture,
+                           // prompt rows, visual tokens and their gradients), small tables
+  size_t total() const { return params + bf16_copies + grads + optimizer + activations + buffers; }
+
+  struct Term {
+    const char* name;
+    size_t bytes;
+  };
+  std::vector<Term> terms() const;  // in the order above
+  Term largest() const;
+  // "parameters 1.2 MiB, gradients ..., total N B" (the total exact, in bytes)
+  std::string str() const;
+};
+
+// The terms of a constructed rank. `allocated`: the bytes its backend counted for the
+// model, the DP reduction and the optimizer (their sum; `buffers` is the rest).
+MemoryTerms memory_terms(VlmModel& model, const DpGrads& dp, const AdamW& opt, size_t allocated);
+
+// A rank of a TP x DP layout.
+struct RankLayout {
+  int tp = 1, tp_rank = 0, dp = 1, dp_rank = 0;
+  int zero = 0;           // train.zero
+  double bucket_mb = 25;  // train.bucket_mb
+  DType grad_wire = DType::F32;  // train.grad_reduce_dtype
+};
+
+// One planned rank: its terms and the objects' figures the communication plan needs.
+struct RankPlan {
+  MemoryTerms memory;
+  std::vector<DpGrads::Owned> owned;  // per model.modules() entry (empty when frozen)
+  std::vector<int64_t> grad_elems;    // per module: elements of its gradient arena (0 when frozen)
+  int64_t scorer_params = 0;          // RelevanceStage::scorer_param_count (full tensors)
+};
+
+// The plan of a constructed rank: the trainer's own objects (train/trainer.cpp), or
+// plan_rank's. `allocated` as for memory_terms.
+RankPlan rank_plan(VlmModel& model, const DpGrads& dp, const AdamW& opt, size_t allocated);
+
+// "1.23 GiB" / "456.7 MiB" / "12.0 KiB" / "17 B".
+std::string format_bytes(double bytes);
+
+}  // namespace vlm
