@@ -1,7 +1,6 @@
 // FrontSlot (model/front_slot.h): its encoder, stage and buffers.
 #include "model/front_slot.h"
 
-#include "base/error.h"
 #include "core/ops.h"
 #include "model/vlm_model.h"
 

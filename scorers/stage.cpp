@@ -83,19 +83,16 @@ void RelevanceStage::forward_prepare(Stream& st, ImageEncoder& enc, const Tensor
   scratch(F_, dev, Shape{B, N, d}, dt);
   scratch(S_, dev, Shape{B, kNumScorers, N}, dt);
   scratch(r_, dev, Shape{B, N}, dt);
-  StageTensors t = io();
-  placement_->forward_prepare(st, t, enc);
+  placement_->forward_prepare(st, io(), enc);
 }
 
 void RelevanceStage::forward_scorer(Stream& st, int k) {
-  StageTensors t = io();
-  placement_->forward_scorer(st, t, k);
+  placement_->forward_scorer(st, io(), k);
 }
 
 void RelevanceStage::forward_finish(Stream& st) {
   const int64_t B = S_.size(0), N = dims_.cells(), d = dims_.d;
-  StageTensors t = io();
-  placement_->forward_finish(st, t);
+  placement_->forward_finish(st, io());
   balancer_.forward(st, r_, S_, q_);
   // The forward's one host read (stage.h): r decides how many tokens each image gets.
   const Tensor& rh = scratch(r_host_, DeviceKind::CPU, r_.shape(), r_.dtype());
@@ -124,8 +121,7 @@ void RelevanceStage::backward(Stream& st, ImageEncoder& enc, const Tensor& dquer
   fill(st, dq_, 0.f);
   lod_.backward(st, dF_, dr_, dtokens);
   balancer_.backward(st, dS_, dq_, dr_);
-  StageTensors t = io();
-  placement_->backward(st, t, enc);
+  placement_->backward(st, io(), enc);
   for (int64_t b = 0; b < B; ++b) {
     if (has_prompt_[size_t(b)]) {
       copy(st, dquery.slice(b, b + 1), dq_.slice(b, b + 1));

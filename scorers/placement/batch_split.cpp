@@ -49,10 +49,10 @@ class BatchSplit final : public ScorerPlacement {
     return b;
   }
 
-  void forward_prepare(Stream& st, StageTensors& io, ImageEncoder& enc) override;
-  void forward_scorer(Stream&, StageTensors&, int) override {}  // all in forward_prepare
-  void forward_finish(Stream&, StageTensors&) override {}
-  void backward(Stream& st, StageTensors& io, ImageEncoder& enc) override;
+  void forward_prepare(Stream& st, const StageTensors& io, ImageEncoder& enc) override;
+  void forward_scorer(Stream&, const StageTensors&, int) override {}  // all in forward_prepare
+  void forward_finish(Stream&, const StageTensors&) override {}
+  void backward(Stream& st, const StageTensors& io, ImageEncoder& enc) override;
   void finalize_grads(Stream& st, const std::vector<std::unique_ptr<Scorer>>& scorers) override;
   void reduce_feature_grads(Stream& st, const Tensor& dF) override { comm_->all_reduce(st, dF); }
 
@@ -65,7 +65,7 @@ class BatchSplit final : public ScorerPlacement {
   ScratchTensor floc_, texloc_, qloc_, mloc_, pack_, gathered_, dmloc_, dfloc_, dqloc_, dqsum_;
 };
 
-void BatchSplit::forward_prepare(Stream& st, StageTensors& io, ImageEncoder& enc) {
+void BatchSplit::forward_prepare(Stream& st, const StageTensors& io, ImageEncoder& enc) {
   const int64_t B = io.images(), N = io.dims.cells(), d = io.dims.d, K = kNumScorers;
   const int64_t nb = slots(B, tp_), nr = own(B), W = N * (d + K);
   const DType dt = io.F.dtype();
@@ -104,7 +104,7 @@ void BatchSplit::forward_prepare(Stream& st, StageTensors& io, ImageEncoder& enc
     }
 }
 
-void BatchSplit::backward(Stream& st, StageTensors& io, ImageEncoder& enc) {
+void BatchSplit::backward(Stream& st, const StageTensors& io, ImageEncoder& enc) {
   const int64_t B = io.images(), N = io.dims.cells(), d = io.dims.d, K = kNumScorers;
   const int64_t nb = slots(B, tp_), nr = own(B);
   const DType dt = io.F.dtype();

@@ -37,11 +37,11 @@ class Dedicated final : public ScorerPlacement {
     return b;
   }
 
-  void forward_scorer(Stream& st, StageTensors& io, int k) override {
+  void forward_scorer(Stream& st, const StageTensors& io, int k) override {
     if (owns(k)) ScorerPlacement::forward_scorer(st, io, k);
     comm_->broadcast(st, map_of(maps_, k), owner(k));
   }
-  void backward(Stream& st, StageTensors& io, ImageEncoder& enc) override;
+  void backward(Stream& st, const StageTensors& io, ImageEncoder& enc) override;
   void finalize_grads(Stream& st, const std::vector<std::unique_ptr<Scorer>>& scorers) override;
 
  private:
@@ -51,7 +51,7 @@ class Dedicated final : public ScorerPlacement {
   ScratchTensor dfsum_, dqsum_;  // the owners' parts of dF and dq, summed over the group
 };
 
-void Dedicated::backward(Stream& st, StageTensors& io, ImageEncoder& enc) {
+void Dedicated::backward(Stream& st, const StageTensors& io, ImageEncoder& enc) {
   const int64_t B = io.images();
   const DType dt = io.F.dtype();
   const DeviceKind dev = io.F.device();

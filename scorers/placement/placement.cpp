@@ -29,7 +29,7 @@ const Entry& entry(const std::string& name) {
   for (const Entry& e : kPlacements)
     if (name == e.name) return e;
   std::string all;
-  for (const Entry& e : kPlacements) all += cat(all.empty() ? "" : ", ", e.name);
+  for (const std::string& n : placement_names()) all += cat(all.empty() ? "" : ", ", n);
   throw UserError(cat("scorers.placement=", name, ": expected one of ", all));
 }
 
@@ -81,39 +81,39 @@ void ScorerPlacement::attach(Communicator& tp, Communicator*) {
 
 Tensor ScorerPlacement::map_of(const Tensor& m, int k) { return m.slice(k, k + 1).view(Shape{m.size(1), m.size(2)}); }
 
-void ScorerPlacement::encode_all(Stream& st, StageTensors& io, ImageEncoder& enc) {
+void ScorerPlacement::encode_all(Stream& st, const StageTensors& io, ImageEncoder& enc) {
   const int64_t B = io.images(), N = io.dims.cells(), d = io.dims.d;
   for (int64_t b = 0; b < B; ++b) enc.encode(st, b, row(io.F, b).view(Shape{N, d}));
   scratch(maps_, io.F.device(), Shape{kNumScorers, B, N}, io.F.dtype());
 }
 
-void ScorerPlacement::gather_maps(Stream& st, StageTensors& io) {
+void ScorerPlacement::gather_maps(Stream& st, const StageTensors& io) {
   const int64_t B = io.images(), N = io.dims.cells(), K = kNumScorers;
   for (int64_t b = 0; b < B; ++b)
     for (int k = 0; k < K; ++k) copy(st, row(io.S, b).view(Shape{K, N}).slice(k, k + 1), row(map_of(maps_, k), b));
 }
 
-void ScorerPlacement::scatter_map_grads(Stream& st, StageTensors& io) {
+void ScorerPlacement::scatter_map_grads(Stream& st, const StageTensors& io) {
   const int64_t B = io.images(), N = io.dims.cells(), K = kNumScorers;
   scratch(dmaps_, io.F.device(), Shape{K, B, N}, io.F.dtype());
   for (int64_t b = 0; b < B; ++b)
     for (int k = 0; k < K; ++k) copy(st, row(map_of(dmaps_, k), b), row(io.dS, b).view(Shape{K, N}).slice(k, k + 1));
 }
 
-void ScorerPlacement::encode_backward_all(Stream& st, StageTensors& io, ImageEncoder& enc) {
+void ScorerPlacement::encode_backward_all(Stream& st, const StageTensors& io, ImageEncoder& enc) {
   const int64_t B = io.images(), N = io.dims.cells(), d = io.dims.d;
   for (int64_t b = 0; b < B; ++b) enc.encode_backward(st, b, row(io.dF, b).view(Shape{N, d}));
 }
 
-void ScorerPlacement::forward_prepare(Stream& st, StageTensors& io, ImageEncoder& enc) { encode_all(st, io, enc); }
+void ScorerPlacement::forward_prepare(Stream& st, const StageTensors& io, ImageEncoder& enc) { encode_all(st, io, enc); }
 
-void ScorerPlacement::forward_scorer(Stream& st, StageTensors& io, int k) {
+void ScorerPlacement::forward_scorer(Stream& st, const StageTensors& io, int k) {
   io.scorers[size_t(k)]->forward(st, map_of(maps_, k), io.F, io.tex, io.q);
 }
 
-void ScorerPlacement::forward_finish(Stream& st, StageTensors& io) { gather_maps(st, io); }
+void ScorerPlacement::forward_finish(Stream& st, const StageTensors& io) { gather_maps(st, io); }
 
-void ScorerPlacement::backward(Stream& st, StageTensors& io, ImageEncoder& enc) {
+void ScorerPlacement::backward(Stream& st, const StageTensors& io, ImageEncoder& enc) {
   scatter_map_grads(st, io);
   for (int k = 0; k < kNumScorers; ++k) io.scorers[size_t(k)]->backward(st, map_of(dmaps_, k), io.dF, io.dq);
   encode_backward_all(st, io, enc);

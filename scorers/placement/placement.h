@@ -99,13 +99,13 @@ class ScorerPlacement {
   // or at once when !communicates(); in order on one stream otherwise), forward_finish.
   // After it F and S are complete on every rank. The default: every rank encodes and
   // scores every image, each scorer writing its own map.
-  virtual void forward_prepare(Stream& st, StageTensors& io, ImageEncoder& enc);
-  virtual void forward_scorer(Stream& st, StageTensors& io, int k);
-  virtual void forward_finish(Stream& st, StageTensors& io);
+  virtual void forward_prepare(Stream& st, const StageTensors& io, ImageEncoder& enc);
+  virtual void forward_scorer(Stream& st, const StageTensors& io, int k);
+  virtual void forward_finish(Stream& st, const StageTensors& io);
   // The scoring backward: from dS, the scorers' parameter gradients (+=), their parts of
   // dF and dq, and the encoder's feature gradients (enc.encode_backward) of the images
   // this rank encodes. The default: every scorer on every image, here.
-  virtual void backward(Stream& st, StageTensors& io, ImageEncoder& enc);
+  virtual void backward(Stream& st, const StageTensors& io, ImageEncoder& enc);
   // Once per optimizer step: makes the scorers' parameter gradients complete and equal on
   // every rank (the default: nothing to do).
   virtual void finalize_grads(Stream& st, const std::vector<std::unique_ptr<Scorer>>& scorers);
@@ -116,10 +116,10 @@ class ScorerPlacement {
  protected:
   explicit ScorerPlacement(int tp) : tp_(tp) {}
   // Pieces of the default path, for the placements that build on it.
-  void encode_all(Stream& st, StageTensors& io, ImageEncoder& enc);       // F of every image; maps_ sized
-  void gather_maps(Stream& st, StageTensors& io);                         // maps_ -> S
-  void scatter_map_grads(Stream& st, StageTensors& io);                   // dS -> dmaps_
-  void encode_backward_all(Stream& st, StageTensors& io, ImageEncoder& enc);
+  void encode_all(Stream& st, const StageTensors& io, ImageEncoder& enc);       // F of every image; maps_ sized
+  void gather_maps(Stream& st, const StageTensors& io);                         // maps_ -> S
+  void scatter_map_grads(Stream& st, const StageTensors& io);                   // dS -> dmaps_
+  void encode_backward_all(Stream& st, const StageTensors& io, ImageEncoder& enc);
   static Tensor row(const Tensor& t, int64_t i) { return t.slice(i, i + 1); }
   static Tensor map_of(const Tensor& m, int k);  // scorer k's [B, N] in a [K, B, N] buffer
 
