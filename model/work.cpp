@@ -51,7 +51,7 @@ ModelWork model_work(const VlmConfig& cfg, int tp, const StepShape& s) {
   const double B = double(s.images);
   // Passes of the products with weights: the backbone's and the projector's input
   // gradients always run (2), the weight gradients when they train (3); the stage's
-  // backward runs when it or the encoder trains (README "Training").
+  // backward runs when it or the encoder trains (docs/training.md, "The optimizer").
   auto passes = [&](ModuleId id) { return trains(id) ? 3.0 : 2.0; };
   ScorerDims dims;
   dims.G = cfg.vision.grid(), dims.d = cfg.vision.d_model, dims.dq = cfg.llm.d_model;

@@ -41,7 +41,8 @@ StepShape step_shape(const std::vector<MicroBatch>& mbs, int64_t visual_tokens, 
 // with weights and of attention): the backbone (llm/flops.h), the encoder and the
 // projector (vision/flops.h), the relevance stage as placed (scorers/flops.h). Per
 // product: forward 1x, the input gradient 1x when something upstream trains, the weight
-// gradient 1x when the module trains (the step skips the others: README "Training").
+// gradient 1x when the module trains (the step skips the others: docs/training.md,
+// "The optimizer").
 struct ModelWork {
   // What this rank executes (the time model): the replicated parts (encoder, projector,
   // scorers as placed, balancer) in full, recomputation, the vocabulary's padding columns.
