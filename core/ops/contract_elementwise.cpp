@@ -6,11 +6,21 @@
 namespace vlm::contract {
 namespace {
 
-// Every operand has the dtype and shape of the first, whose dtype the kernels take.
-void all_same(const Op& op, const Tensor& ref, const char* ref_what,
-              std::initializer_list<std::pair<const Tensor*, const char*>> others) {
-  op.dtype(ref, ref_what);
-  for (const auto& [t, what] : others) op.same(*t, ref, what);
+using Named = std::pair<const Tensor*, const char*>;
+
+// An elementwise op: every operand has the first input's dtype (one the kernels take) and
+// shape; an output is one of the inputs (in place) or shares no byte with it, and the
+// outputs share none with each other.
+void elementwise(const Op& op, std::initializer_list<Named> outputs, std::initializer_list<Named> inputs) {
+  const Tensor& ref = *inputs.begin()->first;
+  op.dtype(ref, inputs.begin()->second);
+  for (const auto& [t, what] : inputs) op.same(*t, ref, what);
+  for (const auto* o = outputs.begin(); o != outputs.end(); ++o) {
+    op.same(*o->first, ref, o->second);
+    for (const auto& [t, what] : inputs)
+      if (t->data() != o->first->data()) op.disjoint(*o->first, o->second, *t, what);
+    for (const auto* p = outputs.begin(); p != o; ++p) op.disjoint(*o->first, o->second, *p->first, p->second);
+  }
 }
 
 // copy's rules (any dtype): same dtype and element count; within one memory, dst == src
@@ -39,13 +49,13 @@ void fill(const Op& op, const Tensor& x, float) { op.dtype(x, "x"); }
 void scale(const Op& op, const Tensor& x, float) { op.dtype(x, "x"); }
 
 void add(const Op& op, const Tensor& out, const Tensor& a, const Tensor& b) {
-  all_same(op, a, "a", {{&b, "b"}, {&out, "out"}});
+  elementwise(op, {{&out, "out"}}, {{&a, "a"}, {&b, "b"}});
 }
 
-void accumulate(const Op& op, const Tensor& y, const Tensor& x, float) { all_same(op, x, "x", {{&y, "y"}}); }
+void accumulate(const Op& op, const Tensor& y, const Tensor& x, float) { elementwise(op, {{&y, "y"}}, {{&x, "x"}}); }
 
 void mul(const Op& op, const Tensor& out, const Tensor& a, const Tensor& b) {
-  all_same(op, a, "a", {{&b, "b"}, {&out, "out"}});
+  elementwise(op, {{&out, "out"}}, {{&a, "a"}, {&b, "b"}});
 }
 
 void copy(const Op& op, const Tensor& dst, const Tensor& src) {
@@ -76,7 +86,7 @@ void convert(const Op& op, const Tensor& dst, const Tensor& src) {
 void round_bf16(const Op& op, const Tensor& x) { op.dtype(x, "x", kF32); }
 
 void bias_add(const Op& op, const Tensor& out, const Tensor& in, const Tensor& bias) {
-  all_same(op, in, "in", {{&out, "out"}});
+  elementwise(op, {{&out, "out"}}, {{&in, "in"}});
   op.elems(bias, in.dtype(), in.cols(), "bias");
 }
 
@@ -88,19 +98,21 @@ void unslice_cols(const Op& op, const Tensor& dst, const Tensor& src, int64_t of
   cols_rules(op, dst, "dst", src, "src", offset);
 }
 
-void gelu_forward(const Op& op, const Tensor& out, const Tensor& in) { all_same(op, in, "in", {{&out, "out"}}); }
+void gelu_forward(const Op& op, const Tensor& out, const Tensor& in) {
+  elementwise(op, {{&out, "out"}}, {{&in, "in"}});
+}
 
 void gelu_backward(const Op& op, const Tensor& din, const Tensor& in, const Tensor& dout) {
-  all_same(op, in, "in", {{&dout, "dout"}, {&din, "din"}});
+  elementwise(op, {{&din, "din"}}, {{&in, "in"}, {&dout, "dout"}});
 }
 
 void swiglu_forward(const Op& op, const Tensor& out, const Tensor& gate, const Tensor& up) {
-  all_same(op, gate, "gate", {{&up, "up"}, {&out, "out"}});
+  elementwise(op, {{&out, "out"}}, {{&gate, "gate"}, {&up, "up"}});
 }
 
 void swiglu_backward(const Op& op, const Tensor& dgate, const Tensor& dup, const Tensor& dout, const Tensor& gate,
                      const Tensor& up) {
-  all_same(op, gate, "gate", {{&up, "up"}, {&dout, "dout"}, {&dgate, "dgate"}, {&dup, "dup"}});
+  elementwise(op, {{&dgate, "dgate"}, {&dup, "dup"}}, {{&gate, "gate"}, {&up, "up"}, {&dout, "dout"}});
 }
 
 void sum_squares(const Op& op, const Tensor& out, const Tensor& x) {

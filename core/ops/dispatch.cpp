@@ -8,19 +8,20 @@
 namespace vlm {
 
 #ifdef VLM_HAS_CUDA
-#define VLM_ROUTE(name, args)                                  \
-  if (s.device() == DeviceKind::CUDA) return cuda::name args; \
+#define VLM_ROUTE(name, device, args)                                                 \
+  if (device == DeviceKind::CUDA) return cuda::name args;                             \
   return cpu::name args
 #else
-#define VLM_ROUTE(name, args)                                                                 \
-  VLM_ASSERT(s.device() == DeviceKind::CPU, #name ": CUDA stream without CUDA backend");      \
+#define VLM_ROUTE(name, device, args)                                                 \
+  VLM_ASSERT(device == DeviceKind::CPU, #name ": CUDA stream without CUDA backend"); \
   return cpu::name args
 #endif
 
-#define VLM_OP(name, params, args)                                                  \
-  void name params {                                                                \
-    contract::name(contract::Op{#name, s.device()}, VLM_CONTRACT_TAIL args);        \
-    VLM_ROUTE(name, args);                                                          \
+#define VLM_OP(name, params, args)                                                    \
+  void name params {                                                                  \
+    const DeviceKind device = s.device();                                             \
+    contract::name(contract::Op{#name, device}, VLM_CONTRACT_TAIL args);              \
+    VLM_ROUTE(name, device, args);                                                    \
   }
 #include "core/ops/ops_all.inc"
 #undef VLM_OP

@@ -106,6 +106,12 @@ const BrokenCall kBroken[] = {
        copy(d.stream, buf.sub(1, Shape{4}), buf.sub(0, Shape{4}));
      },
      "copy: dst f32[4] on {dev} and src f32[4] on {dev} overlap"},
+    {"an output partly over an input",
+     [](const Device& d) {
+       const Tensor buf = d.make(Shape{8});
+       add(d.stream, buf.sub(2, Shape{4}), buf.sub(0, Shape{4}), d.make(Shape{4}));
+     },
+     "add: out f32[4] on {dev} and a f32[4] on {dev} overlap"},
     {"an output's shape",
      [](const Device& d) {
        conv2d_forward(d.stream, d.make(Shape{1, 2, 3, 3}), d.make(Shape{1, 1, 3, 3}), d.make(Shape{2, 1, 2, 2}),
