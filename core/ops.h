@@ -6,7 +6,7 @@
 // and in vlm::cpu and vlm::cuda (the implementations). So a signature is written once.
 // A public op checks its contract first, once for both backends (contract::<op>,
 // core/ops/contract.h), then core/ops/dispatch.cpp routes it by stream.device(). Adding
-// an op: docs/architecture.md, Core.
+// an op: (docs/architecture.md, "Core").
 //
 // Conventions (for every op):
 //  - First argument: the Stream the op runs on; every tensor must live on its device.

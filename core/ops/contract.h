@@ -1,5 +1,5 @@
 // The contract of every op, checked once, before a backend runs (docs/architecture.md,
-// Core). For each entry `foo` of the op table (core/ops/ops_all.inc) this header
+// "Core"). For each entry `foo` of the op table (core/ops/ops_all.inc) this header
 // declares the check contract::foo, defined in core/ops/contract_<family>.cpp next to
 // the family's .inc: the op's parameters after an `Op` (the op's name and device)
 // instead of the Stream. dispatch.cpp calls it before routing to cpu:: or cuda::, so a
