@@ -14,6 +14,8 @@
 // blocks into dK/dV in a fixed order, so there are no races and the output is bitwise
 // the same for any thread count (each element of a BLAS product is computed whole by
 // one call: see blas.h). Scratch (scores, unit order) is per-thread and kept.
+// bf16: the f32 kernel on f32 copies of the tensors, the outputs rounded once (F32Stage,
+// cpu_util.h).
 #include <algorithm>
 #include <cmath>
 
@@ -86,6 +88,11 @@ void attention_forward(Stream& s, const Tensor& out, const Tensor& lse, const Te
                        const Tensor& k, const Tensor& v, const Tensor& cu_seqlens,
                        int max_seqlen, bool causal) {
   const char* op = "attention_forward";
+  if (q.dtype() == DType::BF16) {
+    const F32Stage f({&q, &k, &v}, {&out});
+    cpu::attention_forward(s, f.out(0), lse, f.in(0), f.in(1), f.in(2), cu_seqlens, max_seqlen, causal);
+    return f.store();
+  }
   const AttnDims d = attn_dims(op, q, k, cu_seqlens, max_seqlen);
   const StatRef sl(lse);
   const double scale = 1.0 / std::sqrt(double(d.HS));
@@ -131,6 +138,12 @@ void attention_backward(Stream& s, const Tensor& dq, const Tensor& dk, const Ten
                         const Tensor& out, const Tensor& lse, const Tensor& cu_seqlens,
                         int max_seqlen, bool causal) {
   const char* op = "attention_backward";
+  if (q.dtype() == DType::BF16) {
+    const F32Stage f({&dout, &q, &k, &v, &out}, {&dq, &dk, &dv});
+    cpu::attention_backward(s, f.out(0), f.out(1), f.out(2), f.in(0), f.in(1), f.in(2), f.in(3), f.in(4), lse,
+                       cu_seqlens, max_seqlen, causal);
+    return f.store();
+  }
   const AttnDims d = attn_dims(op, q, k, cu_seqlens, max_seqlen);
   const StatRef sl(lse);
   const double scale = 1.0 / std::sqrt(double(d.HS));

@@ -7,7 +7,8 @@
 //    vec_math.h, sums in double: the same rounding as attention_forward), O = P V.
 //    Units run as pool tasks when there is enough work; each writes only its own output
 //    rows, so the result does not depend on the thread count. Scratch (scores) is
-//    per-thread and kept.
+//    per-thread and kept. bf16: the f32 kernel on f32 copies of q and of the cache rows
+//    read (the first row any sequence reads to the last one), out rounded once.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -42,6 +43,17 @@ void attention_decode(Stream& s, const Tensor& out, const Tensor& q, const Tenso
   for (int64_t n = 0; n < N; ++n)
     VLM_ASSERT(kl[n] >= 1 && kl[n] <= max_len && ks[n] >= 0 && int64_t(ks[n]) + kl[n] <= R, op, ": row ", n,
                " attends to cache rows [", ks[n], ", +", kl[n], ") of ", R, " with max_len ", max_len);
+  if (q.dtype() == DType::BF16 && N > 0) {
+    int32_t lo = int32_t(R), hi = 0;  // the cache rows read
+    for (int64_t n = 0; n < N; ++n) lo = std::min(lo, ks[n]), hi = std::max(hi, ks[n] + kl[n]);
+    const Tensor kc = k_cache.slice(lo, hi), vc = v_cache.slice(lo, hi);
+    const F32Stage f({&q, &kc, &vc}, {&out});
+    int32_t* start = thread_scratch<int32_t>(3, N);  // key_start relative to row lo
+    for (int64_t n = 0; n < N; ++n) start[n] = ks[n] - lo;
+    cpu::attention_decode(s, f.out(0), f.in(0), f.in(1), f.in(2), Tensor(start, Shape{N}, DType::I32, DeviceKind::CPU),
+                     key_len, max_len);
+    return f.store();
+  }
   const double scale = 1.0 / std::sqrt(double(HS));
   const int64_t group = NH / NKV, ldk = NKV * HS;
   const int64_t units = N * NKV, work = N * NH * int64_t(max_len) * HS;  // ~ multiply-adds

@@ -1,8 +1,10 @@
 // CPU elementwise helpers (core/ops/elementwise.inc): fill, scale, add, accumulate, mul,
 // bias_add, slice_cols, unslice_cols, sum_squares. (convert is in convert.cpp, gelu
 // and swiglu in activation.cpp.)
-// f32 and f64; all operands of an op share one dtype. Outputs may alias inputs where
-// the declaration allows it (each element is read before it is written).
+// f32, f64 and bf16 (computed in f32 and rounded once: cpu_util.h, dispatch_act), but
+// sum_squares: f32 and f64; all operands of an op share one dtype (bias_add's bias is
+// f32 for bf16). Outputs may alias inputs where the declaration allows it (each element
+// is read before it is written).
 // sum_squares reduces in fixed chunks of kChunk elements, then adds the chunk sums in
 // order, so its result does not depend on the number of threads.
 // Threads: streaming loops split into one contiguous chunk per thread of at least
@@ -35,76 +37,81 @@ void for_rows(int64_t N, int64_t C, F&& f) {
 }  // namespace
 
 void fill(Stream& s, const Tensor& x, float value) {
-  dispatch_float(x.dtype(), "fill", [&](auto tag) {
-    using T = decltype(tag);
-    T* p = x.ptr<T>();
-    for_each(x.numel(), [&](int64_t i) { p[i] = T(value); });
+  dispatch_act(x.dtype(), "fill", [&](auto tag) {
+    using S = decltype(tag);
+    S* p = x.ptr<S>();
+    const S v = st<S>(value);
+    for_each(x.numel(), [&](int64_t i) { p[i] = v; });
   });
 }
 
 void scale(Stream& s, const Tensor& x, float alpha) {
-  dispatch_float(x.dtype(), "scale", [&](auto tag) {
-    using T = decltype(tag);
-    T* p = x.ptr<T>();
-    for_each(x.numel(), [&](int64_t i) { p[i] *= T(alpha); });
+  dispatch_act(x.dtype(), "scale", [&](auto tag) {
+    using S = decltype(tag);
+    using T = compute_t<S>;
+    S* p = x.ptr<S>();
+    for_each(x.numel(), [&](int64_t i) { p[i] = st<S>(ld(p[i]) * T(alpha)); });
   });
 }
 
 void add(Stream& s, const Tensor& out, const Tensor& a, const Tensor& b) {
-  dispatch_float(a.dtype(), "add", [&](auto tag) {
-    using T = decltype(tag);
-    T* o = out.ptr<T>();
-    const T *pa = a.ptr<T>(), *pb = b.ptr<T>();
-    for_each(a.numel(), [&](int64_t i) { o[i] = pa[i] + pb[i]; });
+  dispatch_act(a.dtype(), "add", [&](auto tag) {
+    using S = decltype(tag);
+    S* o = out.ptr<S>();
+    const S *pa = a.ptr<S>(), *pb = b.ptr<S>();
+    for_each(a.numel(), [&](int64_t i) { o[i] = st<S>(ld(pa[i]) + ld(pb[i])); });
   });
 }
 
 void accumulate(Stream& s, const Tensor& y, const Tensor& x, float alpha) {
-  dispatch_float(x.dtype(), "accumulate", [&](auto tag) {
-    using T = decltype(tag);
-    T* py = y.ptr<T>();
-    const T* px = x.ptr<T>();
-    for_each(x.numel(), [&](int64_t i) { py[i] += T(alpha) * px[i]; });
+  dispatch_act(x.dtype(), "accumulate", [&](auto tag) {
+    using S = decltype(tag);
+    using T = compute_t<S>;
+    S* py = y.ptr<S>();
+    const S* px = x.ptr<S>();
+    for_each(x.numel(), [&](int64_t i) { py[i] = st<S>(ld(py[i]) + T(alpha) * ld(px[i])); });
   });
 }
 
 void mul(Stream& s, const Tensor& out, const Tensor& a, const Tensor& b) {
-  dispatch_float(a.dtype(), "mul", [&](auto tag) {
-    using T = decltype(tag);
-    T* o = out.ptr<T>();
-    const T *pa = a.ptr<T>(), *pb = b.ptr<T>();
-    for_each(a.numel(), [&](int64_t i) { o[i] = pa[i] * pb[i]; });
+  dispatch_act(a.dtype(), "mul", [&](auto tag) {
+    using S = decltype(tag);
+    S* o = out.ptr<S>();
+    const S *pa = a.ptr<S>(), *pb = b.ptr<S>();
+    for_each(a.numel(), [&](int64_t i) { o[i] = st<S>(ld(pa[i]) * ld(pb[i])); });
   });
 }
 
 void bias_add(Stream& s, const Tensor& out, const Tensor& in, const Tensor& bias) {
   const int64_t C = in.cols(), N = in.rows();
-  dispatch_float(in.dtype(), "bias_add", [&](auto tag) {
-    using T = decltype(tag);
-    T* o = out.ptr<T>();
-    const T *pi = in.ptr<T>(), *pb = bias.ptr<T>();
+  dispatch_act(in.dtype(), "bias_add", [&](auto tag) {
+    using S = decltype(tag);
+    using T = compute_t<S>;
+    S* o = out.ptr<S>();
+    const S* pi = in.ptr<S>();
+    const T* pb = bias.ptr<T>();
     for_rows(N, C, [&](int64_t n) {
-      for (int64_t c = 0; c < C; ++c) o[n * C + c] = pi[n * C + c] + pb[c];
+      for (int64_t c = 0; c < C; ++c) o[n * C + c] = st<S>(ld(pi[n * C + c]) + pb[c]);
     });
   });
 }
 
 void slice_cols(Stream& s, const Tensor& dst, const Tensor& src, int64_t offset) {
   const int64_t N = src.rows(), W = src.cols(), w = dst.cols();
-  dispatch_float(src.dtype(), "slice_cols", [&](auto tag) {
-    using T = decltype(tag);
-    T* d = dst.ptr<T>();
-    const T* p = src.ptr<T>();
+  dispatch_act(src.dtype(), "slice_cols", [&](auto tag) {
+    using S = decltype(tag);
+    S* d = dst.ptr<S>();
+    const S* p = src.ptr<S>();
     for_rows(N, w, [&](int64_t n) { std::copy(p + n * W + offset, p + n * W + offset + w, d + n * w); });
   });
 }
 
 void unslice_cols(Stream& s, const Tensor& dst, const Tensor& src, int64_t offset) {
   const int64_t N = dst.rows(), W = dst.cols(), w = src.cols();
-  dispatch_float(src.dtype(), "unslice_cols", [&](auto tag) {
-    using T = decltype(tag);
-    T* d = dst.ptr<T>();
-    const T* p = src.ptr<T>();
+  dispatch_act(src.dtype(), "unslice_cols", [&](auto tag) {
+    using S = decltype(tag);
+    S* d = dst.ptr<S>();
+    const S* p = src.ptr<S>();
     for_rows(N, w, [&](int64_t n) { std::copy(p + n * w, p + (n + 1) * w, d + n * W + offset); });
   });
 }

@@ -10,7 +10,9 @@
 //  - Mixed precision (A or B bf16, C f32): both operands are copied as f32 holding
 //    their bf16 values (an f32 operand is rounded to bf16), then the f32 GEMM runs. A
 //    product of two bf16 values is exact in f32, so this is a bf16 GEMM with f32
-//    accumulation, as cuBLASLt's on the GPU (up to the order of the sums).
+//    accumulation, as cuBLASLt's on the GPU (up to the order of the sums). A bf16 C (A
+//    and B bf16) is that f32 GEMM into an f32 copy of C (read only when beta != 0),
+//    epilogue included (pre_gelu too), rounded once into C.
 // Deterministic: a GEMM is split between threads by output blocks, never over K
 // (blas.h); bias_backward sums the rows of each column in row order.
 #include <algorithm>
@@ -66,10 +68,11 @@ void matmul_impl(const Tensor& C, const Tensor& A, const Tensor& B, const GemmOp
   });
 }
 
-template <typename T>
+template <typename S>
 void bias_backward_impl(const Tensor& dbias, const Tensor& dout) {
+  using T = compute_t<S>;
   const int64_t N = dout.cols(), R = dout.rows();
-  const T* g = dout.ptr<T>();
+  const S* g = dout.ptr<S>();
   T* db = dbias.ptr<T>();
   // Column blocks in parallel; inside a block rows are summed in order (fixed order).
   constexpr int64_t kBlock = 64;
@@ -79,9 +82,26 @@ void bias_backward_impl(const Tensor& dbias, const Tensor& dout) {
       const int64_t j0 = blk * kBlock, j1 = std::min(N, j0 + kBlock);
       T acc[kBlock] = {};
       for (int64_t r = 0; r < R; ++r)
-        for (int64_t j = j0; j < j1; ++j) acc[j - j0] += g[r * N + j];
+        for (int64_t j = j0; j < j1; ++j) acc[j - j0] += ld(g[r * N + j]);
       for (int64_t j = j0; j < j1; ++j) db[j] += acc[j - j0];
     }
+  });
+}
+
+// An f32 view of scratch `slot` of this thread shaped like t.
+Tensor f32_scratch(const Tensor& t, int slot) {
+  return Tensor(thread_scratch<float>(slot, t.numel()), t.shape(), DType::F32, DeviceKind::CPU);
+}
+
+// f32 values of the bf16 tensor t into the f32 tensor d, or back (rounded) when to_bf16.
+void bf16_f32(const Tensor& f, const Tensor& h, bool to_bf16) {
+  float* pf = f.ptr<float>();
+  bf16* ph = h.ptr<bf16>();
+  parallel_for(f.numel(), kGrainStream, [&](int64_t b, int64_t e) {
+    if (to_bf16)
+      st_n(ph + b, pf + b, e - b);
+    else
+      ld_n(pf + b, ph + b, e - b);
   });
 }
 
@@ -106,17 +126,29 @@ Tensor bf16_values_f32(const Tensor& t, int slot) {
 }  // namespace
 
 void matmul(Stream& s, const Tensor& C, const Tensor& A, const Tensor& B, const GemmOpts& o) {
-  if (A.dtype() == DType::BF16 || B.dtype() == DType::BF16) {  // mixed precision (file comment), C f32
-    // Slots 0 and 3 of this thread (cpu_util.h); the BLAS tasks use no scratch.
+  if (A.dtype() == DType::BF16 || B.dtype() == DType::BF16) {  // mixed precision (file comment)
+    // Slots 0 and 3 of this thread (cpu_util.h), 1 and 2 for a bf16 C and its pre_gelu;
+    // the BLAS tasks and the epilogue use no scratch.
     const Tensor a = bf16_values_f32(A, 0), b = bf16_values_f32(B, 3);
-    matmul_impl<float>(C, a, b, o);
+    if (C.dtype() != DType::BF16) return matmul_impl<float>(C, a, b, o);
+    const Tensor c = f32_scratch(C, 1);
+    if (o.beta != 0.f) bf16_f32(c, C, false);
+    GemmOpts of = o;
+    Tensor pre;
+    if (o.gelu && o.pre_gelu) {
+      pre = f32_scratch(*o.pre_gelu, 2);
+      of.pre_gelu = &pre;
+    }
+    matmul_impl<float>(c, a, b, of);
+    bf16_f32(c, C, true);
+    if (pre.defined()) bf16_f32(pre, *o.pre_gelu, true);
     return;
   }
   dispatch_float(C.dtype(), "matmul", [&](auto tag) { matmul_impl<decltype(tag)>(C, A, B, o); });
 }
 
 void bias_backward(Stream& s, const Tensor& dbias, const Tensor& dout) {
-  dispatch_float(dout.dtype(), "bias_backward", [&](auto tag) { bias_backward_impl<decltype(tag)>(dbias, dout); });
+  dispatch_act(dout.dtype(), "bias_backward", [&](auto tag) { bias_backward_impl<decltype(tag)>(dbias, dout); });
 }
 
 }  // namespace vlm::cpu

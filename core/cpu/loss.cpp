@@ -4,12 +4,16 @@
 // and gradient 0. Per-row vectors (losses, dlosses, rowmax, sumexp, target_logit) are
 // f32, or f64 on CPU (gradient checks). Sums run in double in a fixed order; parallel
 // over rows (deterministic). dlogits is overwritten.
+// The vocab-parallel pieces take bf16 logits too: each row is loaded into an f32 buffer
+// and computed as f32 (a bf16 dlogits row rounded once). dlogits may be logits itself
+// (every row is read before it is written).
 // f32 logits: exp(x - max) through vec_math.h's 4-lane exp_v4 (relative error < 2e-7),
 // exactly 0 below its range (a masked -1e30 logit gives 0, as std::exp would), summed
 // in four double lanes added in a fixed order; the target column's gradient is computed
 // in double as for f64. f64 logits use std::exp in double throughout.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "core/cpu/cpu_util.h"
 #include "core/cpu/vec_math.h"
@@ -21,7 +25,7 @@ namespace {
 template <typename T>
 double row_max(const T* x, int64_t V) {
   double mx = -INFINITY;
-  for (int64_t c = 0; c < V; ++c) mx = std::max(mx, double(x[c]));
+  for (int64_t c = 0; c < V; ++c) mx = std::max(mx, double(ld(x[c])));
   return mx;
 }
 
@@ -49,17 +53,28 @@ double row_sumexp(const float* x, int64_t V, double mx) {
 // One row of the cross-entropy gradient: dr = (exp(x - mx) * inv - onehot(tc)) * g, where
 // tc is the target's column in this row (outside [0, V) when the target is in another
 // vocabulary shard). Shared by the full and the vocab-parallel backward.
+// dr may be xr (each element is read before it is written).
 void ce_grad_row(double* dr, const double* xr, int64_t V, double mx, double inv, int64_t tc, double g) {
   for (int64_t c = 0; c < V; ++c) dr[c] = (std::exp(xr[c] - mx) * inv - (c == tc ? 1.0 : 0.0)) * g;
 }
 
 void ce_grad_row(float* dr, const float* xr, int64_t V, double mx, double inv, int64_t tc, double g) {
   const float m = float(mx);
+  const bool in_shard = tc >= 0 && tc < V;
+  const double xt = in_shard ? double(xr[tc]) : 0.0;  // before dr (maybe xr) is written
   for_chunks4(V, [&](int64_t j, int64_t w) {
     const v4f e = exp_or_zero(load4(xr + j, w) - m);
     for (int64_t i = 0; i < w; ++i) dr[j + i] = float(double(e[i]) * inv * g);
   });
-  if (tc >= 0 && tc < V) dr[tc] = float((std::exp(double(xr[tc]) - mx) * inv - 1.0) * g);
+  if (in_shard) dr[tc] = float((std::exp(xt - mx) * inv - 1.0) * g);
+}
+
+// f(x, n) with x the row n of bf16 logits [N, V] as f32 (a per-thread buffer, slot 1).
+template <typename F>
+void with_f32_row(const bf16* logits, int64_t n, int64_t V, F&& f) {
+  float* row = thread_scratch<float>(1, V);
+  ld_n(row, logits + n * V, V);
+  f(row);
 }
 
 // f(n) for every row n in [0, N) of V logits, in parallel when large.
@@ -122,7 +137,7 @@ void vocab_ce_rowmax(Stream& s, const Tensor& rowmax, const Tensor& logits) {
   const char* op = "vocab_ce_rowmax";
   const int64_t N = logits.rows(), V = logits.cols();
   const StatRef rm(rowmax);
-  dispatch_float(logits.dtype(), op, [&](auto tag) {
+  dispatch_act(logits.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     const T* x = logits.ptr<T>();
     for_rows(N, V, [&](int64_t n) { rm.set(n, row_max(x + n * V, V)); });
@@ -136,14 +151,17 @@ void vocab_ce_sumexp(Stream& s, const Tensor& sumexp, const Tensor& target_logit
   const int64_t N = logits.rows(), V = logits.cols();
   const StatRef se(sumexp), tl(target_logit), rm(rowmax);
   const int32_t* tg = targets.ptr<int32_t>();
-  dispatch_float(logits.dtype(), op, [&](auto tag) {
+  dispatch_act(logits.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     const T* x = logits.ptr<T>();
     for_rows(N, V, [&](int64_t n) {
       const T* xr = x + n * V;
-      se.set(n, row_sumexp(xr, V, rm.get(n)));
+      if constexpr (std::is_same_v<T, bf16>)
+        with_f32_row(x, n, V, [&](const float* row) { se.set(n, row_sumexp(row, V, rm.get(n))); });
+      else
+        se.set(n, row_sumexp(xr, V, rm.get(n)));
       const int64_t c = int64_t(tg[n]) - vocab_offset;
-      tl.set(n, c >= 0 && c < V ? double(xr[c]) : 0.0);
+      tl.set(n, c >= 0 && c < V ? double(ld(xr[c])) : 0.0);
     });
   });
 }
@@ -164,17 +182,25 @@ void vocab_ce_backward(Stream& s, const Tensor& dlogits, const Tensor& logits,
   const int64_t N = logits.rows(), V = logits.cols();
   const StatRef rm(rowmax), se(sumexp), dl(dlosses);
   const int32_t* tg = targets.ptr<int32_t>();
-  dispatch_float(logits.dtype(), op, [&](auto tag) {
+  dispatch_act(logits.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     const T* x = logits.ptr<T>();
     T* dx = dlogits.ptr<T>();
     for_rows(N, V, [&](int64_t n) {
       T* dr = dx + n * V;
       if (tg[n] == ignore_index) {
-        std::fill(dr, dr + V, T(0));
+        std::fill(dr, dr + V, st<T>(0.f));
         return;
       }
-      ce_grad_row(dr, x + n * V, V, rm.get(n), 1.0 / se.get(n), int64_t(tg[n]) - vocab_offset, dl.get(n));
+      const int64_t tc = int64_t(tg[n]) - vocab_offset;
+      if constexpr (std::is_same_v<T, bf16>) {
+        with_f32_row(x, n, V, [&](float* row) {
+          ce_grad_row(row, row, V, rm.get(n), 1.0 / se.get(n), tc, dl.get(n));
+          st_n(dr, row, V);
+        });
+      } else {
+        ce_grad_row(dr, x + n * V, V, rm.get(n), 1.0 / se.get(n), tc, dl.get(n));
+      }
     });
   });
 }

@@ -174,8 +174,9 @@ std::vector<OpCase> gemm_elementwise_cases() {
     }));
     v.push_back(ew_case("swiglu_backward", n, 1e-5, [](CaseCtx& c, int64_t n) {
       Tensor g = c.rand(Shape{n}, -5, 5), u = c.rand(Shape{n}), dg = c.junk(Shape{n}), du = c.junk(Shape{n});
-      swiglu_backward(c.stream(), dg, du, c.rand(Shape{n}), g, u);
-      return OpOutputs{{"dgate", dg}, {"dup", du}};
+      Tensor out = c.junk(Shape{n});
+      swiglu_backward(c.stream(), dg, du, out, c.rand(Shape{n}), g, u);
+      return OpOutputs{{"dgate", dg}, {"dup", du}, {"out", out}};
     }));
     v.push_back(ew_case("sum_squares", n, 1e-5, [](CaseCtx& c, int64_t n) {
       Tensor out = c.rand(Shape{1});

@@ -29,8 +29,8 @@ Tensor CaseCtx::i32(const std::vector<int32_t>& v) {
   return to_backend(b_, Tensor::from_vector(v, Shape{int64_t(v.size())}));
 }
 
-Tensor CaseCtx::junk(Shape s) {
-  Tensor t = Tensor::empty(b_, s, DType::F32);
+Tensor CaseCtx::junk(Shape s, DType dt) {
+  Tensor t = Tensor::empty(b_, s, dt);
   fill(stream(), t, 777.f);
   return t;
 }
@@ -106,7 +106,7 @@ OpCaseResult check_op_case_finite(const OpCase& c) {
 
 std::vector<OpCase> all_op_cases() {
   std::vector<OpCase> all;
-  for (auto* part : {&gemm_elementwise_cases, &nn_cases, &loss_conv_optim_cases, &decode_cases}) {
+  for (auto* part : {&gemm_elementwise_cases, &nn_cases, &loss_conv_optim_cases, &decode_cases, &bf16_fused_cases}) {
     std::vector<OpCase> v = part();
     all.insert(all.end(), v.begin(), v.end());
   }

@@ -67,7 +67,7 @@ class CaseCtx {
   Tensor i32(const std::vector<int32_t>& v);
   Tensor zeros(Shape s, DType dt = DType::F32) { return Tensor::zeros(b_, s, dt); }
   // An output that the op must overwrite: starts as junk.
-  Tensor junk(Shape s);
+  Tensor junk(Shape s, DType dt = DType::F32);
 
  private:
   double unit() { return double(g_() >> 11) * (1.0 / 9007199254740992.0); }
@@ -86,11 +86,12 @@ OpCaseResult check_op_case(const OpCase& c, Backend& b);
 // CPU alone can make without a second backend).
 OpCaseResult check_op_case_finite(const OpCase& c);
 
-// The table, in four parts (core/opcheck/cases_*.cpp), and all of it.
+// The table, in five parts (core/opcheck/cases_*.cpp), and all of it.
 std::vector<OpCase> gemm_elementwise_cases();  // matmul, bias_backward, elementwise, copy
 std::vector<OpCase> nn_cases();                // norms, softmax, rope, attention, embedding
 std::vector<OpCase> loss_conv_optim_cases();   // cross-entropy, vocab pieces, conv, pool, AdamW
 std::vector<OpCase> decode_cases();            // scatter_rows, attention_decode
+std::vector<OpCase> bf16_fused_cases();        // bf16 activations of every op that takes them; the fused ops
 std::vector<OpCase> all_op_cases();
 
 }  // namespace vlm::opcheck

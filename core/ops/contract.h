@@ -47,8 +47,16 @@ struct Kernels {
 // (the gradient checks run in f64). A dtype variant of an op (a bf16 kernel, say)
 // passes its own Kernels where it checks that operand.
 inline constexpr Kernels kFloat{{DType::F32, DType::F64}, {DType::F32}};
+// The activation ops (core/ops.h, Conventions): the float ops, and bf16 on both
+// backends (bf16 activations under train.precision=bf16: stored as bf16, computed in f32).
+inline constexpr Kernels kAct{{DType::F32, DType::F64, DType::BF16}, {DType::F32, DType::BF16}};
 // f32 on both backends (round_bf16).
 inline constexpr Kernels kF32{{DType::F32}, {DType::F32}};
+
+// The dtype an activation op computes in for activations of dtype t, which is also the
+// dtype of its parameters (norm weights, biases) and their gradients: f32 for bf16, else
+// t itself.
+constexpr DType compute_dtype(DType t) { return t == DType::BF16 ? DType::F32 : t; }
 
 // One call being checked: the op's name (the first word of every message) and the
 // device its stream runs on. Each check aborts with a message naming the op and `what`.

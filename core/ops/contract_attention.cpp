@@ -9,7 +9,7 @@ namespace {
 // 0 <= max_seqlen <= T.
 void qkv_rules(const Op& op, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& cu_seqlens,
                int max_seqlen) {
-  op.dtype(q, "q");
+  op.dtype(q, "q", kAct);
   op.on_device(k, "k");
   VLM_ASSERT(q.ndim() == 3 && k.ndim() == 3, op.name, ": expected q[T,NH,HS], k[T,NKV,HS], got ", q.str(), " ",
              k.str());

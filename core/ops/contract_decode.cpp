@@ -17,7 +17,7 @@ void scatter_rows(const Op& op, const Tensor& dst, const Tensor& src, const Tens
 
 void attention_decode(const Op& op, const Tensor& out, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                       const Tensor& key_start, const Tensor& key_len, int max_len) {
-  op.dtype(q, "q");
+  op.dtype(q, "q", kAct);
   op.on_device(k_cache, "k_cache");
   VLM_ASSERT(q.ndim() == 3 && k_cache.ndim() == 3, op.name, ": q ", q.str(), " k_cache ", k_cache.str(),
              " must be 3-D");

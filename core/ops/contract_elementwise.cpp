@@ -8,18 +8,21 @@ namespace {
 
 using Named = std::pair<const Tensor*, const char*>;
 
-// An elementwise op: every operand has the first input's dtype (one the kernels take) and
-// shape; an output is one of the inputs (in place) or shares no byte with it, and the
-// outputs share none with each other.
+// An elementwise op: every operand has the first input's dtype (an activation dtype the
+// kernels take, kAct) and shape; an output is one of the inputs (in place) or shares no
+// byte with it, and the outputs share none with each other. Undefined outputs (optional
+// ones) are skipped.
 void elementwise(const Op& op, std::initializer_list<Named> outputs, std::initializer_list<Named> inputs) {
   const Tensor& ref = *inputs.begin()->first;
-  op.dtype(ref, inputs.begin()->second);
+  op.dtype(ref, inputs.begin()->second, kAct);
   for (const auto& [t, what] : inputs) op.same(*t, ref, what);
   for (const auto* o = outputs.begin(); o != outputs.end(); ++o) {
+    if (!o->first->defined()) continue;
     op.same(*o->first, ref, o->second);
     for (const auto& [t, what] : inputs)
       if (t->data() != o->first->data()) op.disjoint(*o->first, o->second, *t, what);
-    for (const auto* p = outputs.begin(); p != o; ++p) op.disjoint(*o->first, o->second, *p->first, p->second);
+    for (const auto* p = outputs.begin(); p != o; ++p)
+      if (p->first->defined()) op.disjoint(*o->first, o->second, *p->first, p->second);
   }
 }
 
@@ -35,7 +38,7 @@ void copy_rules(const Op& op, const Tensor& dst, const Tensor& src) {
 // the wide one [N,W], of the same dtype.
 void cols_rules(const Op& op, const Tensor& wide, const char* wide_what, const Tensor& narrow,
                 const char* narrow_what, int64_t offset) {
-  op.dtype(wide, wide_what);
+  op.dtype(wide, wide_what, kAct);
   op.on_device(narrow, narrow_what);
   VLM_ASSERT(narrow.dtype() == wide.dtype() && narrow.rows() == wide.rows() && offset >= 0 &&
                  offset + narrow.cols() <= wide.cols(),
@@ -44,9 +47,9 @@ void cols_rules(const Op& op, const Tensor& wide, const char* wide_what, const T
 
 }  // namespace
 
-void fill(const Op& op, const Tensor& x, float) { op.dtype(x, "x"); }
+void fill(const Op& op, const Tensor& x, float) { op.dtype(x, "x", kAct); }
 
-void scale(const Op& op, const Tensor& x, float) { op.dtype(x, "x"); }
+void scale(const Op& op, const Tensor& x, float) { op.dtype(x, "x", kAct); }
 
 void add(const Op& op, const Tensor& out, const Tensor& a, const Tensor& b) {
   elementwise(op, {{&out, "out"}}, {{&a, "a"}, {&b, "b"}});
@@ -87,7 +90,7 @@ void round_bf16(const Op& op, const Tensor& x) { op.dtype(x, "x", kF32); }
 
 void bias_add(const Op& op, const Tensor& out, const Tensor& in, const Tensor& bias) {
   elementwise(op, {{&out, "out"}}, {{&in, "in"}});
-  op.elems(bias, in.dtype(), in.cols(), "bias");
+  op.elems(bias, compute_dtype(in.dtype()), in.cols(), "bias");
 }
 
 void slice_cols(const Op& op, const Tensor& dst, const Tensor& src, int64_t offset) {
@@ -110,9 +113,9 @@ void swiglu_forward(const Op& op, const Tensor& out, const Tensor& gate, const T
   elementwise(op, {{&out, "out"}}, {{&gate, "gate"}, {&up, "up"}});
 }
 
-void swiglu_backward(const Op& op, const Tensor& dgate, const Tensor& dup, const Tensor& dout, const Tensor& gate,
-                     const Tensor& up) {
-  elementwise(op, {{&dgate, "dgate"}, {&dup, "dup"}}, {{&gate, "gate"}, {&up, "up"}, {&dout, "dout"}});
+void swiglu_backward(const Op& op, const Tensor& dgate, const Tensor& dup, const Tensor& out, const Tensor& dout,
+                     const Tensor& gate, const Tensor& up) {
+  elementwise(op, {{&dgate, "dgate"}, {&dup, "dup"}, {&out, "out"}}, {{&gate, "gate"}, {&up, "up"}, {&dout, "dout"}});
 }
 
 void sum_squares(const Op& op, const Tensor& out, const Tensor& x) {

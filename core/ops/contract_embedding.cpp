@@ -4,7 +4,7 @@
 namespace vlm::contract {
 
 void embedding_forward(const Op& op, const Tensor& out, const Tensor& ids, const Tensor& table, int64_t) {
-  op.dtype(table, "table");
+  op.dtype(table, "table", kAct);
   VLM_ASSERT(table.ndim() == 2, op.name, ": table must be [V,C], got ", table.str());
   const int64_t T = ids.numel(), C = table.size(1);
   op.elems(ids, DType::I32, T, "ids");
@@ -13,11 +13,13 @@ void embedding_forward(const Op& op, const Tensor& out, const Tensor& ids, const
 }
 
 void embedding_backward(const Op& op, const Tensor& dtable, const Tensor& dout, const Tensor& ids, int64_t) {
-  op.dtype(dtable, "dtable");
+  op.dtype(dtable, "dtable", kAct);
   VLM_ASSERT(dtable.ndim() == 2, op.name, ": dtable must be [V,C], got ", dtable.str());
   const int64_t T = ids.numel();
   op.elems(ids, DType::I32, T, "ids");
-  op.elems(dout, dtable.dtype(), T * dtable.size(1), "dout");
+  // dout: dtable's dtype, or bf16 into an f32 dtable (an activation gradient into weights).
+  const DType g = dtable.dtype() == DType::F32 && dout.dtype() == DType::BF16 ? DType::BF16 : dtable.dtype();
+  op.elems(dout, g, T * dtable.size(1), "dout");
 }
 
 }  // namespace vlm::contract

@@ -14,8 +14,8 @@ void matmul(const Op& op, const Tensor& C, const Tensor& A, const Tensor& B, con
   if (a_bf16 || b_bf16) {
     VLM_ASSERT((a_bf16 || A.dtype() == DType::F32) && (b_bf16 || B.dtype() == DType::F32),
                "matmul: mixed-precision operands ", A.str(), " and ", B.str(), " (f32 and/or bf16)");
-    // C f32; bf16 only on CUDA (cuBLASLt writes it), when A and B both are bf16.
-    constexpr Kernels kOut{{DType::F32}, {DType::F32, DType::BF16}};
+    // C f32, or bf16 when A and B both are bf16.
+    constexpr Kernels kOut{{DType::F32, DType::BF16}, {DType::F32, DType::BF16}};
     op.dtype(C, "C", a_bf16 && b_bf16 ? kOut : kF32);
   } else {
     VLM_ASSERT(A.dtype() == C.dtype() && B.dtype() == C.dtype(), "matmul: dtypes differ: A ", A.str(), " B ",
@@ -34,8 +34,8 @@ void matmul(const Op& op, const Tensor& C, const Tensor& A, const Tensor& B, con
 }
 
 void bias_backward(const Op& op, const Tensor& dbias, const Tensor& dout) {
-  op.dtype(dout, "dout");
-  op.elems(dbias, dout.dtype(), dout.cols(), "dbias");
+  op.dtype(dout, "dout", kAct);
+  op.elems(dbias, compute_dtype(dout.dtype()), dout.cols(), "dbias");
 }
 
 }  // namespace vlm::contract

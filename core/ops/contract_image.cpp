@@ -9,7 +9,7 @@ void image_to_patches(const Op& op, const Tensor& out, const Tensor& in, int pat
              ": in is ", in.str(), ", expected u8[B,S,S,3]");
   const int64_t B = in.size(0), S = in.size(1), P = patch;
   VLM_ASSERT(P >= 1 && S % P == 0, op.name, ": patch ", P, " does not divide the image side ", S);
-  op.dtype(out, "out");
+  op.dtype(out, "out", kAct);
   const int64_t G = S / P, rows = B * G * G, K = 3 * P * P;
   VLM_ASSERT(out.numel() == rows * K && out.cols() == K, op.name, ": out is ", out.str(), ", expected [", rows, ", ",
              K, "]");

@@ -5,9 +5,10 @@
 namespace vlm::contract {
 namespace {
 
-// logits[N,V] in a dtype the kernels take and targets[N] i32; returns N.
-int64_t logits_rules(const Op& op, const Tensor& logits, const Tensor& targets) {
-  op.dtype(logits, "logits");
+// logits[N,V] in a dtype the kernels take (bf16 too for the vocab-parallel pieces) and
+// targets[N] i32; returns N.
+int64_t logits_rules(const Op& op, const Tensor& logits, const Tensor& targets, const Kernels& k = kFloat) {
+  op.dtype(logits, "logits", k);
   op.elems(targets, DType::I32, logits.rows(), "targets");
   return logits.rows();
 }
@@ -27,13 +28,13 @@ void cross_entropy_backward(const Op& op, const Tensor& dlogits, const Tensor& l
 }
 
 void vocab_ce_rowmax(const Op& op, const Tensor& rowmax, const Tensor& logits) {
-  op.dtype(logits, "logits");
+  op.dtype(logits, "logits", kAct);
   op.stat(rowmax, logits.rows(), "rowmax");
 }
 
 void vocab_ce_sumexp(const Op& op, const Tensor& sumexp, const Tensor& target_logit, const Tensor& logits,
                      const Tensor& rowmax, const Tensor& targets, int64_t) {
-  const int64_t N = logits_rules(op, logits, targets);
+  const int64_t N = logits_rules(op, logits, targets, kAct);
   op.stat(sumexp, N, "sumexp");
   op.stat(target_logit, N, "target_logit");
   op.stat(rowmax, N, "rowmax");
@@ -51,7 +52,7 @@ void vocab_ce_loss(const Op& op, const Tensor& losses, const Tensor& rowmax, con
 
 void vocab_ce_backward(const Op& op, const Tensor& dlogits, const Tensor& logits, const Tensor& rowmax,
                        const Tensor& sumexp, const Tensor& targets, const Tensor& dlosses, int64_t, int) {
-  const int64_t N = logits_rules(op, logits, targets);
+  const int64_t N = logits_rules(op, logits, targets, kAct);
   op.same(dlogits, logits, "dlogits");
   op.stat(rowmax, N, "rowmax");
   op.stat(sumexp, N, "sumexp");

@@ -8,7 +8,7 @@ namespace {
 // backward: x = dout, y = din).
 void rope_rules(const Op& op, const Tensor& y, const char* y_what, const Tensor& x, const char* x_what,
                 const Tensor& pos, float theta) {
-  op.dtype(x, x_what);
+  op.dtype(x, x_what, kAct);
   VLM_ASSERT(x.ndim() == 3 && x.size(2) % 2 == 0, op.name, ": expected ", x_what, "[T,NH,HS] with even HS, got ",
              x.str());
   op.same(y, x, y_what);
@@ -24,6 +24,18 @@ void rope_forward(const Op& op, const Tensor& out, const Tensor& in, const Tenso
 
 void rope_backward(const Op& op, const Tensor& din, const Tensor& dout, const Tensor& pos, float theta) {
   rope_rules(op, din, "din", dout, "dout", pos, theta);
+}
+
+void rope_qk_forward(const Op& op, const Tensor& q, const Tensor& k, const Tensor& pos, float theta) {
+  rope_rules(op, q, "q", q, "q", pos, theta);
+  rope_rules(op, k, "k", k, "k", pos, theta);
+  VLM_ASSERT(k.dtype() == q.dtype() && k.size(0) == q.size(0) && k.size(2) == q.size(2), op.name, ": k ", k.str(),
+             " does not match q ", q.str());
+  op.disjoint(q, "q", k, "k");
+}
+
+void rope_qk_backward(const Op& op, const Tensor& dq, const Tensor& dk, const Tensor& pos, float theta) {
+  rope_qk_forward(op, dq, dk, pos, theta);
 }
 
 }  // namespace vlm::contract

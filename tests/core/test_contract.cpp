@@ -141,17 +141,23 @@ TEST_P(ContractDeathTest, SameMessageOnCpuAndCudaBeforeAnyBackend) {
 INSTANTIATE_TEST_SUITE_P(Ops, ContractDeathTest, ::testing::Range(size_t(0), std::size(kBroken)));
 
 // What each backend's kernels take (contract.h, Kernels): the CPU's float ops also take
-// f64, CUDA's only f32, and only CUDA writes a bf16 GEMM output. Each message says which
-// dtypes the device takes.
+// f64, CUDA's only f32; the activation ops also take bf16 on both, the others (softmax)
+// do not; a bf16 GEMM output needs bf16 operands. Each message says which dtypes the
+// device takes.
 TEST(ContractDeathTest, DtypesAreTheDevices) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   FakeCudaStream fake;
   const Device cpu{DeviceKind::CPU, cpu_backend().default_stream()}, gpu{DeviceKind::CUDA, fake};
   EXPECT_DEATH(gelu_forward(gpu.stream, gpu.make(Shape{3}, DType::F64), gpu.make(Shape{3}, DType::F64)),
-               expected("gelu_forward: in: unsupported dtype f64 on cuda (f32)", gpu));
+               expected("gelu_forward: in: unsupported dtype f64 on cuda (f32/bf16)", gpu));
   EXPECT_DEATH(gelu_forward(cpu.stream, cpu.make(Shape{3}, DType::I32), cpu.make(Shape{3}, DType::I32)),
-               expected("gelu_forward: in: unsupported dtype i32 on cpu (f32/f64)", cpu));
-  EXPECT_DEATH(matmul(cpu.stream, cpu.make(Shape{2, 2}, DType::BF16), cpu.make(Shape{2, 3}, DType::BF16),
+               expected("gelu_forward: in: unsupported dtype i32 on cpu (f32/bf16/f64)", cpu));
+  for (const Device& d : {cpu, gpu})
+    EXPECT_DEATH(softmax_forward(d.stream, d.make(Shape{2, 3}, DType::BF16), d.make(Shape{2, 3}, DType::BF16)),
+                 expected(cat("softmax_forward: in: unsupported dtype bf16 on ", d.name(),
+                              d.kind == DeviceKind::CPU ? " (f32/f64)" : " (f32)"),
+                          d));
+  EXPECT_DEATH(matmul(cpu.stream, cpu.make(Shape{2, 2}, DType::BF16), cpu.make(Shape{2, 3}, DType::F32),
                       cpu.make(Shape{3, 2}, DType::BF16), {}),
                expected("matmul: C: unsupported dtype bf16 on cpu (f32)", cpu));
   EXPECT_DEATH(matmul(gpu.stream, gpu.make(Shape{2, 2}, DType::F64), gpu.make(Shape{2, 3}, DType::F64),

@@ -136,7 +136,7 @@ TEST(Gradcheck, GeluSwiglu) {
   };
   w.backward = [&](const std::vector<Tensor>& d) {
     Tensor dg = garbage(s), du = garbage(s);
-    swiglu_backward(S(), dg, du, d[0], w.inputs[0], w.inputs[1]);
+    swiglu_backward(S(), dg, du, Tensor{}, d[0], w.inputs[0], w.inputs[1]);
     return std::vector<Tensor>{dg, du};
   };
   gradcheck(w, 62);

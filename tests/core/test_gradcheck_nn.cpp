@@ -1,5 +1,5 @@
-// Finite-difference checks (f64, CPU) of the layer backwards: layernorm, rmsnorm,
-// softmax, rope, attention (causal and bidirectional, GQA, several samples of different
+// Finite-difference checks (f64, CPU) of the layer backwards: layernorm, rmsnorm, the
+// fused residual add + norm, softmax, rope (and of q and k together), attention (causal and bidirectional, GQA, several samples of different
 // lengths), embedding with a vocab offset, cross-entropy with ignore_index, the four
 // vocab-parallel pieces composed over two shards, conv2d, avgpool2d, sigmoid and
 // row_stats. Saved
@@ -60,6 +60,70 @@ TEST(Gradcheck, Rmsnorm) {
     return std::vector<Tensor>{din, dw};
   };
   gradcheck(p, 111);
+}
+
+// The fused residual add + norm: outputs sum = a + b and out = norm(sum); the backward
+// of both is dsum (the residual path's gradient) += the norm's input gradient, which is
+// the gradient of a and of b.
+TEST(Gradcheck, AddLayernormAndAddRmsnorm) {
+  Rng rng(115);
+  const int64_t N = 3, C = 6;
+  const Shape s{N, C};
+  for (bool layer : {true, false}) {
+    GradProblem p;
+    p.inputs = {host(rng.vec(N * C, -2, 2), s), host(rng.vec(N * C, -2, 2), s), host(rng.vec(C), Shape{C}),
+                host(rng.vec(C), Shape{C})};
+    Tensor sum = zeros(s), mean = zeros(Shape{N}), rstd = zeros(Shape{N});
+    p.forward = [&] {
+      Tensor o = zeros(s);
+      if (layer)
+        add_layernorm_forward(S(), sum, o, mean, rstd, p.inputs[0], p.inputs[1], p.inputs[2], p.inputs[3], 1e-5f);
+      else
+        add_rmsnorm_forward(S(), sum, o, rstd, p.inputs[0], p.inputs[1], p.inputs[2], 1e-5f);
+      Tensor sc = zeros(s);
+      copy_tensor(sc, sum);
+      return std::vector<Tensor>{sc, o};
+    };
+    p.backward = [&](const std::vector<Tensor>& d) {
+      p.forward();
+      Tensor dsum = zeros(s), db;
+      copy_tensor(dsum, d[0]);
+      Tensor dw = accumulated(Shape{C}, [&](const Tensor& g) {
+        if (layer)
+          db = accumulated(Shape{C}, [&](const Tensor& gb) {
+            add_layernorm_backward(S(), dsum, g, gb, d[1], sum, p.inputs[2], mean, rstd);
+          });
+        else
+          add_rmsnorm_backward(S(), dsum, g, d[1], sum, p.inputs[2], rstd);
+      });
+      return std::vector<Tensor>{dsum, dsum, dw, db};
+    };
+    gradcheck(p, 116);
+  }
+}
+
+// RoPE of q and k together (grouped-query: k has fewer heads), both in place.
+TEST(Gradcheck, RopeQk) {
+  Rng rng(125);
+  const Shape sq{5, 4, 6}, sk{5, 2, 6};
+  Tensor pos = host_i32({0, 3, 7, 100, 2}, Shape{5});
+  GradProblem p;
+  p.inputs = {host(rng.vec(sq.numel()), sq), host(rng.vec(sk.numel()), sk)};
+  p.forward = [&] {
+    Tensor q = zeros(sq), k = zeros(sk);
+    copy_tensor(q, p.inputs[0]);
+    copy_tensor(k, p.inputs[1]);
+    rope_qk_forward(S(), q, k, pos, 500.f);
+    return std::vector<Tensor>{q, k};
+  };
+  p.backward = [&](const std::vector<Tensor>& d) {
+    Tensor dq = zeros(sq), dk = zeros(sk);
+    copy_tensor(dq, d[0]);
+    copy_tensor(dk, d[1]);
+    rope_qk_backward(S(), dq, dk, pos, 500.f);
+    return std::vector<Tensor>{dq, dk};
+  };
+  gradcheck(p, 126);
 }
 
 TEST(Gradcheck, SoftmaxAndRope) {

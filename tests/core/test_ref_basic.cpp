@@ -194,7 +194,10 @@ TEST_P(RefBasic, GeluSwigluSumSquares) {
     swiglu_forward(cpu_stream(), out, host(x, s, dt()), host(u, s, dt()));
     for (size_t i = 0; i < x.size(); ++i) ref[i] = x[i] / (1 + std::exp(-x[i])) * u[i];
     EXPECT_CLOSE(to_vector_f64(out), ref, tol());
-    swiglu_backward(cpu_stream(), out, d2, host(g, s, dt()), host(x, s, dt()), host(u, s, dt()));
+    const Vec fwd = to_vector_f64(out);
+    Tensor again = zeros(s, dt());  // the fused backward's recomputed forward value
+    swiglu_backward(cpu_stream(), out, d2, again, host(g, s, dt()), host(x, s, dt()), host(u, s, dt()));
+    EXPECT_EQ(to_vector_f64(again), fwd) << "swiglu_backward's out is not swiglu_forward's value";
     for (size_t i = 0; i < x.size(); ++i) {
       const double sg = 1 / (1 + std::exp(-x[i]));
       ref[i] = g[i] * u[i] * (sg + x[i] * sg * (1 - sg));
