@@ -106,7 +106,7 @@ void run_model(const std::string& name, Backend& b, Communicator& tp, const Conf
   for (int it = 0; it < warmup + iters; ++it) {
     auto t0 = clock_type::now();
     bb.zero_grads();
-    loss = bb.forward(s, in);
+    loss = bb.forward(s, in, true);
     bb.backward(s, in);
     bb.finalize_grads(s);
     if (adamw) {

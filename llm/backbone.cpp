@@ -27,6 +27,8 @@ Backbone::Backbone(const ModelConfig& cfg, Backend& backend, Communicator& tp, i
       tp_(tp),
       max_tokens_(max_tokens),
       sp_(cfg_.block().seq_parallel(tp.size())),
+      act_(precision == Precision::BF16 ? DType::BF16 : DType::F32),
+      chunk_(vlm::loss_chunk_rows(cfg_.loss_chunk, max_tokens, cfg_.local_vocab(tp.size()), dtype_size(act_))),
       stack_(cfg_.block(), cfg_.n_layers, tp.size(), backbone_block_param_name) {
   VLM_REQUIRE(tp.device() == backend.device(), "backbone: the TP communicator is on ", device_name(tp.device()),
               ", the model on ", device_name(backend.device()));
@@ -50,23 +52,23 @@ void Backbone::cut(int64_t T) {
   last_T_ = T;
 }
 
-float Backbone::forward(Stream& s, const LmInput& in) {
-  forward(s, in, loss_);
+float Backbone::forward(Stream& s, const LmInput& in, bool train) {
+  forward(s, in, loss_, train);
   float loss = 0.f;
   copy_to_host(s, Tensor(&loss, Shape{1}, DType::F32, DeviceKind::CPU), loss_);
   return loss;
 }
 
-void Backbone::forward(Stream& s, const LmInput& in, const Tensor& loss) {
+void Backbone::forward(Stream& s, const LmInput& in, const Tensor& loss, bool train) {
   require_shape(loss, Shape{1}, "backbone loss");
-  const double norm = run_forward(s, in, Tensor{}, true);
+  const double norm = run_forward(s, in, Tensor{}, true, train);
   fill(s, loss, 0.f);
   if (norm <= 0) return;
   bias_backward(s, loss, head_.losses.view(Shape{in.n_tokens, 1}));  // loss += the sum over rows
   scale(s, loss, float(1.0 / norm));
 }
 
-double Backbone::run_forward(Stream& s, const LmInput& in, const Tensor& cache_slots, bool loss) {
+double Backbone::run_forward(Stream& s, const LmInput& in, const Tensor& cache_slots, bool loss, bool train) {
   const int64_t T = in.n_tokens;
   VLM_REQUIRE(T > 0 && T <= max_tokens_, "backbone: micro-batch of ", T, " tokens, planned for at most ",
               max_tokens_);
@@ -78,9 +80,14 @@ double Backbone::run_forward(Stream& s, const LmInput& in, const Tensor& cache_s
              "LmInput needs ids, embeddings, or ids with visual rows (llm/lm_input.h)");
   VLM_REQUIRE(in.max_id < cfg_.vocab_size, "backbone: token id or target ", in.max_id,
               " outside the vocabulary [0, model.vocab_size=", cfg_.vocab_size, ")");
+  VLM_REQUIRE(!train || in.targets.defined(), "backbone: a training forward needs targets");
   if (in.mixed()) {
     require_shape(in.visual_rows, Shape{in.n_visual}, "backbone visual rows");
-    if (in.n_visual > 0) require_shape(in.embeddings, Shape{in.n_visual, cfg_.d_model}, "backbone visual embeddings");
+    if (in.n_visual > 0) {
+      require_shape(in.embeddings, Shape{in.n_visual, cfg_.d_model}, "backbone visual embeddings");
+      VLM_REQUIRE(in.embeddings.dtype() == act_, "backbone: visual embeddings of dtype ",
+                  dtype_name(in.embeddings.dtype()), ", the backbone's activations are ", dtype_name(act_));
+    }
   } else if (in.embeddings.defined()) {
     require_shape(in.embeddings, Shape{T, cfg_.d_model}, "backbone embeddings");
   }
@@ -92,24 +99,25 @@ double Backbone::run_forward(Stream& s, const LmInput& in, const Tensor& cache_s
   const HeadActs& a = head_;
 
   // Embedding -> h[0] [Ts,C]. Caller embeddings are replicated: this rank keeps its rows
-  // (the mixed path places them inside the embedding's reduction: embedding_parallel.h).
+  // (the mixed path places them inside the embedding's reduction: embedding_parallel.h),
+  // converted to the activations' dtype.
   const Tensor& h0 = stack_.input();
   if (in.ids.defined())
     emb_.forward(ctx, h0, sc.partial, in.ids, in.visual_rows, in.embeddings);
   else
-    copy(s, h0, in.embeddings.slice(row0, row0 + Ts));
-  if (wpe_.defined()) {
-    embedding_forward(s, sc.dtmp, in.positions.slice(row0, row0 + Ts), wpe_, 0);
-    add(s, h0, h0, sc.dtmp);
+    convert(s, h0, in.embeddings.slice(row0, row0 + Ts));
+  if (wpe_.defined()) {  // the learned positions, through partial's rows (free after the embedding)
+    const Tensor pos = sc.partial.slice(0, Ts);
+    embedding_forward(s, pos, in.positions.slice(row0, row0 + Ts), wpe_, 0);
+    add(s, h0, h0, pos);
   }
-  round_act(s, h0, params_->has_working());  // the residual stream in bf16 (docs/training.md, "Numerics")
   stack_.forward(ctx, seq, cache_slots.defined() ? cache_.get() : nullptr, cache_slots);
-
   lnf_.forward(s, a.ln, a.ln_mean, a.ln_rstd, stack_.output());
-  out_.forward(ctx, a.logits, a.ln_full, a.ln, a.pad_fill);
-  if (!loss || !in.targets.defined()) return 0.0;
-  VocabParallelCrossEntropy::forward(ctx, a.losses, a.rowmax, a.stats, a.logits, in.targets, out_.vocab_offset);
-  return std::max(0.0, in.loss_norm > 0 ? in.loss_norm : double(in.n_counted));
+  head_grads_ = false;
+  if (!loss || !in.targets.defined()) return 0.0;  // the logits: gather_logits, prefill
+  const double norm = std::max(0.0, in.loss_norm > 0 ? in.loss_norm : double(in.n_counted));
+  head_forward(ctx, in, norm, train);
+  return norm;
 }
 
 void Backbone::backward(Stream& s, const LmInput& in, const Tensor& d_embeddings) {
@@ -121,19 +129,17 @@ void Backbone::backward(Stream& s, const LmInput& in, const Tensor& d_embeddings
 void Backbone::backward_head(Stream& s, const LmInput& in) {
   const int64_t T = in.n_tokens;
   VLM_ASSERT(T == last_T_, "backward of a batch of ", T, " tokens after a forward of ", last_T_);
-  VLM_REQUIRE(in.targets.defined(), "backbone: backward needs targets");
+  VLM_ASSERT(head_grads_, "backbone: backward after a forward without train (llm/backbone.h)");
   cut(T);
-  TpContext ctx = context(s);
   const Scratch& sc = stack_.scratch();
-  const HeadActs& a = head_;
-  const double norm = in.loss_norm > 0 ? in.loss_norm : double(in.n_counted);
-
-  fill(s, a.dlosses, norm > 0 ? float(1.0 / norm) : 0.f);
-  VocabParallelCrossEntropy::backward(ctx, a.dlogits, a.logits, a.rowmax, a.stats, in.targets, a.dlosses,
-                                      out_.vocab_offset);
-  out_.backward(ctx, sc.dnorm, sc.dfull_b, a.ln_full, a.dlogits);
+  // The head's input gradient (its training forward wrote dfull_b) reduced over the TP
+  // group: the column-parallel input region's backward.
+  if (sp_)
+    gather_from_sequence_region_backward(s, tp_, sc.dnorm, sc.dfull_b);
+  else
+    copy_to_region_backward(s, tp_, sc.dnorm, sc.dfull_b);
   // dres = (first write), then += by every block
-  lnf_.backward(s, a.dres, sc.dnorm, stack_.output(), a.ln_mean, a.ln_rstd);
+  lnf_.backward(s, head_.dres, sc.dnorm, stack_.output(), head_.ln_mean, head_.ln_rstd);
 }
 
 void Backbone::backward_layers(Stream& s, const LmInput& in, int l0, int l1) {
@@ -160,11 +166,17 @@ void Backbone::backward_embedding(Stream& s, const LmInput& in, const Tensor& d_
     emb_.backward(ctx, dres, sp_ ? sc.dfull_b : dres, in.ids, in.visual_rows, d_visual);
   } else if (d_embeddings.defined()) {
     require_shape(d_embeddings, Shape{T, cfg_.d_model}, "backbone d_embeddings");
-    // Conjugate of keeping this rank's rows: all-gather the row shards (SP).
-    if (sp_)
+    // Conjugate of keeping this rank's rows: all-gather the row shards (SP; through the
+    // free scratch dfull_b [T,C] when d_embeddings is not of the activations' dtype),
+    // converted to d_embeddings' dtype.
+    if (!sp_) {
+      convert(s, d_embeddings, dres);
+    } else if (d_embeddings.dtype() == act_) {
       gather_from_sequence_region_forward(s, tp_, d_embeddings, dres);
-    else
-      copy(s, d_embeddings, dres);
+    } else {
+      gather_from_sequence_region_forward(s, tp_, sc.dfull_b, dres);
+      convert(s, d_embeddings, sc.dfull_b);
+    }
   }
 }
 
@@ -179,21 +191,6 @@ int64_t Backbone::layer_grad_begin(int l) const {
     if (p.spec.name.compare(0, first.size(), first) == 0) return params_->grad_offset(p);
   VLM_ASSERT(false, "no parameter ", first, " in the backbone");
   return 0;
-}
-
-Tensor Backbone::gather_logits(Stream& s) {
-  const int64_t T = last_T_, Vl = local_vocab(), V = cfg_.vocab_size, p = tp_.size();
-  VLM_ASSERT(T > 0, "gather_logits before forward");
-  const Tensor all = Tensor::empty(backend_, Shape{p * T, Vl});
-  tp_.all_gather(s, all, logits());
-  s.synchronize();
-  const std::vector<float> h = to_vector_f32(all);
-  std::vector<float> out(size_t(T * V));
-  for (int64_t r = 0; r < p; ++r)
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t j = 0; j < Vl && r * Vl + j < V; ++j)
-        out[size_t(t * V + r * Vl + j)] = h[size_t((r * T + t) * Vl + j)];
-  return Tensor::from_vector(out, Shape{T, V});
 }
 
 }  // namespace vlm

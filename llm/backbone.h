@@ -12,7 +12,12 @@
 //
 // Memory: parameters and gradients live in two arenas (ParamTable), activations in one
 // arena (ActPlan: the stack's buffers and the head's below) planned at construction for
-// max_tokens tokens (activation_bytes() is exact).
+// max_tokens tokens (activation_bytes() is exact). Activations are f32, or bf16 at
+// Precision::BF16 (the statistics stay f32: docs/training.md, "Numerics").
+// Output head and loss (llm/loss_parallel.h): run over chunks of loss_chunk_rows()
+// rows; a training forward also runs the loss's backward and the head's (fused, chunk
+// by chunk: one chunk of logits in memory, dlogits in place of the logits), so
+// backward continues from the head's input gradient.
 // Gradients follow the rule of nn/context.h: parameter grads add up over backward calls
 // (micro-batches) until zero_grads(). After the last micro-batch call finalize_grads()
 // once (before any DP reduction or optimizer step): it all-reduces the gradients that
@@ -31,7 +36,9 @@
 //          reduce_scatter = 4*T*C*(E + 4L + 1)
 //          all_reduce = 4*3T + 4*(R + S)  (S: elements of norms, row biases and
 //           positions, partial on sequence shards)
-// Full recomputation adds the forward collectives of every block once more.
+// Full recomputation adds the forward collectives of every block once more. At
+// Precision::BF16 every T*C and (T/tp)*C term moves 2 bytes per element instead of 4
+// (the activations are bf16 tensors); the loss statistics and R, S stay f32.
 //
 // Decoding with a KV cache (nn/kv_cache.h, llm/README.md, "KV cache (decoding)"): plan_decoding once
 // (the cache for max_seqs sequences of max_len rows, the activations of a step of up to
@@ -82,19 +89,22 @@ class Backbone {
   // Forward of one micro-batch; keeps what backward needs. The loss (identical on every
   // TP rank) goes to loss [1] (f32) on s: the per-token losses summed in row order, times
   // 1/loss_norm; 0 without targets. Nothing waits for the device (the training step
-  // reads it after its graph).
-  void forward(Stream& s, const LmInput& in, const Tensor& loss);
+  // reads it after its graph). train: a backward of the same input follows; the loss's
+  // gradient and the output head's backward run here, chunk by chunk (the head's
+  // parameter gradients accumulate here), so the logits are not kept. Without train
+  // nothing is written that a backward would read, and backward may not follow.
+  void forward(Stream& s, const LmInput& in, const Tensor& loss, bool train);
   // The same, returning the loss: read on the host (copy_to_host, a synchronisation of
   // s; decoding, evaluation, checks).
-  float forward(Stream& s, const LmInput& in);
-  // Backward of the last forward (same `in`). Parameter grads +=. When the input has
+  float forward(Stream& s, const LmInput& in, bool train = false);
+  // Backward of the last forward (train, same `in`). Parameter grads +=. When the input has
   // caller rows and d_embeddings is defined ([T,C] for embeddings input, [Tv,C] for the
   // mixed input), it receives dL/d(embeddings) of those rows (overwrite; the full
   // gradient, identical on every TP rank).
   void backward(Stream& s, const LmInput& in, const Tensor& d_embeddings = Tensor{});
   // backward in parts (a training step reduces the last layers' gradients over DP while
-  // the earlier layers' backward still runs, train/step.h): backward_head (loss, output
-  // layer, final norm), then backward_layers over consecutive ranges from the top
+  // the earlier layers' backward still runs, train/step.h): backward_head (the output
+  // layer's input-gradient reduction, final norm), then backward_layers over consecutive ranges from the top
   // (l1 = L first, down to l0 = 0), then backward_embedding: exactly backward's ops in
   // backward's order.
   void backward_head(Stream& s, const LmInput& in);
@@ -116,14 +126,14 @@ class Backbone {
   // (nn/tp_side.h), or none; the forward and backward after the call use it.
   void set_tp_side(TpSide* side) { side_ = side; }
 
-  // Results of the last forward: this rank's logits [T, Vl] (columns
-  // [vocab_offset(), +Vl); padding columns hold -1e30) and per-token losses [T].
-  Tensor logits() const { return head_.logits; }
+  // The per-token losses [T] of the last forward (f32).
   Tensor losses() const { return head_.losses; }
   int64_t vocab_offset() const { return out_.vocab_offset; }
   int64_t local_vocab() const { return cfg_.local_vocab(tp_.size()); }
-  // The full logits [T, V] (unpadded) on the host, gathered over the TP group
-  // (a collective; for checks and the `vlm lm logits` command, not for training).
+  // The full logits [T, V] (unpadded) of the last forward on the host (f32 values of
+  // the activation dtype's logits), recomputed chunk by chunk from the final norm's
+  // output and gathered over the TP group (a collective; for checks and the
+  // `vlm lm logits` command, not for training).
   Tensor gather_logits(Stream& s);
 
   // Decoding with a KV cache (above). prefill: sample b < n_seqs of `in` becomes cached
@@ -144,17 +154,21 @@ class Backbone {
   size_t param_bytes() const { return params_->param_bytes(); }
   size_t activation_bytes() const { return acts_.bytes(); }
   int64_t max_tokens() const { return max_tokens_; }
+  DType activation_dtype() const { return act_; }  // f32, or bf16 at Precision::BF16
+  int64_t loss_chunk_rows() const { return chunk_; }  // rows per chunk of the head and loss
 
  private:
   // The activations of the embedding and the output head (the blocks' are the stack's).
   struct HeadActs {
     Tensor ln, ln_mean, ln_rstd;  // final norm [Ts,C], [Ts] (LayerNorm only), [Ts]
     Tensor ln_full;               // [T,C] its gathered output (aliases ln without SP)
-    Tensor logits, dlogits;       // [T,Vl]
-    Tensor pad_fill;              // [T,Vl-valid] the constant -1e30 (only with padding columns)
-    Tensor rowmax, stats;         // [T], [2T] (sumexp, then target logit)
+    Tensor logits;                // [R,Vl] one chunk's logits, then its dlogits (R = chunk_)
+    Tensor pad_fill;              // [R,Vl-valid] the constant -1e30 (only with padding columns)
+    Tensor rowmax, stats;         // [T], [2T] (per chunk of rows [r0,r1): [2r0,2r1) = sumexp, target logit)
     Tensor losses, dlosses;       // [T]
     Tensor dres;                  // [Ts,C] residual-stream gradient
+    // The head's input gradient dx_full [T,C], from a training forward to backward_head,
+    // is the stack's scratch dfull_b (nothing else uses it in between).
   };
   // One decode step's output head, N rows (the blocks' are the stack's decode activations).
   struct DecodeHead {
@@ -166,8 +180,14 @@ class Backbone {
   void bind_params();
   void plan_activations();
   // forward and prefill: cache_slots defined = keep k/v there; loss = compute the
-  // per-token losses. Returns the divisor of their sum, or 0 when there is no loss.
-  double run_forward(Stream& s, const LmInput& in, const Tensor& cache_slots, bool loss);
+  // per-token losses (train: and the head's backward). Returns the divisor of their
+  // sum, or 0 when there is no loss.
+  double run_forward(Stream& s, const LmInput& in, const Tensor& cache_slots, bool loss, bool train);
+  // The output head and the loss over the final norm's output, chunk by chunk; train:
+  // with the loss's and the head's backward (backbone_head.cpp).
+  void head_forward(TpContext& ctx, const LmInput& in, double norm, bool train);
+  // ln_full = the final norm's output gathered over the sequence shards (SP), or itself.
+  void gather_final_norm(Stream& s);
   // Cuts every activation view to T tokens (Ts on the residual stream).
   void cut(int64_t T);
   TpContext context(Stream& s) const { return TpContext{s, tp_, sp_, side_}; }
@@ -178,6 +198,9 @@ class Backbone {
   Communicator& tp_;
   int64_t max_tokens_;
   bool sp_;
+  DType act_;       // the activations' dtype
+  int64_t chunk_;   // rows per chunk of the head and loss
+  bool head_grads_ = false;  // the last forward was a training one (backward may follow)
   TpSide* side_ = nullptr;
   Tensor loss_;  // [1] f32: the host-returning forward's loss
   std::unique_ptr<ParamTable> params_;
@@ -195,6 +218,7 @@ class Backbone {
   DecodeHead dec_;
   Tensor dec_ids_;                           // [max_seqs] i32: a step's ids, or a prefill's last rows
   Tensor dec_gather_;                        // [tp*max_seqs, Vl] (tp > 1)
+  Tensor dec_f32_;                           // [tp*max_seqs, Vl] f32 (bf16 activations)
   std::vector<float> dec_all_, dec_full_;    // host [tp*max_seqs*Vl], [max_seqs*V]
   std::vector<int32_t> dec_cu_, dec_rows_;   // host staging (reserved)
   int64_t dec_n_ = 0;

@@ -18,20 +18,21 @@ void Backbone::plan_decoding(int64_t max_seqs, int64_t max_len) {
   const int64_t C = cfg_.d_model, Vl = local_vocab(), V = cfg_.vocab_size;
   const LocalDims d = stack_.local();
   cache_ = std::make_unique<KvCache>(backend_, cfg_.n_layers, d.NKVl, cfg_.head_dim(), max_seqs, max_len,
-                                     max_tokens_);
+                                     max_tokens_, act_);
   using R = ActPlan::Rows;
   ActPlan& a = dec_acts_;
   stack_.plan_decode(a);
   a.add(&dec_.ln, R::T, {C});
-  if (stack_.config().norm == NormKind::LayerNorm) a.add(&dec_.ln_mean, R::T);
-  a.add(&dec_.ln_rstd, R::T);
+  if (stack_.config().norm == NormKind::LayerNorm) a.add_f32(&dec_.ln_mean, R::T);
+  a.add_f32(&dec_.ln_rstd, R::T);
   a.add(&dec_.logits, R::T, {Vl});
   if (out_.valid_local < Vl) a.add(&dec_.pad_fill, R::T, {Vl - out_.valid_local});
   if (wpe_.defined()) a.add(&dec_.pos, R::T, {C});
-  a.allocate(backend_, max_seqs, max_seqs);
+  a.allocate(backend_, max_seqs, max_seqs, act_);
   if (dec_.pad_fill.defined()) fill(backend_.default_stream(), dec_.pad_fill, -1e30f);
   dec_ids_ = Tensor::zeros(backend_, Shape{max_seqs}, DType::I32);
-  if (p > 1) dec_gather_ = Tensor::zeros(backend_, Shape{p * max_seqs, Vl});
+  if (p > 1) dec_gather_ = Tensor::zeros(backend_, Shape{p * max_seqs, Vl}, act_);
+  if (act_ != DType::F32) dec_f32_ = Tensor::zeros(backend_, Shape{p * max_seqs, Vl});
   dec_all_.assign(size_t(p * max_seqs * Vl), 0.f);
   dec_full_.assign(size_t(max_seqs * V), 0.f);
   dec_cu_.reserve(size_t(max_tokens_) + 1);
@@ -40,7 +41,8 @@ void Backbone::plan_decoding(int64_t max_seqs, int64_t max_len) {
 
 size_t Backbone::decode_bytes() const {
   if (!cache_) return 0;
-  return cache_->bytes() + dec_acts_.bytes() + dec_ids_.nbytes() + (dec_gather_.defined() ? dec_gather_.nbytes() : 0);
+  return cache_->bytes() + dec_acts_.bytes() + dec_ids_.nbytes() + (dec_gather_.defined() ? dec_gather_.nbytes() : 0) +
+         (dec_f32_.defined() ? dec_f32_.nbytes() : 0);
 }
 
 void Backbone::prefill(Stream& s, const LmInput& in, int64_t n_seqs) {
@@ -53,15 +55,18 @@ void Backbone::prefill(Stream& s, const LmInput& in, int64_t n_seqs) {
   backend_.copy(dec_cu_.data(), DeviceKind::CPU, in.cu_seqlens.data(), backend_.device(),
                 size_t(B + 1) * sizeof(int32_t));
   const Tensor slots = cache_->prefill(s, dec_cu_, n_seqs);
-  run_forward(s, in, slots, false);
-  // The logits of each kept sample's last row: a row gather, written as a lookup in the
-  // table head_.logits (padding columns included, already -1e30).
+  run_forward(s, in, slots, false, false);
+  // The logits of each kept sample's last row only: the rows of the final norm's output
+  // (gathered over the sequence shards under SP), a row gather written as a lookup in
+  // the table ln_full, then the output layer on them.
+  gather_final_norm(s);
   dec_rows_.resize(size_t(n_seqs));
   for (int64_t b = 0; b < n_seqs; ++b) dec_rows_[size_t(b)] = dec_cu_[size_t(b + 1)] - 1;
   backend_.copy(dec_ids_.data(), backend_.device(), dec_rows_.data(), DeviceKind::CPU,
                 size_t(n_seqs) * sizeof(int32_t));
   dec_acts_.cut(n_seqs, n_seqs);
-  embedding_forward(s, dec_.logits, dec_ids_.slice(0, n_seqs), head_.logits, 0);
+  embedding_forward(s, dec_.ln, dec_ids_.slice(0, n_seqs), head_.ln_full, 0);
+  out_.forward(s, dec_.logits, dec_.ln, dec_.pad_fill);
   dec_n_ = n_seqs;
 }
 
@@ -85,7 +90,7 @@ void Backbone::decode_step(Stream& s, const std::vector<int32_t>& seqs, const st
   }
   stack_.decode(ctx, rows, *cache_);
   lnf_.forward(s, dec_.ln, dec_.ln_mean, dec_.ln_rstd, h);
-  out_.forward(ctx, dec_.logits, dec_.ln, dec_.ln, dec_.pad_fill);
+  out_.forward(s, dec_.logits, dec_.ln, dec_.pad_fill);
   dec_n_ = N;
 }
 
@@ -96,6 +101,10 @@ Tensor Backbone::gather_step_logits(Stream& s) {
   if (p > 1) {
     all = dec_gather_.sub(0, Shape{p * N, Vl});
     tp_.all_gather(s, all, dec_.logits);
+  }
+  if (dec_f32_.defined()) {  // bf16 logits: their f32 values
+    convert(s, dec_f32_.sub(0, Shape{p * N, Vl}), all);
+    all = dec_f32_.sub(0, Shape{p * N, Vl});
   }
   s.synchronize();
   backend_.copy(dec_all_.data(), DeviceKind::CPU, all.data(), backend_.device(), all.nbytes());

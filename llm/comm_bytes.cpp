@@ -9,8 +9,9 @@ CommCounters backbone_tp_bytes(const ModelConfig& m, int tp_size, int64_t T, int
   auto add = [&](CollKind k, int64_t bytes) { c.bytes[size_t(k)] += uint64_t(bytes); };
   const int64_t tp = tp_size, C = m.d_model, L = m.n_layers, HS = m.head_dim(), NKV = m.kv_heads(), Ts = T / tp;
   const bool sp = m.block().seq_parallel(tp_size), full = m.recompute == Recompute::Full;
-  // E + 4L + 1 (+ 2L recomputed forwards); the embedding's (E) in f32, the others in act.
-  const int64_t blocks = 4 * L + 1 + (full ? 2 * L : 0), wire = 4 + act * blocks;
+  // E + 4L + 1 (+ 2L recomputed forwards), all in act (the embedding's output is an
+  // activation too).
+  const int64_t regions = 1 + 4 * L + 1 + (full ? 2 * L : 0), wire = act * regions;
   if (!sp) {
     add(CollKind::AllReduce, M * (wire * T * C + 4 * 3 * T));
   } else {

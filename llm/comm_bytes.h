@@ -3,8 +3,8 @@
 // planner (plan/plan_comm.h): the formula of llm/backbone.h ("Communication per step")
 // with the mixed input (E = 1), per micro-batch of T packed tokens (sequence-parallel
 // padding included), M micro-batches; the activations cross the TP regions in `act`
-// bytes per element (the compute precision), the embedding's output and the loss
-// statistics in f32; once per step, when the backbone trains, the TP-partial gradients
+// bytes per element (the activations' dtype, the embedding's output included), the
+// loss statistics in f32; once per step, when the backbone trains, the TP-partial gradients
 // (R: replicated KV weights when NKV < tp; S: norms, row biases and positions under
 // sequence parallelism). Nothing at tp = 1.
 #pragma once

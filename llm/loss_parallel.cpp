@@ -1,19 +1,29 @@
 // Vocab-parallel output layer and cross-entropy; see loss_parallel.h.
 #include "llm/loss_parallel.h"
 
+#include <algorithm>
+
 #include "core/ops.h"
 
 namespace vlm {
 
-void VocabParallelOutput::forward(TpContext& ctx, const Tensor& logits, const Tensor& x_full, const Tensor& x,
-                                  const Tensor& pad_fill) const {
-  column_parallel_forward(ctx, x_full, x, {{&head, logits}});
-  if (pad_fill.defined()) unslice_cols(ctx.stream, logits, pad_fill, valid_local);
+int64_t loss_chunk_rows(int64_t chunk, int64_t max_tokens, int64_t Vl, size_t elem) {
+  if (chunk > 0) return std::min(chunk, max_tokens);
+  const size_t row = size_t(Vl) * elem;
+  if (size_t(max_tokens) * row <= kLossChunkBytes) return max_tokens;
+  const int64_t rows = int64_t(kLossChunkBytes / row) / 128 * 128;
+  return std::min(max_tokens, std::max<int64_t>(rows, 128));
 }
 
-void VocabParallelOutput::backward(TpContext& ctx, const Tensor& dx, const Tensor& dfull, const Tensor& x_full,
+void VocabParallelOutput::forward(Stream& s, const Tensor& logits, const Tensor& x_full,
+                                  const Tensor& pad_fill) const {
+  head.forward(s, logits, x_full);
+  if (pad_fill.defined()) unslice_cols(s, logits, pad_fill, valid_local);
+}
+
+void VocabParallelOutput::backward(Stream& s, const Tensor& dx_full, const Tensor& x_full,
                                    const Tensor& dlogits) const {
-  column_parallel_backward(ctx, dx, dfull, x_full, {{&head, dlogits}});
+  head.backward(s, dx_full, dlogits, x_full);
 }
 
 void VocabParallelCrossEntropy::forward(TpContext& ctx, const Tensor& losses, const Tensor& rowmax,

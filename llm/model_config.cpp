@@ -84,6 +84,10 @@ void register_llm_options(Config& cfg) {
   cfg.add_flag("model.sequence_parallel", false,
                "sequence parallelism: norms and residuals on sequence shards of the TP group");
   cfg.add_float("model.init_std", 0.02, "std of the normal initialisation of weights", 0.0, 10.0);
+  cfg.add_int("model.loss_chunk", 0,
+              "tokens per chunk of the output head and loss, whose logits are never all in memory at once "
+              "(0 = auto: the whole micro-batch unless its logits exceed 256 MiB per rank)",
+              0);
 }
 
 ModelConfig read_model_config(const Config& cfg) {
@@ -105,6 +109,7 @@ ModelConfig read_model_config(const Config& cfg) {
   m.recompute = rc == "full" ? Recompute::Full : rc == "selective" ? Recompute::Selective : Recompute::None;
   m.sequence_parallel = cfg.get_flag("model.sequence_parallel");
   m.init_std = float(cfg.get_float("model.init_std"));
+  m.loss_chunk = cfg.get_int("model.loss_chunk");
   return m;
 }
 

@@ -40,6 +40,7 @@ struct ModelConfig {
   Recompute recompute = Recompute::None;
   bool sequence_parallel = false;
   float init_std = 0.02f;      // normal init std; residual projections use std/sqrt(2L)
+  int64_t loss_chunk = 0;      // tokens per chunk of the output head and loss (0 = auto: llm/loss_parallel.h)
 
   int kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }
   int64_t head_dim() const { return d_model / n_heads; }  // HS
@@ -66,7 +67,7 @@ const char* family_name(ModelFamily f);
 // `model.n_heads`, `model.n_kv_heads`, `model.d_ff`, `model.max_pos`, `model.rope_theta`,
 // `model.norm_eps`, `model.qkv_bias`, `model.tied_embeddings` (choice auto|true|false:
 // auto = true for gpt2, false for llama), `model.recompute` (none|selective|full),
-// `model.sequence_parallel`, `model.init_std`.
+// `model.sequence_parallel`, `model.init_std`, `model.loss_chunk`.
 void register_llm_options(Config& cfg);
 // Reads the options registered above (does not validate: call validate(tp)).
 ModelConfig read_model_config(const Config& cfg);

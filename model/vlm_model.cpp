@@ -56,8 +56,9 @@ VlmModel::VlmModel(const VlmConfig& cfg, Backend& backend, Communicator& tp, Com
   prompt_emb_.table = table.value, prompt_emb_.dtable = table.grad, prompt_emb_.vocab_offset = table.offset;
   prompt_rows_ = Tensor::zeros(backend, Shape{Pm, C});
   dprompt_rows_ = Tensor::zeros(backend, Shape{Pm, C});
-  visual_ = Tensor::zeros(backend, Shape{Tv, C});
-  dvisual_ = Tensor::zeros(backend, Shape{Tv, C});
+  // The projector's output and its gradient: activations of the backbone's dtype.
+  visual_ = Tensor::zeros(backend, Shape{Tv, C}, llm_->activation_dtype());
+  dvisual_ = Tensor::zeros(backend, Shape{Tv, C}, llm_->activation_dtype());
 }
 
 VlmModel::~VlmModel() = default;
@@ -210,7 +211,7 @@ void VlmModel::llm_forward_backward(Stream& s, int slot, const Tensor& loss) {
 
 void VlmModel::llm_forward(Stream& s, int slot, const Tensor& loss) {
   projector_forward(s, *slots_[size_t(slot)]);
-  llm_->forward(s, slots_[size_t(slot)]->input, loss);
+  llm_->forward(s, slots_[size_t(slot)]->input, loss, true);
 }
 
 void VlmModel::llm_backward(Stream& s, int slot, int l0, int l1, bool finalize) {
@@ -235,7 +236,7 @@ std::pair<int64_t, int64_t> VlmModel::llm_grad_range(int l0, int l1) const {
 float VlmModel::llm_forward_backward(Stream& s, bool backward) {
   FrontSlot& f = *slots_[size_t(cur_)];
   projector_forward(s, f);
-  const float loss = llm_->forward(s, f.input);
+  const float loss = llm_->forward(s, f.input, backward);
   if (backward) llm_backward(s, cur_, 0, llm_->n_layers(), false);
   return loss;
 }

@@ -8,7 +8,12 @@
 // stack plans (llm.c style: L copies or 1):
 //   residual stream h[0..L]   always one per layer boundary;
 //   BlockActs                 one per layer (none, selective) or one shared (full);
-//   AttentionCore             one per layer (none) or one shared (selective, full).
+//   AttentionCore             one per layer (none) or one shared (selective, full);
+//   MlpActs::act of SwiGLU    one shared (Scratch::act): its backward recomputes it
+//                             (the fused SwiGLU, nn/mlp.h).
+// Dtypes: the arena's activation dtype (f32; bf16 under train.precision=bf16; f64 for
+// gradient checks), but the statistics (norm mean and rstd, lse): f32 (f64 in an f64
+// arena).
 #pragma once
 #include "core/tensor.h"
 
@@ -31,6 +36,7 @@ struct MlpActs {
   Tensor h1;      // [T,Fl] GELU: fc before the GELU; SwiGLU: gate projection
   Tensor h2;      // [T,Fl] SwiGLU: up projection (undefined for GELU)
   Tensor act;     // [T,Fl] GELU(h1) or silu(gate)*up: input of the down projection
+                  //        (SwiGLU: Scratch::act, recomputed in backward)
 };
 
 // What one block keeps for backward besides its residual input/output.
@@ -48,10 +54,10 @@ struct Scratch {
   Tensor y;                 // [Ts,C] row-parallel output (aliases partial without SP)
   Tensor dfull_a, dfull_b;  // [T,C]  full-width gradients in the TP regions (dfull_a: SP only)
   Tensor dnorm;             // [Ts,C] gradient of a norm output (aliases dfull_b without SP)
-  Tensor dtmp;              // [Ts,C] gradient of a norm input before it joins dres
   Tensor dq, datt;          // [T,NHl,HS]
   Tensor dk, dv;            // [T,NKVl,HS]
   Tensor dh1, dh2, dact;    // [T,Fl] (dh2: SwiGLU only)
+  Tensor act;               // [T,Fl] SwiGLU: every layer's MlpActs::act (undefined for GELU)
 };
 
 }  // namespace vlm

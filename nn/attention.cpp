@@ -9,19 +9,13 @@ void Attention::forward(TpContext& ctx, const PackedSeqs& seq, const Tensor& x, 
                         const AttentionActs& a, const AttentionCore& c, const Scratch& sc) const {
   Stream& s = ctx.stream;
   column_parallel_forward(ctx, a.x_full, x, {{&q, a.q}, {&k, a.k}, {&v, a.v}});
-  if (rope) {
-    rope_forward(s, a.q, a.q, seq.positions, rope_theta);
-    rope_forward(s, a.k, a.k, seq.positions, rope_theta);
-    round_act(s, a.q, o.bf16());
-    round_act(s, a.k, o.bf16());
-  }
+  if (rope) rope_qk_forward(s, a.q, a.k, seq.positions, rope_theta);
   core_forward(s, seq, a, c);
   row_parallel_forward(ctx, y, sc.partial, c.att, o);
 }
 
 void Attention::core_forward(Stream& s, const PackedSeqs& seq, const AttentionActs& a, const AttentionCore& c) const {
   attention_forward(s, c.att, c.lse, a.q, a.k, a.v, seq.cu_seqlens, seq.max_seqlen, causal);
-  round_act(s, c.att, o.bf16());  // the softmax statistics (lse) stay f32
 }
 
 void Attention::decode(TpContext& ctx, const DecodeRows& rows, const Tensor& x, const Tensor& y,
@@ -30,16 +24,10 @@ void Attention::decode(TpContext& ctx, const DecodeRows& rows, const Tensor& x, 
   VLM_ASSERT(causal && !ctx.seq_parallel(), "attention decode: causal attention without sequence parallelism only");
   Stream& s = ctx.stream;
   column_parallel_forward(ctx, a.x_full, x, {{&q, a.q}, {&k, a.k}, {&v, a.v}});
-  if (rope) {
-    rope_forward(s, a.q, a.q, rows.positions, rope_theta);
-    rope_forward(s, a.k, a.k, rows.positions, rope_theta);
-    round_act(s, a.q, o.bf16());
-    round_act(s, a.k, o.bf16());
-  }
+  if (rope) rope_qk_forward(s, a.q, a.k, rows.positions, rope_theta);
   scatter_rows(s, k_cache, a.k, rows.slots);
   scatter_rows(s, v_cache, a.v, rows.slots);
   attention_decode(s, att, a.q, k_cache, v_cache, rows.key_start, rows.key_len, rows.max_len);
-  round_act(s, att, o.bf16());
   row_parallel_forward(ctx, y, sc.partial, att, o);
 }
 
@@ -50,11 +38,7 @@ void Attention::backward(TpContext& ctx, const PackedSeqs& seq, const Tensor& dx
   row_parallel_backward(ctx, sc.datt, dy_full, dy, c.att, o);
   attention_backward(s, sc.dq, sc.dk, sc.dv, sc.datt, a.q, a.k, a.v, c.att, c.lse, seq.cu_seqlens, seq.max_seqlen,
                      causal);
-  if (rope) {
-    rope_backward(s, sc.dq, sc.dq, seq.positions, rope_theta);
-    rope_backward(s, sc.dk, sc.dk, seq.positions, rope_theta);
-  }
-  for (const Tensor* d : {&sc.dq, &sc.dk, &sc.dv}) round_act(s, *d, o.bf16());
+  if (rope) rope_qk_backward(s, sc.dq, sc.dk, seq.positions, rope_theta);
   column_parallel_backward(ctx, dx, sc.dfull_b, a.x_full, {{&q, sc.dq}, {&k, sc.dk}, {&v, sc.dv}});
 }
 

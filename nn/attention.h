@@ -6,7 +6,7 @@
 // (NKVl = 1; its rows of the k/v weights), so its weight gradient is partial per rank
 // (tp_partial_grad).
 //   x [Ts,C] -> column region -> q [T,NHl,HS], k/v [T,NKVl,HS] (+bias) -> RoPE (optional;
-//   positions restart per sample) -> varlen attention, causal or bidirectional (never
+//   positions restart per sample; q and k in one op, rope_qk) -> varlen attention, causal or bidirectional (never
 //   crosses samples, cu_seqlens) -> att [T,NHl,HS] -> row-parallel output projection
 //   -> y [Ts,C] (+bias once).
 // Decoding with a KV cache (decode, nn/kv_cache.h): the same layers on N new rows, one

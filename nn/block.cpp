@@ -76,16 +76,17 @@ Block Block::bind(const BlockConfig& c, const ParamTable& t, int layer, const Bl
 }
 
 void Block::forward(TpContext& ctx, const PackedSeqs& seq, const Tensor& h_in, const Tensor& h_out,
-                    const BlockActs& a, const AttentionCore& c, const Scratch& sc) const {
+                    const BlockActs& a, const AttentionCore& c, const Scratch& sc, bool ln1_done, const Block* next,
+                    const BlockActs* next_acts) const {
   Stream& s = ctx.stream;
-  ln1.forward(s, a.ln1, a.ln1_mean, a.ln1_rstd, h_in);
+  if (!ln1_done) ln1.forward(s, a.ln1, a.ln1_mean, a.ln1_rstd, h_in);
   attn.forward(ctx, seq, a.ln1, sc.y, a.attn, c, sc);
-  add(s, a.h_mid, h_in, sc.y);
-  round_act(s, a.h_mid, attn.o.bf16());  // the residual stream is bf16 too (docs/training.md, "Numerics")
-  ln2.forward(s, a.ln2, a.ln2_mean, a.ln2_rstd, a.h_mid);
+  ln2.forward_add(s, a.h_mid, a.ln2, a.ln2_mean, a.ln2_rstd, h_in, sc.y);  // h_mid = h_in + attention
   mlp.forward(ctx, a.ln2, sc.y, a.mlp, sc);
-  add(s, h_out, a.h_mid, sc.y);
-  round_act(s, h_out, attn.o.bf16());
+  if (next)
+    next->ln1.forward_add(s, h_out, next_acts->ln1, next_acts->ln1_mean, next_acts->ln1_rstd, a.h_mid, sc.y);
+  else
+    add(s, h_out, a.h_mid, sc.y);
 }
 
 void Block::decode(TpContext& ctx, const DecodeRows& rows, const Tensor& h, const BlockActs& a, const Tensor& att,
@@ -93,12 +94,9 @@ void Block::decode(TpContext& ctx, const DecodeRows& rows, const Tensor& h, cons
   Stream& s = ctx.stream;
   ln1.forward(s, a.ln1, a.ln1_mean, a.ln1_rstd, h);
   attn.decode(ctx, rows, a.ln1, sc.y, a.attn, att, sc, k_cache, v_cache);
-  add(s, a.h_mid, h, sc.y);
-  round_act(s, a.h_mid, attn.o.bf16());
-  ln2.forward(s, a.ln2, a.ln2_mean, a.ln2_rstd, a.h_mid);
+  ln2.forward_add(s, a.h_mid, a.ln2, a.ln2_mean, a.ln2_rstd, h, sc.y);
   mlp.forward(ctx, a.ln2, sc.y, a.mlp, sc);
   add(s, h, a.h_mid, sc.y);  // h_in is not read after h_mid: the update is in place
-  round_act(s, h, attn.o.bf16());
 }
 
 void Block::backward(TpContext& ctx, const PackedSeqs& seq, const Tensor& dres, const Tensor& h_in,
@@ -106,12 +104,10 @@ void Block::backward(TpContext& ctx, const PackedSeqs& seq, const Tensor& dres, 
   Stream& s = ctx.stream;
   // MLP branch: dres = dL/dh_out = dL/dh_mid (identity path) + branch.
   mlp.backward(ctx, sc.dnorm, dres, a.mlp, sc);
-  ln2.backward(s, sc.dtmp, sc.dnorm, a.h_mid, a.ln2_mean, a.ln2_rstd);
-  accumulate(s, dres, sc.dtmp, 1.f);
+  ln2.backward_add(s, dres, sc.dnorm, a.h_mid, a.ln2_mean, a.ln2_rstd);
   // Attention branch.
   attn.backward(ctx, seq, sc.dnorm, dres, a.attn, c, sc);
-  ln1.backward(s, sc.dtmp, sc.dnorm, h_in, a.ln1_mean, a.ln1_rstd);
-  accumulate(s, dres, sc.dtmp, 1.f);
+  ln1.backward_add(s, dres, sc.dnorm, h_in, a.ln1_mean, a.ln1_rstd);
 }
 
 }  // namespace vlm

@@ -5,6 +5,10 @@
 // attention and MLP enter/leave the TP region through their column/row layers.
 // backward(dres): dres holds dL/dh_out on entry and dL/dh_in on exit (each branch's
 // input gradient is added into it). Gradients follow the rule of nn/context.h.
+// Fused residual adds (docs/ops.md, "Fused ops"): each add of the residual stream runs
+// with the norm that reads its result (h_mid with Norm2; h_out with the next block's
+// Norm1, which the stack passes as `next`), and each norm's backward adds its input
+// gradient into dres in the same op.
 //
 // Parameters: the roles of BlockParam, named by the owner (a BlockParamNames function),
 // so one block serves checkpoints of any naming (Hugging Face Llama, SigLIP, ...).
@@ -53,8 +57,13 @@ struct Block {
   // the KV head when KV heads are replicated).
   static Block bind(const BlockConfig& cfg, const ParamTable& t, int layer, const BlockParamNames& names);
 
+  // ln1_done: a.ln1 and its statistics already hold Norm1(h_in) (computed with the
+  // previous block's last add). next / next_acts: the following block and its
+  // activations, whose Norm1(h_out) is computed with this block's last add; null: none
+  // (the last block, or a block re-run alone under full recomputation).
   void forward(TpContext& ctx, const PackedSeqs& seq, const Tensor& h_in, const Tensor& h_out, const BlockActs& a,
-               const AttentionCore& c, const Scratch& sc) const;
+               const AttentionCore& c, const Scratch& sc, bool ln1_done = false, const Block* next = nullptr,
+               const BlockActs* next_acts = nullptr) const;
   void backward(TpContext& ctx, const PackedSeqs& seq, const Tensor& dres, const Tensor& h_in, const BlockActs& a,
                 const AttentionCore& c, const Scratch& sc) const;
   // One decode step on the rows' residual stream h [N,C], in place (Attention::decode):

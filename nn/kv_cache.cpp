@@ -8,7 +8,7 @@
 namespace vlm {
 
 KvCache::KvCache(Backend& b, int n_layers, int64_t kv_heads, int64_t head_dim, int64_t max_seqs, int64_t max_len,
-                 int64_t max_rows)
+                 int64_t max_rows, DType dtype)
     : b_(b), max_seqs_(max_seqs), max_len_(max_len), max_rows_(max_rows) {
   VLM_ASSERT(n_layers > 0 && kv_heads > 0 && head_dim > 0 && max_seqs > 0 && max_len > 0 && max_rows > 0,
              "kv cache: ", n_layers, " layers, ", kv_heads, " x ", head_dim, ", ", max_seqs, " x ", max_len, ", ",
@@ -16,7 +16,7 @@ KvCache::KvCache(Backend& b, int n_layers, int64_t kv_heads, int64_t head_dim, i
   VLM_REQUIRE(max_seqs * max_len < (int64_t(1) << 31), "kv cache: ", max_seqs, " sequences of ", max_len,
               " rows exceed 2^31 rows");
   const int64_t rows = max_seqs * max_len, layer = rows * kv_heads * head_dim;
-  storage_ = Tensor::zeros(b, Shape{2 * n_layers * layer});
+  storage_ = Tensor::zeros(b, Shape{2 * n_layers * layer}, dtype);
   for (int l = 0; l < n_layers; ++l) {
     k_.push_back(storage_.sub(int64_t(2 * l) * layer, Shape{rows, kv_heads, head_dim}));
     v_.push_back(storage_.sub(int64_t(2 * l + 1) * layer, Shape{rows, kv_heads, head_dim}));

@@ -4,7 +4,8 @@
 // nn/block_config.h: the heads are split over TP, or the one replicated head this rank
 // uses), after bias and RoPE: exactly the k and v the attention reads.
 // Layout: sequence b (< max_seqs) owns the cache rows [b*max_len, (b+1)*max_len);
-// layer l's k and v are [max_seqs*max_len, NKVl, HS]. Every buffer, the i32 row tables
+// layer l's k and v are [max_seqs*max_len, NKVl, HS], of the stack's activation dtype
+// (bf16 under train.precision=bf16). Every buffer, the i32 row tables
 // of a step included, is allocated once at construction: nothing is allocated per token.
 // Host bookkeeping: len(b), the rows sequence b holds.
 //
@@ -35,9 +36,10 @@ struct DecodeRows {
 
 class KvCache {
  public:
-  // n_layers layers of kv_heads x head_dim; max_rows: the most rows of a prefill batch.
+  // n_layers layers of kv_heads x head_dim in `dtype`; max_rows: the most rows of a
+  // prefill batch.
   KvCache(Backend& b, int n_layers, int64_t kv_heads, int64_t head_dim, int64_t max_seqs, int64_t max_len,
-          int64_t max_rows);
+          int64_t max_rows, DType dtype = DType::F32);
   KvCache(const KvCache&) = delete;
   KvCache& operator=(const KvCache&) = delete;
 

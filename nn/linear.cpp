@@ -12,14 +12,7 @@ namespace {
 // [T, ...] viewed as [T, features] (q/k/v are [T, heads, HS]).
 Tensor as2d(const Tensor& t) { return t.view(Shape{t.size(0), t.numel() / t.size(0)}); }
 
-// The dtype TP activations travel in (parallel/regions.h): bf16 for a bf16 layer.
-DType wire(const Linear& l) { return l.bf16() ? DType::BF16 : DType::F32; }
-
 }  // namespace
-
-void round_act(Stream& s, const Tensor& x, bool on) {
-  if (on) round_bf16(s, x);
-}
 
 Linear Linear::bind(const ParamTable& t, const std::string& weight, const std::string& bias) {
   Linear l;
@@ -53,8 +46,6 @@ void Linear::forward(Stream& s, const Tensor& y, const Tensor& x, const Tensor& 
     g.pre_gelu = &pre;
   }
   matmul(s, as2d(y), as2d(x), w, g);
-  round_act(s, y, bf16());
-  if (pre_gelu.defined()) round_act(s, pre_gelu, bf16());
 }
 
 void Linear::backward(Stream& s, const Tensor& dx, const Tensor& dy, const Tensor& x, float dx_beta) const {
@@ -66,7 +57,6 @@ void Linear::backward_input(Stream& s, const Tensor& dx, const Tensor& dy, float
   GemmOpts d;
   d.beta = dx_beta;
   matmul(s, as2d(dx), as2d(dy), w, d);
-  round_act(s, dx, bf16());
 }
 
 void Linear::backward_weights(Stream& s, const Tensor& dy, const Tensor& x) const {
@@ -81,7 +71,7 @@ void column_parallel_forward(TpContext& ctx, const Tensor& x_full, const Tensor&
                              std::initializer_list<ColumnOut> outs) {
   Stream& s = ctx.stream;
   if (ctx.seq_parallel())
-    gather_from_sequence_region_forward(s, ctx.tp, x_full, x, wire(*outs.begin()->lin));
+    gather_from_sequence_region_forward(s, ctx.tp, x_full, x);
   else
     copy_to_region_forward(s, ctx.tp, x_full, x);
   for (const ColumnOut& o : outs) o.lin->forward(s, o.y, x_full, o.pre_gelu);
@@ -95,14 +85,13 @@ void column_parallel_backward(TpContext& ctx, const Tensor& dx, const Tensor& dx
     g.lin->backward_input(s, dx_full, g.dy, beta);
     beta = 1.f;
   }
-  const DType w = wire(*grads.begin()->lin);
   Communicator& tp = ctx.tp;
   const bool sp = ctx.seq_parallel();
-  const auto reduce = [&tp, sp, dx, dx_full, w](Stream& rs) {
+  const auto reduce = [&tp, sp, dx, dx_full](Stream& rs) {
     if (sp)
-      gather_from_sequence_region_backward(rs, tp, dx, dx_full, w);
+      gather_from_sequence_region_backward(rs, tp, dx, dx_full);
     else
-      copy_to_region_backward(rs, tp, dx, dx_full, w);
+      copy_to_region_backward(rs, tp, dx, dx_full);
   };
   const bool side = ctx.side != nullptr && tp.size() > 1;
   if (side)
@@ -120,28 +109,35 @@ void row_parallel_forward(TpContext& ctx, const Tensor& y, const Tensor& y_parti
   g.trans_b = true;
   matmul(s, as2d(y_partial), as2d(x), lin.w, g);
   if (ctx.seq_parallel())
-    reduce_scatter_to_sequence_region_forward(s, ctx.tp, y, y_partial, wire(lin));
+    reduce_scatter_to_sequence_region_forward(s, ctx.tp, y, y_partial);
   else
-    reduce_from_region_forward(s, ctx.tp, y, y_partial, wire(lin));
+    reduce_from_region_forward(s, ctx.tp, y, y_partial);
   if (lin.b.defined()) bias_add(s, as2d(y), as2d(y), lin.b);
-  round_act(s, y, lin.bf16());
 }
 
 void row_parallel_backward(TpContext& ctx, const Tensor& dx, const Tensor& dy_full, const Tensor& dy,
                            const Tensor& x, const Linear& lin) {
+  row_parallel_backward_input(ctx, dx, dy_full, dy, lin);
+  row_parallel_backward_weights(ctx.stream, dy_full, x, lin);
+}
+
+void row_parallel_backward_input(TpContext& ctx, const Tensor& dx, const Tensor& dy_full, const Tensor& dy,
+                                 const Linear& lin) {
   Stream& s = ctx.stream;
   if (lin.b.defined() && lin.db.defined()) bias_backward(s, lin.db, as2d(dy));
   if (ctx.seq_parallel())
-    reduce_scatter_to_sequence_region_backward(s, ctx.tp, dy_full, dy, wire(lin));
+    reduce_scatter_to_sequence_region_backward(s, ctx.tp, dy_full, dy);
   else
     reduce_from_region_backward(s, ctx.tp, dy_full, dy);
+  GemmOpts d;
+  matmul(s, as2d(dx), as2d(dy_full), lin.w, d);
+}
+
+void row_parallel_backward_weights(Stream& s, const Tensor& dy_full, const Tensor& x, const Linear& lin) {
   GemmOpts o;
   o.trans_a = true;
   o.beta = 1.f;
   if (lin.dw.defined()) matmul(s, lin.dw, as2d(dy_full), as2d(x), o);
-  GemmOpts d;
-  matmul(s, as2d(dx), as2d(dy_full), lin.w, d);
-  round_act(s, dx, lin.bf16());
 }
 
 }  // namespace vlm

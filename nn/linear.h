@@ -16,10 +16,10 @@
 // At tp = 1 both are the plain Linear (the regions are identities).
 // Gradients follow the rule of nn/context.h.
 // Mixed precision (train.precision=bf16, docs/training.md, "Numerics"): bind() takes the table's
-// bf16 working copy of the weight when it has one (nn/param_table.h); every matmul is
-// then a bf16 GEMM with f32 accumulation (core/ops/gemm.inc), its outputs (y, pre_gelu,
-// dx) are rounded to bf16 values, and dW/db accumulate in f32; the region ops move the
-// activations in bf16 (parallel/regions.h `wire`).
+// bf16 working copy of the weight when it has one (nn/param_table.h), and the owner's
+// activations are bf16 tensors (nn/act_plan.h); every matmul is then a bf16 GEMM with
+// f32 accumulation (core/ops/gemm.inc) whose outputs (y, pre_gelu, dx) are bf16, and
+// dW/db accumulate in f32; the region ops move the bf16 activations as they are.
 #pragma once
 #include <initializer_list>
 #include <string>
@@ -55,10 +55,6 @@ struct Linear {
   void backward_weights(Stream& s, const Tensor& dy, const Tensor& x) const;  // nothing when frozen
 };
 
-// x = bf16(x) when `on` (core/ops round_bf16): an activation or activation gradient
-// at an op boundary under train.precision=bf16.
-void round_act(Stream& s, const Tensor& x, bool on);
-
 // One output of a column-parallel layer: y = x_full W^T + b (then GELU when pre_gelu is
 // given: it keeps the value before the GELU).
 struct ColumnOut {
@@ -87,8 +83,14 @@ void column_parallel_backward(TpContext& ctx, const Tensor& dx, const Tensor& dx
 void row_parallel_forward(TpContext& ctx, const Tensor& y, const Tensor& y_partial, const Tensor& x,
                           const Linear& lin);
 // dy [Ts,C] -> dy_full [T,C] (scratch; may alias dy without SP); db += sum dy;
-// dW += dy_full^T x; dx [T,in_l] = dy_full W.
+// dW += dy_full^T x; dx [T,in_l] = dy_full W. = row_parallel_backward_input, then
+// row_parallel_backward_weights (the MLP's SwiGLU recomputes x in between: nn/mlp.h).
 void row_parallel_backward(TpContext& ctx, const Tensor& dx, const Tensor& dy_full, const Tensor& dy,
                            const Tensor& x, const Linear& lin);
+// dy -> dy_full (output region backward), db += sum dy, dx = dy_full W.
+void row_parallel_backward_input(TpContext& ctx, const Tensor& dx, const Tensor& dy_full, const Tensor& dy,
+                                 const Linear& lin);
+// dW += dy_full^T x (nothing when frozen).
+void row_parallel_backward_weights(Stream& s, const Tensor& dy_full, const Tensor& x, const Linear& lin);
 
 }  // namespace vlm

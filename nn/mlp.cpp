@@ -6,11 +6,9 @@
 namespace vlm {
 
 void Mlp::forward(TpContext& ctx, const Tensor& x, const Tensor& y, const MlpActs& a, const Scratch& sc) const {
-  Stream& s = ctx.stream;
   if (kind == MlpKind::SwiGLU) {
     column_parallel_forward(ctx, a.x_full, x, {{&gate, a.h1}, {&up, a.h2}});
-    swiglu_forward(s, a.act, a.h1, a.h2);
-    round_act(s, a.act, down.bf16());
+    swiglu_forward(ctx.stream, a.act, a.h1, a.h2);
   } else {
     column_parallel_forward(ctx, a.x_full, x, {{&up, a.act, a.h1}});
   }
@@ -20,15 +18,14 @@ void Mlp::forward(TpContext& ctx, const Tensor& x, const Tensor& y, const MlpAct
 void Mlp::backward(TpContext& ctx, const Tensor& dx, const Tensor& dy, const MlpActs& a, const Scratch& sc) const {
   Stream& s = ctx.stream;
   const Tensor dy_full = ctx.seq_parallel() ? sc.dfull_a : dy;
-  row_parallel_backward(ctx, sc.dact, dy_full, dy, a.act, down);
   if (kind == MlpKind::SwiGLU) {
-    swiglu_backward(s, sc.dh1, sc.dh2, sc.dact, a.h1, a.h2);
-    round_act(s, sc.dh1, down.bf16());
-    round_act(s, sc.dh2, down.bf16());
+    row_parallel_backward_input(ctx, sc.dact, dy_full, dy, down);
+    swiglu_backward(s, sc.dh1, sc.dh2, a.act, sc.dact, a.h1, a.h2);  // a.act recomputed (mlp.h)
+    row_parallel_backward_weights(s, dy_full, a.act, down);
     column_parallel_backward(ctx, dx, sc.dfull_b, a.x_full, {{&gate, sc.dh1}, {&up, sc.dh2}});
   } else {
+    row_parallel_backward(ctx, sc.dact, dy_full, dy, a.act, down);
     gelu_backward(s, sc.dh1, a.h1, sc.dact);
-    round_act(s, sc.dh1, down.bf16());
     column_parallel_backward(ctx, dx, sc.dfull_b, a.x_full, {{&up, sc.dh1}});
   }
 }

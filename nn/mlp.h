@@ -4,6 +4,10 @@
 //   SwiGLU: act = silu(x W_gate^T + b) * (x W_up^T + b)  (gate and up share one region)
 //   y [Ts,C] = row region(act W_down^T) + b_down (bias once, after the reduction)
 // Biases are optional (Linear::b undefined = none).
+// Fused SwiGLU (docs/ops.md, "Fused ops"): backward gets act again from the SwiGLU
+// backward op, which recomputes it while it computes dgate and dup, before the down
+// projection's weight gradient reads it; so a SwiGLU layer keeps gate and up for
+// backward, not act (the stack plans act as shared scratch: nn/activations.h).
 // Gradients follow the rule of nn/context.h.
 #pragma once
 #include "nn/activations.h"

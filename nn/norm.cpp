@@ -2,7 +2,6 @@
 #include "nn/norm.h"
 
 #include "core/ops.h"
-#include "nn/linear.h"
 
 namespace vlm {
 
@@ -17,7 +16,6 @@ Norm Norm::bind(const ParamTable& t, NormKind kind, float eps, const std::string
   Norm n;
   n.kind = kind;
   n.eps = eps;
-  n.bf16 = t.has_working();
   n.w = t.get(weight).value;
   n.dw = t.get(weight).grad;
   if (n.has_bias()) {
@@ -32,7 +30,14 @@ void Norm::forward(Stream& s, const Tensor& out, const Tensor& mean, const Tenso
     rmsnorm_forward(s, out, rstd, x, w, eps);
   else
     layernorm_forward(s, out, mean, rstd, x, w, b, eps);
-  round_act(s, out, bf16);
+}
+
+void Norm::forward_add(Stream& s, const Tensor& sum, const Tensor& out, const Tensor& mean, const Tensor& rstd,
+                       const Tensor& a, const Tensor& b_in) const {
+  if (kind == NormKind::RMSNorm)
+    add_rmsnorm_forward(s, sum, out, rstd, a, b_in, w, eps);
+  else
+    add_layernorm_forward(s, sum, out, mean, rstd, a, b_in, w, b, eps);
 }
 
 void Norm::backward(Stream& s, const Tensor& dx, const Tensor& dout, const Tensor& x, const Tensor& mean,
@@ -41,7 +46,14 @@ void Norm::backward(Stream& s, const Tensor& dx, const Tensor& dout, const Tenso
     rmsnorm_backward(s, dx, dw, dout, x, w, rstd);
   else
     layernorm_backward(s, dx, dw, db, dout, x, w, mean, rstd);
-  round_act(s, dx, bf16);
+}
+
+void Norm::backward_add(Stream& s, const Tensor& dres, const Tensor& dout, const Tensor& x, const Tensor& mean,
+                        const Tensor& rstd) const {
+  if (kind == NormKind::RMSNorm)
+    add_rmsnorm_backward(s, dres, dw, dout, x, w, rstd);
+  else
+    add_layernorm_backward(s, dres, dw, db, dout, x, w, mean, rstd);
 }
 
 }  // namespace vlm

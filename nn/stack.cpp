@@ -12,8 +12,8 @@ void plan_norm_acts(ActPlan& p, const BlockConfig& cfg, int tp, Tensor* out, Ten
                     Tensor* x_full) {
   using R = ActPlan::Rows;
   p.add(out, R::Ts, {cfg.C});
-  if (cfg.norm == NormKind::LayerNorm) p.add(mean, R::Ts);
-  p.add(rstd, R::Ts);
+  if (cfg.norm == NormKind::LayerNorm) p.add_f32(mean, R::Ts);
+  p.add_f32(rstd, R::Ts);
   if (cfg.seq_parallel(tp))
     p.add(x_full, R::T, {cfg.C});
   else
@@ -56,7 +56,9 @@ void TransformerStack::plan(ActPlan& p) {
   auto norm = [&](Tensor* out, Tensor* mean, Tensor* rstd, Tensor* x_full) {
     plan_norm_acts(p, cfg_, tp_, out, mean, rstd, x_full);
   };
+  Scratch& s = sc_;
   for (Tensor& h : h_) p.add(&h, R::Ts, {C});
+  if (swiglu) p.add(&s.act, R::T, {Fl});  // every layer's MLP act (activations.h)
   for (BlockActs& a : saved_) {
     norm(&a.ln1, &a.ln1_mean, &a.ln1_rstd, &a.attn.x_full);
     p.add(&a.attn.q, R::T, {NHl, HS});
@@ -65,14 +67,17 @@ void TransformerStack::plan(ActPlan& p) {
     p.add(&a.h_mid, R::Ts, {C});
     norm(&a.ln2, &a.ln2_mean, &a.ln2_rstd, &a.mlp.x_full);
     p.add(&a.mlp.h1, R::T, {Fl});
-    if (swiglu) p.add(&a.mlp.h2, R::T, {Fl});
-    p.add(&a.mlp.act, R::T, {Fl});
+    if (swiglu) {
+      p.add(&a.mlp.h2, R::T, {Fl});
+      p.alias(&a.mlp.act, &s.act);
+    } else {
+      p.add(&a.mlp.act, R::T, {Fl});
+    }
   }
   for (AttentionCore& c : core_) {
     p.add(&c.att, R::T, {NHl, HS});
-    p.add(&c.lse, R::T, {NHl});
+    p.add_f32(&c.lse, R::T, {NHl});
   }
-  Scratch& s = sc_;
   p.add(&s.partial, R::T, {C});
   p.add(&s.dfull_b, R::T, {C});
   if (sp) {
@@ -83,7 +88,6 @@ void TransformerStack::plan(ActPlan& p) {
     p.alias(&s.y, &s.partial);
     p.alias(&s.dnorm, &s.dfull_b);
   }
-  p.add(&s.dtmp, R::Ts, {C});
   p.add(&s.dq, R::T, {NHl, HS});
   p.add(&s.datt, R::T, {NHl, HS});
   p.add(&s.dk, R::T, {NKVl, HS});
@@ -103,7 +107,10 @@ void TransformerStack::forward(TpContext& ctx, const PackedSeqs& seq, const KvCa
                                const Tensor& slots) const {
   check_context(ctx);
   for (int l = 0; l < n_layers_; ++l) {
-    blocks_[size_t(l)].forward(ctx, seq, h_[size_t(l)], h_[size_t(l) + 1], saved(l), core(l), sc_);
+    // Block l's last add computes block l+1's first norm (fused: block.h).
+    const bool next = l + 1 < n_layers_;
+    blocks_[size_t(l)].forward(ctx, seq, h_[size_t(l)], h_[size_t(l) + 1], saved(l), core(l), sc_, l > 0,
+                               next ? &blocks_[size_t(l) + 1] : nullptr, next ? &saved(l + 1) : nullptr);
     if (cache) {  // before the next block: under full recompute the next one reuses saved(l)
       scatter_rows(ctx.stream, cache->k(l), saved(l).attn.k, slots);
       scatter_rows(ctx.stream, cache->v(l), saved(l).attn.v, slots);
@@ -121,16 +128,16 @@ void TransformerStack::plan_decode(ActPlan& p) {
   BlockActs& a = d.block;
   p.add(&d.h, R::T, {C});
   p.add(&a.ln1, R::T, {C});
-  if (ln) p.add(&a.ln1_mean, R::T);
-  p.add(&a.ln1_rstd, R::T);
+  if (ln) p.add_f32(&a.ln1_mean, R::T);
+  p.add_f32(&a.ln1_rstd, R::T);
   p.alias(&a.attn.x_full, &a.ln1);  // no SP: the regions' inputs are the norm outputs
   p.add(&a.attn.q, R::T, {NHl, HS});
   p.add(&a.attn.k, R::T, {NKVl, HS});
   p.add(&a.attn.v, R::T, {NKVl, HS});
   p.add(&a.h_mid, R::T, {C});
   p.add(&a.ln2, R::T, {C});
-  if (ln) p.add(&a.ln2_mean, R::T);
-  p.add(&a.ln2_rstd, R::T);
+  if (ln) p.add_f32(&a.ln2_mean, R::T);
+  p.add_f32(&a.ln2_rstd, R::T);
   p.alias(&a.mlp.x_full, &a.ln2);
   p.add(&a.mlp.h1, R::T, {Fl});
   if (cfg_.mlp == MlpKind::SwiGLU) p.add(&a.mlp.h2, R::T, {Fl});

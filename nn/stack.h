@@ -17,9 +17,11 @@
 // SP: a step's few rows are replicated on every rank; p2.allocate(b, N, N)); per step:
 // p2.cut(N, N); write decode_state(); st.decode(ctx, rows, cache); read decode_state().
 // Activations planned (nn/activations.h): h[0..L] [Ts,C]; BlockActs x L (1 under full
-// recompute); AttentionCore x L (1 under selective or full); one Scratch. Without SP the
-// full-width inputs of the TP regions alias the norm outputs, y aliases partial and dnorm
-// aliases dfull_b.
+// recompute); AttentionCore x L (1 under selective or full); one Scratch (with SwiGLU's
+// act, shared by the layers). Without SP the full-width inputs of the TP regions alias
+// the norm outputs, y aliases partial and dnorm aliases dfull_b. Their dtype is the
+// plan's (bf16 under train.precision=bf16), the statistics f32 (nn/act_plan.h). The
+// forward computes block l+1's first norm with block l's last add (nn/block.h).
 // Gradients follow the rule of nn/context.h.
 // The stack is neither copied nor moved: the plan binds its fields by address.
 #pragma once

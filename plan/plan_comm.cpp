@@ -34,9 +34,8 @@ StepBytes step_bytes(const VlmConfig& cfg, const RankLayout& l, const RankPlan& 
   const int64_t M = s.micro_batches, C = m.d_model;
   auto trains = [&](ModuleId id) { return !cfg.frozen[size_t(id)]; };
   // Element sizes on the wire (docs/training.md, "Numerics"): the backbone's activations cross the TP
-  // regions in the compute precision, its statistics, the embedding and the prompt lookup
-  // in f32; the DP
-  // reduction in train.grad_reduce_dtype, ZeRO-1's all-gather of the values in f32.
+  // regions in the activations' dtype (the embedding's output included), its statistics
+  // and the prompt lookup in f32; the DP reduction in train.grad_reduce_dtype, ZeRO-1's all-gather of the values in f32.
   const int64_t act = cfg.precision == Precision::BF16 ? 2 : 4, grad = int64_t(dtype_size(l.grad_wire));
   CommCounters& t = out.tp;
   if (l.tp > 1) {

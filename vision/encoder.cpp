@@ -116,16 +116,19 @@ void VisionEncoder::bind_and_plan() {
     post_ = Norm::bind(*params_, NormKind::LayerNorm, cfg.norm_eps, kPostNormWeight, kPostNormBias);
 
   using R = ActPlan::Rows;
+  const DType act = params_->has_working() ? DType::BF16 : dtype_;
   stack_.plan(acts_);
   embed_.plan(acts_);
   if (readout_.post_norm) {
     acts_.add(&ln_, R::T, {d});
-    acts_.add(&ln_mean_, R::T);
-    acts_.add(&ln_rstd_, R::T);
+    acts_.add_f32(&ln_mean_, R::T);
+    acts_.add_f32(&ln_rstd_, R::T);
   }
   acts_.add(&dres_, R::T, {d});
-  acts_.allocate(backend, max_T, max_T, dtype_);
-  out_ = readout_.post_norm ? &ln_ : &stack_.output();
+  if (act != dtype_) acts_.add_f32(&feat_, R::T, {d});
+  acts_.allocate(backend, max_T, max_T, act);
+  last_ = readout_.post_norm ? &ln_ : &stack_.output();
+  out_ = feat_.defined() ? &feat_ : last_;
 
   // Image b is tokens [b*GG, (b+1)*GG); positions are unused (no RoPE) but kept valid.
   std::vector<int32_t> cu(static_cast<size_t>(max_images + 1)), pos(static_cast<size_t>(max_T));
@@ -151,6 +154,7 @@ void VisionEncoder::forward(Stream& s, const Tensor& pixels, const Tensor& textu
   embed_.forward(s, stack_.input(), pixels, texture);
   stack_.forward(ctx, seq);
   if (readout_.post_norm) post_.forward(s, ln_, ln_mean_, ln_rstd_, stack_.output());
+  if (feat_.defined()) convert(s, feat_, *last_);
 }
 
 void VisionEncoder::backward(Stream& s, const Tensor& dfeatures, const Tensor& texture) {
@@ -159,10 +163,15 @@ void VisionEncoder::backward(Stream& s, const Tensor& dfeatures, const Tensor& t
   require_shape(dfeatures, Shape{T, cfg_.d_model}, "vision encoder dfeatures");
   TpContext ctx{s, self_, false};
   const PackedSeqs seq{cu_all_.slice(0, B + 1), int(cfg_.tokens()), pos_all_.slice(0, T)};
-  if (readout_.post_norm)
-    post_.backward(s, dres_, dfeatures, stack_.output(), ln_mean_, ln_rstd_);
-  else
-    copy(s, dres_, dfeatures);
+  if (!feat_.defined()) {
+    if (readout_.post_norm)
+      post_.backward(s, dres_, dfeatures, stack_.output(), ln_mean_, ln_rstd_);
+    else
+      copy(s, dres_, dfeatures);
+  } else {  // bf16 activations: the f32 gradients converted into dres_, the norm's backward in place
+    convert(s, dres_, dfeatures);
+    if (readout_.post_norm) post_.backward(s, dres_, dres_, stack_.output(), ln_mean_, ln_rstd_);
+  }
   stack_.backward(ctx, seq, dres_);  // dres_ = dL/dh[0]
   embed_.backward(s, dres_, texture);
 }

@@ -15,6 +15,9 @@
 // Gradients follow the rule of nn/context.h: parameter grads accumulate until
 // zero_grads(); pixels and textures are data (no input gradient).
 // Element type: f32, or f64 on CPU (gradient checks); the texture array has the same dtype.
+// At Precision::BF16 the activations are bf16 (statistics f32: docs/training.md,
+// "Numerics"); the features stay f32 for the relevance stage (an f32 copy of the last
+// hidden state) and the feature gradients arrive in f32.
 // The encoder is neither copied nor moved (its plan binds fields by address). A second
 // encoder can share the parameters of a first (the sharing constructor): its own
 // activations, the same weights, and its parameter gradients accumulate into the same
@@ -77,10 +80,11 @@ class VisionEncoder {
   // pixels [B,S,S,3] u8 and texture [B,13,G,G] (required iff cfg.texture), B <=
   // max_images, on the backend. Keeps what backward needs.
   void forward(Stream& s, const Tensor& pixels, const Tensor& texture);
-  // The features of the last forward, [B*G*G, d_v] (a view into the activation arena,
-  // valid until the next forward).
+  // The features of the last forward, [B*G*G, d_v] in the table's dtype (a view into the
+  // activation arena, valid until the next forward).
   const Tensor& features() const { return *out_; }
-  // dfeatures [B*G*G, d_v] of the last forward (same texture): parameter grads +=.
+  // dfeatures [B*G*G, d_v] (the table's dtype) of the last forward (same texture):
+  // parameter grads +=.
   void backward(Stream& s, const Tensor& dfeatures, const Tensor& texture);
 
   int64_t max_images() const { return max_images_; }
@@ -112,7 +116,9 @@ class VisionEncoder {
   ActPlan acts_;
   Tensor ln_, ln_mean_, ln_rstd_;  // post norm [T, d], [T], [T]
   Tensor dres_;                    // [T, d]
-  const Tensor* out_ = nullptr;    // ln_ or the stack's output
+  Tensor feat_;                    // bf16 activations: the features in f32 [T, d]
+  const Tensor* last_ = nullptr;   // ln_ or the stack's output: the last hidden state
+  const Tensor* out_ = nullptr;    // it, or feat_ (bf16 activations)
   Tensor cu_all_, pos_all_;        // [max_images+1], [max_T] i32: image boundaries, positions
   int64_t last_B_ = 0;
 };

@@ -6,7 +6,6 @@
 #include <cmath>
 
 #include "base/error.h"
-#include "nn/linear.h"
 
 namespace vlm {
 
@@ -79,16 +78,25 @@ void PatchEmbed::bind(const ParamTable& t) {
 }
 
 void PatchEmbed::plan(ActPlan& p) {
-  p.add(&patches_, ActPlan::Rows::T, {3 * int64_t(cfg_.patch) * cfg_.patch});
+  using R = ActPlan::Rows;
   const int L = cfg_.stem_layers();
-  if (L == 0) return;
+  if (cfg_.texture && bf16_) p.add(&tex16_, R::T, {kTextureChannels});
+  if (L == 0) return p.add(&patches_, R::T, {3 * int64_t(cfg_.patch) * cfg_.patch});
+  // The stem runs in f32 (add_f32): the NCHW image, the maps and their gradients.
+  p.add_f32(&patches_, R::T, {3 * int64_t(cfg_.patch) * cfg_.patch});
   for (int l = 0; l < L; ++l) {  // the maps of one image, per token: C_l * side^2 / GG
     StemLayer& st = stem_[size_t(l)];
     const int64_t side = stem_side(cfg_, l), per_token = cfg_.stem_width(l) * side * side / cfg_.tokens();
-    for (Tensor* t : {&st.pre, &st.act, &st.dpre, &st.dact}) p.add(t, ActPlan::Rows::T, {per_token});
+    for (Tensor* t : {&st.pre, &st.act, &st.dpre, &st.dact}) p.add_f32(t, R::T, {per_token});
   }
-  p.add(&rows_, ActPlan::Rows::T, {cfg_.stem_width(L - 1)});
-  p.add(&drows_, ActPlan::Rows::T, {cfg_.stem_width(L - 1)});
+  p.add_f32(&rows_, R::T, {cfg_.stem_width(L - 1)});
+  p.add_f32(&drows_, R::T, {cfg_.stem_width(L - 1)});
+  if (bf16_) p.add(&rows16_, R::T, {cfg_.stem_width(L - 1)});
+}
+
+Tensor PatchEmbed::texture_in(const Tensor& texture, int64_t B) const {
+  if (!tex16_.defined()) return texture;
+  return tex16_.slice(0, B * cfg_.tokens()).view(texture.shape());
 }
 
 double PatchEmbed::forward_macs_per_image() const {
@@ -134,22 +142,24 @@ void PatchEmbed::forward(Stream& s, const Tensor& out, const Tensor& pixels, con
     image_to_patches(s, patches_, pixels, cfg_.patch, pixel_norm(cfg_));
   else
     stem_forward(s, pixels, B);
+  if (rows16_.defined()) convert(s, rows16_, rows_);
   GemmOpts o;
   o.trans_b = true;
   o.bias = &b_;
   matmul(s, out, embed_rows(), w_, o);                                        // conv P x P, stride P (or 1x1)
   bias_add(s, out.view(Shape{B, GG * d}), out.view(Shape{B, GG * d}), pos_.view(Shape{GG * d}));  // + positions
-  if (!cfg_.texture) return round_act(s, out, bf16_);
+  if (!cfg_.texture) return;
   VLM_ASSERT(texture.defined() && texture.shape() == Shape({B, kTextureChannels, G, G}) &&
-                 texture.dtype() == out.dtype(),
+                 texture.dtype() == pos_.dtype(),
              "patch embedding: texture ", texture.defined() ? texture.str() : "undefined", ", expected [", B, ",",
-             kTextureChannels, ",", G, ",", G, "] of the embedding's dtype");
+             kTextureChannels, ",", G, ",", G, "] of the parameters' dtype");
+  const Tensor tex = texture_in(texture, B);
+  if (tex16_.defined()) convert(s, tex, texture);
   GemmOpts t;  // out_b [GG, d] += texture_b^T [GG, 13] W_tex^T [13, d], one batched call
   t.trans_a = true;
   t.trans_b = true;
   t.beta = 1.f;
-  matmul(s, out.view(Shape{B, GG, d}), texture.view(Shape{B, kTextureChannels, GG}), tex_, t);
-  round_act(s, out, bf16_);
+  matmul(s, out.view(Shape{B, GG, d}), tex.view(Shape{B, kTextureChannels, GG}), tex_, t);
 }
 
 void PatchEmbed::backward(Stream& s, const Tensor& dout, const Tensor& texture) const {
@@ -169,7 +179,8 @@ void PatchEmbed::backward(Stream& s, const Tensor& dout, const Tensor& texture) 
   t.trans_a = true;
   t.trans_b = true;
   t.beta = 1.f;
-  for (int64_t b = 0; b < B; ++b) matmul(s, dtex_, image_rows(dout, b, GG), image_texture(texture, b, GG), t);
+  const Tensor tex = texture_in(texture, B);  // the forward's bf16 copy at BF16
+  for (int64_t b = 0; b < B; ++b) matmul(s, dtex_, image_rows(dout, b, GG), image_texture(tex, b, GG), t);
 }
 
 // The stem (patch_embed.h): the NCHW image in patches_, then per layer conv -> GELU; the

@@ -18,7 +18,9 @@
 // the stem are ours): below. Gradients follow the rule of nn/context.h (parameter grads +=); pixels
 // and the texture array are data, so no input gradient is computed.
 // Element type: the parameter table's (f32; f64 on CPU for gradient checks); the texture
-// array has the same dtype.
+// array has the same dtype. With a bf16 working copy (train.precision=bf16) the patch
+// rows and the output are bf16, the matmuls read bf16 copies of the texture and of the
+// stem's rows; the stem itself runs in f32 (docs/training.md, "Numerics").
 #pragma once
 #include <string>
 #include <vector>
@@ -66,7 +68,7 @@ class PatchEmbed {
  private:
   VisionConfig cfg_;
   Tensor w_, dw_, b_, db_;      // patch weight viewed [d, 3PP] (bf16 working copy at BF16), bias [d]
-  bool bf16_ = false;           // train.precision=bf16: the output is rounded to bf16
+  bool bf16_ = false;           // train.precision=bf16: bf16 activations
   Tensor pos_, dpos_;           // [G*G, d]
   Tensor tex_, dtex_;           // [d, 13] (texture on)
   Tensor patches_;              // [T, 3PP] (planned)
@@ -76,9 +78,13 @@ class PatchEmbed {
   };
   std::vector<StemLayer> stem_;  // empty without a stem
   Tensor rows_, drows_;          // stem: the last maps as rows [T, C_L] and their gradient
+  Tensor rows16_;                // bf16: rows_ in bf16 (the 1x1 projection's input)
+  Tensor tex16_;                 // bf16 with texture: the texture array in bf16 [T, 13]
 
-  // The input rows of W_patch: the patch rows, or the stem's rows.
-  const Tensor& embed_rows() const { return stem_.empty() ? patches_ : rows_; }
+  // The input rows of W_patch: the patch rows, or the stem's rows (in bf16 at BF16).
+  const Tensor& embed_rows() const { return stem_.empty() ? patches_ : rows16_.defined() ? rows16_ : rows_; }
+  // The texture array the texture map reads: texture, or its bf16 copy [B,13,G,G].
+  Tensor texture_in(const Tensor& texture, int64_t B) const;
   void stem_forward(Stream& s, const Tensor& pixels, int64_t B) const;
   void stem_backward(Stream& s, const Tensor& dout, int64_t B) const;
 };

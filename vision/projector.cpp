@@ -27,7 +27,8 @@ Projector::Projector(int64_t d_in, int64_t d_out, float init_std, Backend& backe
   acts_.add(&h_, R::T, {d_out});
   acts_.add(&a_, R::T, {d_out});
   acts_.add(&da_, R::T, {d_out});
-  acts_.allocate(backend, max_tokens, max_tokens, dtype);
+  if (precision == Precision::BF16) acts_.add(&x16_, R::T, {d_in});
+  acts_.allocate(backend, max_tokens, max_tokens, precision == Precision::BF16 ? DType::BF16 : dtype);
 }
 
 void Projector::init(uint64_t seed) { init_params(*params_, seed); }
@@ -39,7 +40,8 @@ void Projector::forward(Stream& s, const Tensor& y, const Tensor& x) {
   require_shape(y, Shape{N, d_out_}, "projector output");
   acts_.cut(N, N);
   last_N_ = N;
-  l1_.forward(s, a_, x, h_);  // h = x W1^T + b1, a = GELU(h) (fused epilogue)
+  if (x16_.defined()) convert(s, x16_, x);
+  l1_.forward(s, a_, input(x), h_);  // h = x W1^T + b1, a = GELU(h) (fused epilogue)
   l2_.forward(s, y, a_);
 }
 
@@ -49,17 +51,16 @@ void Projector::backward(Stream& s, const Tensor& dx, const Tensor& dy, const Te
   require_shape(dy, Shape{N, d_out_}, "projector output gradient");
   l2_.backward(s, da_, dy, a_);       // da = dy W2, dW2 += dy^T a, db2 += sum dy
   gelu_backward(s, da_, h_, da_);     // dh = da * GELU'(h), in place
-  round_act(s, da_, l1_.bf16());
   if (dx.defined()) {
     require_shape(dx, Shape{N, d_in_}, "projector input gradient");
-    l1_.backward(s, dx, da_, x);
+    l1_.backward(s, dx, da_, input(x));
     return;
   }
   if (!l1_.dw.defined()) return;  // frozen (nn/param_table.h)
   GemmOpts g;  // the weight gradients only
   g.trans_a = true;
   g.beta = 1.f;
-  matmul(s, l1_.dw, da_, x, g);
+  matmul(s, l1_.dw, da_, input(x), g);
   bias_backward(s, l1_.db, da_);
 }
 

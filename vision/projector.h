@@ -5,7 +5,9 @@
 //                              exact erf GELU: they differ by < 1e-3 of h; no import)
 //   y   = a W2^T + b2          W2 [C, C],  b2 [C]      multi_modal_projector.linear_2.*
 // Weights N(0, init_std), biases 0. One ParamTable (replicated, f32, or f64 on CPU for
-// gradient checks) and one ActPlan for at most max_tokens rows, cut per call.
+// gradient checks) and one ActPlan for at most max_tokens rows, cut per call. At
+// Precision::BF16 the activations are bf16 (y and dy too); x and dx stay in the table's
+// dtype (the relevance stage's tokens), x read through a bf16 copy.
 // Gradients follow the rule of nn/context.h: parameter grads +=, dx overwritten.
 // The projector is neither copied nor moved (its plan binds fields by address).
 #pragma once
@@ -40,7 +42,8 @@ class Projector {
   void zero_grads() { params_->zero_grads(); }
   size_t activation_bytes() const { return acts_.bytes(); }  // the planned arena, exact
 
-  // x [N, d_in] -> y [N, d_out], N <= max_tokens; keeps h and a for backward.
+  // x [N, d_in] -> y [N, d_out] (activation_dtype()), N <= max_tokens; keeps h and a for backward.
+  DType activation_dtype() const { return acts_.act_dtype(); }
   void forward(Stream& s, const Tensor& y, const Tensor& x);
   // After forward(x): dy [N, d_out] -> dx [N, d_in] (overwrite; skipped when
   // undefined), parameter grads +=.
@@ -52,6 +55,9 @@ class Projector {
   Linear l1_, l2_;
   ActPlan acts_;
   Tensor h_, a_, da_;  // [N, d_out]: before GELU, after it, gradient of a (then of h)
+  Tensor x16_;         // [N, d_in] bf16 activations: x in bf16
+  // x as the first layer reads it: x16_ (converted by forward) or x itself.
+  Tensor input(const Tensor& x) const { return x16_.defined() ? x16_ : x; }
   int64_t last_N_ = 0;
 };
 

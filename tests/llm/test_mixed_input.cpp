@@ -68,7 +68,7 @@ RunResult finish(Backbone& bb, Communicator& comm, const LmInput& in, const Tens
   Stream& s = cpu_backend().default_stream();
   comm.reset_counters();
   RunResult r;
-  r.loss = bb.forward(s, in);
+  r.loss = bb.forward(s, in, true);
   bb.backward(s, in, d_emb);
   bb.finalize_grads(s);
   r.counters = comm.counters();

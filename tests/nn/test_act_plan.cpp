@@ -64,5 +64,32 @@ TEST(ActPlan, F64Arena) {
   EXPECT_EQ(p.bytes(), size_t(3 * 7 * 8));
 }
 
+// A bf16 arena (train.precision=bf16): activations take 2 bytes, statistics stay f32
+// (4 bytes; f64 in an f64 arena); a fixed buffer keeps its rows when the plan is cut.
+TEST(ActPlan, Bf16ActivationsF32StatisticsAndFixedRows) {
+  using R = ActPlan::Rows;
+  for (DType act : {DType::BF16, DType::F32, DType::F64}) {
+    Tensor a, stat, chunk;
+    ActPlan p;
+    p.add(&a, R::T, {5});           // [T,5] activation
+    p.add_f32(&stat, R::Ts, {}, 2);  // [2Ts] statistic
+    p.add(&chunk, R::Fixed, {9}, 4);  // [4,9] whatever T
+    const int64_t T = 10, Ts = 10;
+    p.allocate(cpu_backend(), T, Ts, act);
+    const DType st = act == DType::BF16 ? DType::F32 : act;
+    EXPECT_EQ(a.dtype(), act);
+    EXPECT_EQ(chunk.dtype(), act);
+    EXPECT_EQ(stat.dtype(), st);
+    EXPECT_EQ(p.act_dtype(), act);
+    const size_t ea = dtype_size(act), es = dtype_size(st);
+    EXPECT_EQ(p.bytes(), aligned(T * 5 * ea) + aligned(2 * Ts * es) + 4 * 9 * ea);
+    EXPECT_EQ(chunk.shape(), (Shape{4, 9}));
+    p.cut(3, 3);
+    EXPECT_EQ(a.shape(), (Shape{3, 5}));
+    EXPECT_EQ(stat.shape(), (Shape{6}));
+    EXPECT_EQ(chunk.shape(), (Shape{4, 9}));
+  }
+}
+
 }  // namespace
 }  // namespace vlm

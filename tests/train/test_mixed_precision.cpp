@@ -4,10 +4,10 @@
 //    re-rounded by refresh_working_weights after an AdamW step; master weights,
 //    gradients and AdamW moments are f32 (dtypes checked); the memory term
 //    (ParamTable::bf16_copy_bytes) is 2 bytes per matrix element;
-//  - activations: a bf16 Linear's output is round_bf16 of the f32 GEMM of the rounded
-//    operands, a bf16 Norm's output is rounded while its statistics are not; the
-//    backbone's logits and the encoder's features are bf16 values, the per-token
-//    losses are not (f32 loss);
+//  - activations: bf16 tensors; a bf16 Linear's output is the f32 GEMM of the bf16
+//    operands rounded, a Norm's bf16 output is its f32 output rounded while its
+//    statistics stay f32; the backbone's logits and the encoder's features are bf16
+//    values, the per-token losses are not (f32 loss);
 //  - gradients: two micro-batches accumulate in f32 (their sum matches the sum of the
 //    micro-batches' separate gradients to 1e-6; a bf16 accumulation is off by ~1e-3);
 //  - communication: serial == overlap bitwise in bf16 at every layout, with bf16 DP
@@ -130,12 +130,15 @@ TEST(MixedPrecision, LinearAndNormRoundTheirOutputsNotTheirStatistics) {
   for (const char* n : {"w", "b", "nw", "nb"}) copy_tensor(t.get(n).value, rand(t.get(n).local));
   t.refresh_working(s);
 
-  // Linear: y = round(bf16(x) bf16(W)^T + b), the GEMM in f32 (exact products).
+  // Linear: y = round(bf16(x) bf16(W)^T + b), the GEMM in f32 (exact products); x and y
+  // are bf16 tensors (the activations under bf16).
   const Linear lin = Linear::bind(t, "w", "b");
   ASSERT_TRUE(lin.bf16());
-  const Tensor x = rand(Shape{N, K}), y = Tensor::empty(b, Shape{N, M});
+  const Tensor x32 = rand(Shape{N, K}), x = Tensor::empty(b, Shape{N, K}, DType::BF16);
+  convert(s, x, x32);
+  const Tensor y = Tensor::empty(b, Shape{N, M}, DType::BF16);
   lin.forward(s, y, x);
-  const std::vector<float> xv = to_vector_f32(x), wv = to_vector_f32(t.get("w").value), bv = to_vector_f32(t.get("b").value);
+  const std::vector<float> xv = to_vector_f32(x32), wv = to_vector_f32(t.get("w").value), bv = to_vector_f32(t.get("b").value);
   const std::vector<float> yv = to_vector_f32(y);
   for (int64_t n = 0; n < N; ++n)
     for (int64_t m = 0; m < M; ++m) {
@@ -148,18 +151,17 @@ TEST(MixedPrecision, LinearAndNormRoundTheirOutputsNotTheirStatistics) {
     }
   EXPECT_EQ(not_bf16(yv), 0u) << "Linear outputs that are not bf16 values";
 
-  // Norm: out rounded, mean/rstd f32.
+  // Norm: a bf16 output, mean/rstd f32.
   const Norm norm = Norm::bind(t, NormKind::LayerNorm, 1e-5f, "nw", "nb");
-  ASSERT_TRUE(norm.bf16);
-  const Tensor out = Tensor::empty(b, Shape{N, K}), mean = Tensor::empty(b, Shape{N}), rstd = Tensor::empty(b, Shape{N});
+  const Tensor out = Tensor::empty(b, Shape{N, K}, DType::BF16), mean = Tensor::empty(b, Shape{N}),
+               rstd = Tensor::empty(b, Shape{N});
   norm.forward(s, out, mean, rstd, x);
-  EXPECT_EQ(not_bf16(to_vector_f32(out)), 0u) << "Norm outputs that are not bf16 values";
   EXPECT_GT(not_bf16(to_vector_f32(mean)) + not_bf16(to_vector_f32(rstd)), 0u) << "the statistics were rounded";
-  // The same norm at fp32 gives the unrounded output, whose rounding is the bf16 one.
-  Norm f32norm = norm;
-  f32norm.bf16 = false;
-  const Tensor out32 = Tensor::empty(b, Shape{N, K});
-  f32norm.forward(s, out32, mean, rstd, x);
+  // The same norm on f32 tensors of the same (bf16) input values gives the unrounded
+  // output, whose rounding is the bf16 one.
+  const Tensor xr = Tensor::empty(b, Shape{N, K}), out32 = Tensor::empty(b, Shape{N, K});
+  convert(s, xr, x);
+  norm.forward(s, out32, mean, rstd, xr);
   const std::vector<float> o32 = to_vector_f32(out32), o16 = to_vector_f32(out);
   EXPECT_GT(not_bf16(o32), 0u);
   for (size_t i = 0; i < o32.size(); ++i) ASSERT_EQ(o16[i], round_bf16_host(o32[i])) << i;
@@ -188,11 +190,15 @@ TEST(MixedPrecision, ModelActivationsAreBf16AndTheLossAndGradientsF32) {
     if (sum.empty()) sum.assign(gm.size(), 0.0);
     for (size_t i = 0; i < gm.size(); ++i) sum[i] += gm[i];
   }
-  std::vector<float> logits;  // the valid vocabulary columns (padding columns hold the mask -1e30)
-  for (float x : to_vector_f32(model.llm().logits()))
-    if (x > -1e29f) logits.push_back(x);
+  // The activations are bf16 tensors: the backbone's (its logits, recomputed from the
+  // final norm's bf16 output), the projector's; the encoder's features are its bf16 last
+  // hidden state in f32 (the relevance stage's input).
+  EXPECT_EQ(model.llm().activation_dtype(), DType::BF16);
+  EXPECT_EQ(model.projector().activation_dtype(), DType::BF16);
+  const std::vector<float> logits = to_vector_f32(model.llm().gather_logits(b.default_stream()));
   EXPECT_GT(logits.size(), 0u);
   EXPECT_EQ(not_bf16(logits), 0u) << "logits that are not bf16 values";
+  EXPECT_EQ(model.vision().features().dtype(), DType::F32);
   EXPECT_EQ(not_bf16(to_vector_f32(model.vision().features())), 0u) << "encoder features that are not bf16 values";
   EXPECT_GT(not_bf16(to_vector_f32(model.llm().losses())), 0u) << "the per-token losses were rounded (f32 loss)";
 
