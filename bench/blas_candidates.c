@@ -2,7 +2,9 @@
  * bench/CMakeLists.txt's *.cpp glob skips it; compiled and run by
  * bench/blas_candidates.sh, once per library). For each GEMM shape of the
  * language-model step (y[M,N] = x[M,K] @ W[N,K]^T and the two backward products at
- * T = 128 and 512, GPT-2 widths) and the 2048^3 square, prints GFLOP/s; with
+ * T = 128 and 512, GPT-2 widths) and the 2048^3 square, prints GFLOP/s, and GFLOP per
+ * CPU-second of the process (the figure that holds on a machine shared with other
+ * work, and that counts threads that spin while waiting); with
  * -DWITH_SBGEMM (OpenBLAS) also the bf16 x bf16 -> f32 product (cblas_sbgemm) of the
  * same shapes; then the "mixed" loop that a training step is: a GEMM followed by an
  * OpenMP elementwise region over its output, repeated, where a BLAS with its own thread
@@ -27,11 +29,14 @@
 #include <stdlib.h>
 #include <time.h>
 
-static double now(void) {
+static double clock_s(clockid_t c) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(c, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+static double now(void) { return clock_s(CLOCK_MONOTONIC); }
+/* CPU seconds of the whole process (all its threads, spinning included). */
+static double cpu_now(void) { return clock_s(CLOCK_PROCESS_CPUTIME_ID); }
 
 static float* filled(long n, unsigned seed) {
   float* p = aligned_alloc(256, (size_t)((n * 4 + 255) / 256 * 256));
@@ -76,20 +81,22 @@ static void sbgemm(int ta, int tb, int M, int N, int K, const bfloat16* A, const
 }
 #endif
 
-/* Seconds per call of f (f32 or, with bf16 set, the bf16 product), over `budget`. */
+/* Seconds per call of f (f32 or, with bf16 set, the bf16 product), over `budget`;
+ * *cpu: the process's CPU seconds per call. */
 static double seconds_per_call(int bf16, int ta, int tb, int M, int N, int K, const void* A, const void* B, float* C,
-                               double budget) {
+                               double budget, double* cpu) {
   int n = -1; /* the first call warms up */
-  double t0 = 0, t = 0;
+  double t0 = 0, t = 0, c0 = 0;
   do {
 #ifdef WITH_SBGEMM
     if (bf16) sbgemm(ta, tb, M, N, K, A, B, C);
     else
 #endif
       gemm(ta, tb, M, N, K, A, B, C);
-    if (++n == 0) t0 = now();
+    if (++n == 0) t0 = now(), c0 = cpu_now();
   } while (n == 0 || (t = now() - t0) < budget);
   (void)bf16;
+  *cpu = (cpu_now() - c0) / n;
   return t / n;
 }
 
@@ -155,9 +162,10 @@ int main(int argc, char** argv) {
   /* A: at most 2048 x 2048, B: the lm head's 50304 x 768, C: 128 x 50304 (> 2048 x 2048). */
   float *A = filled(2048L * 2048, 1), *B = filled(50304L * 768, 2), *C = filled(128L * 50304, 3);
   for (int i = 0; i < ncases; ++i) {
-    double s = seconds_per_call(0, cases[i].ta, cases[i].tb, cases[i].m, cases[i].n, cases[i].k, A, B, C, budget);
-    printf("%-16s %-20s %5d %5d %5d  %8.3f ms  %7.1f GFLOP/s\n", name, cases[i].what, cases[i].m, cases[i].n,
-           cases[i].k, s * 1e3, 2.0 * cases[i].m * cases[i].n * cases[i].k / s / 1e9);
+    double c, s = seconds_per_call(0, cases[i].ta, cases[i].tb, cases[i].m, cases[i].n, cases[i].k, A, B, C, budget, &c);
+    const double f = 2.0 * cases[i].m * cases[i].n * cases[i].k / 1e9;
+    printf("%-16s %-20s %5d %5d %5d  %8.3f ms  %7.1f GFLOP/s  %7.1f GFLOP/cpu-s\n", name, cases[i].what, cases[i].m,
+           cases[i].n, cases[i].k, s * 1e3, f / s, f / c);
   }
 #ifdef WITH_SBGEMM
   { /* bf16 operands (any bit pattern of a finite bf16: the top half of the f32 values) */
@@ -165,9 +173,10 @@ int main(int argc, char** argv) {
     for (long i = 0; i < 2048L * 2048; ++i) Ab[i] = (bfloat16)(*(unsigned*)&A[i] >> 16);
     for (long i = 0; i < 50304L * 768; ++i) Bb[i] = (bfloat16)(*(unsigned*)&B[i] >> 16);
     for (int i = 0; i < ncases; ++i) {
-      double s = seconds_per_call(1, cases[i].ta, cases[i].tb, cases[i].m, cases[i].n, cases[i].k, Ab, Bb, C, budget);
-      printf("%-16s bf16 %-15s %5d %5d %5d  %8.3f ms  %7.1f GFLOP/s\n", name, cases[i].what, cases[i].m, cases[i].n,
-             cases[i].k, s * 1e3, 2.0 * cases[i].m * cases[i].n * cases[i].k / s / 1e9);
+      double c, s = seconds_per_call(1, cases[i].ta, cases[i].tb, cases[i].m, cases[i].n, cases[i].k, Ab, Bb, C, budget, &c);
+      const double f = 2.0 * cases[i].m * cases[i].n * cases[i].k / 1e9;
+      printf("%-16s bf16 %-15s %5d %5d %5d  %8.3f ms  %7.1f GFLOP/s  %7.1f GFLOP/cpu-s\n", name, cases[i].what,
+             cases[i].m, cases[i].n, cases[i].k, s * 1e3, f / s, f / c);
     }
     free(Ab), free(Bb);
   }
