@@ -8,9 +8,10 @@
 //    2p+1, then acc += a*b at 2p (vdpbf16ps: every product of two bf16 values is exact
 //    in f32, each sum rounds to nearest even, subnormal inputs and results are flushed
 //    to zero); an odd K ends with a zero pair. Then alpha * acc + beta * C. So C is
-//    bitwise the same at any thread count and block layout (blas.cpp), and on every CPU
-//    with AVX512_BF16; it differs from the f32 GEMM of the bf16 values (gemm.cpp's path
-//    elsewhere) in the order of the sums only (tests/core/test_gemm_bf16.cpp).
+//    bitwise the same at any thread count and block layout (blas.cpp) on one CPU kind
+//    (how a vendor's vdpbf16ps rounds its two sums is its own); it differs from the f32
+//    GEMM of the bf16 values (gemm.cpp's path elsewhere) in the order of the sums only
+//    (tests/core/test_gemm_bf16.cpp).
 #pragma once
 #include <cstdint>
 

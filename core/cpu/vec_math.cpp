@@ -1,9 +1,9 @@
 // The GELU loops of vec_math.h, 16 lanes at a time, one body per x86-64 level
 // (VLM_CPU_CLONES): lane-wise code, so every level gives the same bits.
-#include "core/cpu/vec_math.h"
-
 // The 64-byte vectors pass between inlined helpers only: no call crosses an ABI boundary.
 #pragma GCC diagnostic ignored "-Wpsabi"
+
+#include "core/cpu/vec_math.h"
 
 namespace vlm::cpu {
 namespace {
