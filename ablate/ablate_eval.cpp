@@ -1,35 +1,10 @@
 // Answer accuracy and relevance precision of `vlm ablate` (ablate/ablate_eval.h).
 #include "ablate/ablate_eval.h"
 
-#include <algorithm>
-#include <numeric>
-
 #include "base/error.h"
 #include "model/generate.h"
 
 namespace vlm {
-
-void add_relevance_precision(const float* r, int G, int S, const float box[4], AnswerReport& rep) {
-  const double p = double(S) / G;
-  const int64_t N = int64_t(G) * G;
-  std::vector<uint8_t> inside(static_cast<size_t>(N), 0);
-  int64_t k = 0;
-  for (int y = 0; y < G; ++y)
-    for (int x = 0; x < G; ++x) {
-      const double cx = (x + 0.5) * p, cy = (y + 0.5) * p;
-      const bool in = cx >= box[0] && cx < box[2] && cy >= box[1] && cy < box[3];
-      inside[size_t(y * G + x)] = in;
-      k += in;
-    }
-  if (k == 0) return;
-  std::vector<int64_t> order(static_cast<size_t>(N));
-  std::iota(order.begin(), order.end(), int64_t(0));
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return r[a] > r[b]; });
-  int64_t hits = 0;
-  for (int64_t i = 0; i < k; ++i) hits += inside[size_t(order[size_t(i)])];
-  rep.boxed += 1, rep.top_cells += double(k), rep.hits += double(hits);
-  rep.chance_hits += double(k) * double(k) / double(N);
-}
 
 AnswerReport answer_accuracy(VlmModel& model, Stream& s, Communicator& dp, Loader& loader, const TextRule& rule,
                              const Tokenizer& tok, int max_new) {

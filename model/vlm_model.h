@@ -92,7 +92,8 @@ struct MicroBatch {
   const float* texture = nullptr;   // [B,13,G,G] (when vision.texture)
   std::vector<std::vector<int32_t>> prompt, caption;  // [B] each
   double loss_norm = 1.0;           // divisor of the summed loss (see above)
-  uint64_t seed = 0;                // lod.policy=random
+  uint64_t seed = 0;                // lod.policy=random, lod.explore
+  double explore = 0;               // lod.explore's probability at this step (training; 0 elsewhere)
   int64_t counted() const;          // caption tokens (= counted targets)
 };
 

@@ -27,6 +27,15 @@ const char* placement_name(Placement p) {
   return "?";
 }
 
+const char* order_name(LodOrder o) { return o == LodOrder::Depth ? "depth" : "rounds"; }
+const char* gate_name(LodGate g) { return g == LodGate::Detail ? "detail" : "token"; }
+
+double LodConfig::explore_at(int64_t step, int64_t steps) const {
+  const double end = explore_until * double(steps);
+  if (explore <= 0 || end <= 0 || double(step) >= end) return 0.0;
+  return explore * (1.0 - double(step - 1) / end);
+}
+
 int LodConfig::levels() const {
   int l = 1;
   for (int r = region; r > 1; r >>= 1) ++l;
@@ -48,6 +57,9 @@ void ScorerOptions::validate(int G, int tp) const {
   VLM_REQUIRE(lod.fixed_budget == 0 || (lod.fixed_budget >= lod.min_tokens && lod.fixed_budget <= lod.max_tokens),
               "lod.budget=", lod.fixed_budget, ": expected 'relevance' or an integer in [lod.min_tokens, lod.max_tokens] = [",
               lod.min_tokens, ", ", lod.max_tokens, "]");
+  VLM_REQUIRE(lod.explore >= 0 && lod.explore <= 1, "lod.explore=", lod.explore, ": expected a probability in [0, 1]");
+  VLM_REQUIRE(lod.explore_until >= 0 && lod.explore_until <= 1, "lod.explore_until=", lod.explore_until,
+              ": expected a fraction of the training steps in [0, 1]");
   VLM_REQUIRE(scorers.k >= 1 && scorers.k % 2 == 1 && scorers.k <= G, "scorers.k=", scorers.k,
               ": expected an odd window size in [1, G = ", G, "]");
   VLM_REQUIRE(scorers.placement != Placement::Tp2 || tp % 2 == 0,
@@ -65,6 +77,15 @@ void register_scorer_options(Config& cfg) {
                  "tokens per image: 'relevance' (grows with the image's mean relevance) or a fixed integer N");
   cfg.add_choice("lod.policy", "relevance", {"relevance", "uniform", "random"},
                  "order of region upgrades: by relevance, or the baselines uniform (raster) and random");
+  cfg.add_choice("lod.order", "rounds", {"rounds", "depth"},
+                 "upgrade order: rounds (every region one level before any the next) or depth (each region to the "
+                 "finest level in turn; policy uniform always uses rounds)");
+  cfg.add_choice("lod.gate", "token", {"token", "detail"},
+                 "relevance gradient: token (the straight-through gate scales the token) or detail (it scales the "
+                 "token's detail over its coarser level: the first-order value of the detail)");
+  cfg.add_float("lod.explore", 0.0, "training: probability that an image's allocation takes a random region order "
+                "(policy relevance), falling linearly to 0 at lod.explore_until x train.steps", 0.0, 1.0);
+  cfg.add_float("lod.explore_until", 0.5, "training: fraction of the steps after which lod.explore is 0", 0.0, 1.0);
   cfg.add_choice("scorers.placement", "replicated", {"replicated", "batch-split", "dedicated", "tp2"},
                  "where the scorers run in the TP group (README, Scorers and level of detail)");
   cfg.add_int("scorers.hidden", 64, "hidden width of the scorer MLPs, projections and balancer", 1, 1 << 16);
@@ -86,6 +107,10 @@ ScorerOptions read_scorer_options(const Config& cfg) {
   }
   const std::string& pol = cfg.get_string("lod.policy");
   o.lod.policy = pol == "uniform" ? LodPolicy::Uniform : pol == "random" ? LodPolicy::Random : LodPolicy::Relevance;
+  o.lod.order = cfg.get_string("lod.order") == "depth" ? LodOrder::Depth : LodOrder::Rounds;
+  o.lod.gate = cfg.get_string("lod.gate") == "detail" ? LodGate::Detail : LodGate::Token;
+  o.lod.explore = cfg.get_float("lod.explore");
+  o.lod.explore_until = cfg.get_float("lod.explore_until");
   const std::string& pl = cfg.get_string("scorers.placement");
   o.scorers.placement = pl == "batch-split" ? Placement::BatchSplit
                         : pl == "dedicated" ? Placement::Dedicated

@@ -7,6 +7,7 @@
 //   lod.min_tokens >= (G/R)^2 (every region starts at level 0, one token);
 //   lod.min_tokens <= lod.max_tokens <= G*G (every region at its finest level);
 //   lod.budget: "relevance" or an integer N in [min_tokens, max_tokens];
+//   lod.explore, lod.explore_until: in [0, 1];
 //   scorers.k: odd, at most G (the centre-surround window);
 //   scorers.placement=tp2 needs an even parallel.tp and an even scorers.hidden.
 #pragma once
@@ -18,9 +19,13 @@ namespace vlm {
 class Config;
 
 enum class LodPolicy { Relevance, Uniform, Random };
+enum class LodOrder { Rounds, Depth };  // lod.order (scorers/lod_allocator.h)
+enum class LodGate { Token, Detail };   // lod.gate (scorers/lod_tokens.h)
 enum class Placement { Replicated, BatchSplit, Dedicated, Tp2 };
 const char* policy_name(LodPolicy p);
 const char* placement_name(Placement p);
+const char* order_name(LodOrder o);
+const char* gate_name(LodGate g);
 
 struct LodConfig {
   int region = 4;             // R, cells per region side
@@ -28,8 +33,15 @@ struct LodConfig {
   int64_t max_tokens = 400;   // per image
   int64_t fixed_budget = 0;   // lod.budget=N: every image gets N; 0 = lod.budget=relevance
   LodPolicy policy = LodPolicy::Relevance;
+  LodOrder order = LodOrder::Rounds;  // how the upgrades are ordered (lod_allocator.h)
+  LodGate gate = LodGate::Token;      // what the relevance gradient measures (lod_tokens.h)
+  // Exploration (training only, policy relevance): an image's allocation takes the random
+  // policy's order with probability explore_at(step, steps), which falls linearly from
+  // lod.explore at step 1 to 0 at step explore_until x steps.
+  double explore = 0, explore_until = 0.5;
 
   int levels() const;                                    // log2(R) + 1 (levels 0..log2 R)
+  double explore_at(int64_t step, int64_t steps) const;
   int64_t regions(int G) const { return int64_t(G / region) * (G / region); }
 };
 
@@ -46,8 +58,8 @@ struct ScorerOptions {
   void validate(int G, int tp) const;
 };
 
-// Registers lod.region, lod.min_tokens, lod.max_tokens, lod.budget, lod.policy,
-// scorers.placement, scorers.hidden, scorers.k.
+// Registers lod.region, lod.min_tokens, lod.max_tokens, lod.budget, lod.policy, lod.order,
+// lod.gate, lod.explore, lod.explore_until, scorers.placement, scorers.hidden, scorers.k.
 void register_scorer_options(Config& cfg);
 // Reads them (lod.budget is parsed here: "relevance" or a positive integer); does not
 // validate (call validate with the grid and the TP size).

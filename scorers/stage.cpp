@@ -18,7 +18,7 @@ ScorerDims with_options(ScorerDims d, const ScorerOptions& o) {
 }  // namespace
 
 RelevanceStage::RelevanceStage(const ScorerOptions& opts, const ScorerDims& dims_in, Communicator& tp, Communicator* pair)
-    : opts_(opts), dims_(with_options(dims_in, opts)), tp_(tp), alloc_(opts.lod, dims_in.G), balancer_(dims_), lod_(dims_, opts.lod.region) {
+    : opts_(opts), dims_(with_options(dims_in, opts)), tp_(tp), alloc_(opts.lod, dims_in.G), balancer_(dims_), lod_(dims_, opts.lod.region, opts.lod.gate) {
   opts.validate(dims_.G, tp.size());
   if (opts.scorers.placement == Placement::Tp2) {
     VLM_ASSERT(pair != nullptr && pair->size() == 2, "placement tp2 needs the 2-rank pair communicator");
@@ -101,7 +101,7 @@ void RelevanceStage::forward_finish(Stream& st) {
     r_f64_[size_t(i)] = rh.dtype() == DType::F64 ? rh.ptr<double>()[i] : double(rh.ptr<float>()[i]);
   lods_.clear();
   for (int64_t b = 0; b < B; ++b)
-    lods_.push_back(alloc_.allocate(r_f64_.data() + b * N, seed_ * 0x9E3779B97F4A7C15ull + uint64_t(b)));
+    lods_.push_back(alloc_.allocate(r_f64_.data() + b * N, seed_ * 0x9E3779B97F4A7C15ull + uint64_t(b), explore_));
   scratch(tokens_, r_.device(), Shape{LodTokens::total_tokens(lods_), d}, r_.dtype());
   lod_.forward(st, tokens_, cu_, lods_, F_);
 }

@@ -25,6 +25,7 @@
 #include "train/memory_terms.h"
 #include "train/train_measure.h"
 #include "runlog/run_log.h"
+#include "train/lod_metrics.h"
 #include "train/step.h"
 #include "train/train_options.h"
 #include "vision/siglip_config.h"
@@ -126,6 +127,7 @@ TrainReport Trainer::run() {
       batches[size_t(m)] = S.loader->next();
       data_wait += seconds_since(tw);
       mbs.push_back(make_micro_batch(batches[size_t(m)], S.rule, S.seed ^ uint64_t(step * M + m)));
+      mbs.back().explore = S.vcfg.scorers.lod.explore_at(step, S.total);
       counted += double(mbs.back().counted());
     }
     const double global = all_reduce_values(dp, s, {counted})[0];
@@ -139,6 +141,7 @@ TrainReport Trainer::run() {
     const std::vector<double> tot = all_reduce_values(dp, s, {local, tokens, double(visual), double(images)});
     loss = tot[0];
     const double gnorm = S.opt->grad_norm(s, rt.groups().tp());
+    const LodStepMetrics lm = measure_lod_step(*S.model, s, batches.back(), dp, tpc);
     if (!std::isfinite(loss) || !std::isfinite(gnorm))
       rt.on_every_rank("step " + std::to_string(step), [&] {
         throw UserError("step " + std::to_string(step) + ": the " + (std::isfinite(loss) ? "gradient norm" : "loss") +
@@ -168,8 +171,17 @@ TrainReport Trainer::run() {
       const std::vector<float> w = to_vector_f32(S.model->stage().balancer().weights());
       double m[3] = {0, 0, 0};
       for (size_t k = 0; k < w.size(); ++k) m[k % 3] += w[k] / double(w.size() / 3);
-      S.log->scalars(step, {{"balancer_propositional", m[0]}, {"balancer_perspectival", m[1]},
-                            {"balancer_participatory", m[2]}});
+      std::vector<std::pair<std::string, double>> v = {{"balancer_propositional", m[0]},
+                                                       {"balancer_perspectival", m[1]},
+                                                       {"balancer_participatory", m[2]},
+                                                       {"scorer_grad_norm", lm.scorer_grad_norm},
+                                                       {"lod_explore", mbs.back().explore}};
+      if (lm.precision.boxed > 0)
+        v.insert(v.end(), {{"relevance_precision", lm.precision.precision()},
+                           {"relevance_precision_chance", lm.precision.chance()}});
+      S.log->scalars(step, v);
+      rep.relevance_precision.push_back(lm.precision.boxed > 0 ? lm.precision.precision() : -1.0);
+      rep.scorer_grad_norms.push_back(lm.scorer_grad_norm);
     }
     const sched::StepSummary sum = trace.add_step(S.step->graph(), timings);
     if (print && rt.root() && !S.sched.trace.empty()) std::printf("  %s\n", sum.line().c_str());

@@ -1,0 +1,97 @@
+// Implementation of compose_colour_scene (the layout rules are in colour_compose.h).
+#include "data/convert/colour_compose.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/error.h"
+#include "data/convert/scene_compose.h"
+
+namespace vlm {
+
+namespace {
+
+// The first k of a uniform random permutation of 0..n-1 (Fisher-Yates from the front).
+std::vector<int> draw_distinct(int n, int k, SceneRng& rng) {
+  std::vector<int> v(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) v[size_t(i)] = i;
+  for (int i = 0; i < k; ++i) std::swap(v[size_t(i)], v[size_t(rng.range(i, n - 1))]);
+  v.resize(size_t(k));
+  return v;
+}
+
+// A Fashion-MNIST picture of the pool in `tint`, longer side `side`, cut to what changes
+// the background; empty when nothing does.
+Sprite draw_visible(SceneLibrary& lib, ScenePool pool, int side, const uint8_t tint[3], const uint8_t bg[3],
+                    SceneRng& rng, SceneItemRef* ref) {
+  *ref = lib.draw(pool, 0.0, rng);
+  const Sprite s = lib.render(*ref, std::max(side, 1), tint);
+  const PixelBox vb = visible_box(s, bg);
+  return vb.empty() ? Sprite{} : crop_sprite(s, vb);
+}
+
+bool near(const PixelBox& a, const PixelBox& b, int gap) {
+  return a.x0 - gap < b.x1 && b.x0 < a.x1 + gap && a.y0 - gap < b.y1 && b.y0 < a.y1 + gap;
+}
+
+}  // namespace
+
+ColourScene compose_colour_scene(SceneLibrary& lib, ScenePool pool, int size, int grid, int max_items,
+                                 SceneRng& rng) {
+  const int slot = grid > 0 ? size / grid : 0;
+  VLM_ASSERT(grid >= 1 && size % grid == 0 && slot >= kColourMinSlot && max_items >= kColourMinItems &&
+                 max_items <= std::min(kColourPaletteSize, grid * grid) && !lib.pool_empty(pool),
+             "compose_colour_scene: size ", size, " grid ", grid, " items ", max_items);
+  ColourScene sc;
+  sc.size = size, sc.grid = grid;
+  sc.background = uint8_t(rng.range(16, 64));
+  const uint8_t bg[3] = {sc.background, sc.background, sc.background};
+  sc.rgb.assign(size_t(size) * size_t(size) * 3, sc.background);
+
+  const int n = int(rng.range(kColourMinItems, max_items));
+  const std::vector<int> slots = draw_distinct(grid * grid, n, rng);
+  const std::vector<int> colours = draw_distinct(kColourPaletteSize, n, rng);
+  const int inner = slot - 2;  // the box keeps one pixel from the slot's edges
+  const int lo = int(std::ceil(0.75 * inner));
+  for (int k = 0; k < n; ++k) {
+    ColourItem it;
+    it.colour = colours[size_t(k)], it.slot = slots[size_t(k)];
+    Sprite s;
+    while (s.empty())  // a picture with nothing visible is redrawn (none in Fashion-MNIST)
+      s = draw_visible(lib, pool, int(rng.range(lo, inner)), kColourPalette[it.colour].rgb, bg, rng, &it.ref);
+    const int sx = (it.slot % grid) * slot + 1, sy = (it.slot / grid) * slot + 1;
+    const int left = sx + int(rng.range(0, inner - s.width)), top = sy + int(rng.range(0, inner - s.height));
+    composite(s, sc.rgb.data(), size, size, left, top);
+    it.class_id = lib.class_of(it.ref);
+    it.box = {left, top, left + s.width, top + s.height};
+    sc.items.push_back(it);
+  }
+
+  for (int k = 0; k < 2 * grid * grid; ++k) {
+    const uint8_t g = uint8_t(rng.range(96, 176));
+    const uint8_t tint[3] = {g, g, g};
+    SceneItemRef ref;
+    const Sprite whole = draw_visible(lib, pool, int(rng.uniform(0.5, 0.9) * slot), tint, bg, rng, &ref);
+    if (whole.empty()) continue;
+    const int w = std::max(1, int(std::ceil(rng.uniform(0.4, 0.7) * whole.width)));
+    const int h = std::max(1, int(std::ceil(rng.uniform(0.4, 0.7) * whole.height)));
+    const int x0 = int(rng.range(0, whole.width - w)), y0 = int(rng.range(0, whole.height - h));
+    Sprite frag = crop_sprite(whole, {x0, y0, x0 + w, y0 + h});
+    const PixelBox vb = visible_box(frag, bg);
+    if (vb.empty()) continue;
+    frag = crop_sprite(frag, vb);
+    for (int t = 0; t < 30; ++t) {
+      const int left = int(rng.range(0, size - frag.width)), top = int(rng.range(0, size - frag.height));
+      const PixelBox box{left, top, left + frag.width, top + frag.height};
+      bool clear = true;
+      for (const ColourItem& item : sc.items) clear = clear && !near(box, item.box, kSceneGap);
+      if (!clear) continue;
+      composite(frag, sc.rgb.data(), size, size, left, top);
+      ++sc.clutter;
+      break;
+    }
+  }
+  return sc;
+}
+
+}  // namespace vlm

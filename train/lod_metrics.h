@@ -1,0 +1,31 @@
+// What reaches the relevance scorers during training (docs/scorers.md, "Measuring what
+// the scorers learn"), measured after each optimizer step and logged by the trainer to
+// metrics.jsonl / TensorBoard (train group):
+//  - relevance_precision, relevance_precision_chance: the relevance precision
+//    (scorers/relevance_precision.h) of the step's last micro-batch against its caption
+//    boxes (datasets with boxes only; summed over DP ranks);
+//  - scorer_grad_norm: the L2 norm of the gradient of the parameters that learn only
+//    through the relevance r (the three scorers, the balancer and the default query:
+//    every "scorers.*" parameter but the LOD embeddings "scorers.lod.*"), after the step's
+//    gradient reduction, before clipping (the whole gradient's norm is grad_norm);
+//  - lod_explore: the exploration probability of the step (LodConfig::explore_at).
+#pragma once
+#include <vector>
+
+#include "data/load/loader.h"
+#include "model/vlm_model.h"
+#include "parallel/communicator.h"
+#include "scorers/relevance_precision.h"
+
+namespace vlm {
+
+struct LodStepMetrics {
+  RelevancePrecision precision;  // boxed = 0 when the batch has no boxes
+  double scorer_grad_norm = 0;
+};
+
+// After the step: `last` is the batch of the step's last micro-batch (the model's current
+// stage). Collective over dp and, when the scorers are split over TP (tp2), over tp.
+LodStepMetrics measure_lod_step(VlmModel& model, Stream& s, const Batch& last, Communicator& dp, Communicator& tp);
+
+}  // namespace vlm
