@@ -89,11 +89,13 @@ std::vector<int64_t> seed_list(const std::string& text) {
 std::string row_overrides(const RowSpec& r, const AblateOptions& a, const Config& base, int tp, int dp) {
   std::ostringstream os;
   const int64_t min_tokens = std::min(base.get_int("lod.min_tokens"), r.budget);
+  // lod.anneal trains from lod.max_tokens down to the budget: the row keeps that maximum.
+  const int64_t max_tokens = base.get_float("lod.anneal") > 0 ? std::max(base.get_int("lod.max_tokens"), r.budget) : r.budget;
   double lr = base.get_float("train.lr");
   if (!a.test_break.empty() && a.test_break == r.placement) lr *= 1.1;  // test only (README "Ablations")
   char lr_text[32];
   std::snprintf(lr_text, sizeof lr_text, "%.17g", lr);
-  os << "seed = " << r.seed << "\n[lod]\npolicy = " << r.lod << "\nbudget = " << r.budget << "\nmax_tokens = " << r.budget
+  os << "seed = " << r.seed << "\n[lod]\npolicy = " << r.lod << "\nbudget = " << r.budget << "\nmax_tokens = " << max_tokens
      << "\nmin_tokens = " << min_tokens << "\n[scorers]\nplacement = " << r.placement << "\n[train]\n";
   if (a.steps > 0) os << "steps = " << a.steps << "\n";
   os << "lr = " << lr_text << "\nrun = " << r.placement << "-" << r.lod << "-" << r.budget << "-s" << r.seed << "-tp" << tp

@@ -5,7 +5,8 @@
 // ablate.out after each row.
 // Invariants:
 //  - A row = the base options with lod.policy, lod.budget = lod.max_tokens = the budget
-//    (lod.min_tokens lowered to it when above), scorers.placement, the run seed (one row
+//    (lod.min_tokens lowered to it when above; with lod.anneal, lod.max_tokens is kept
+//    when above the budget: the training budget falls from it), scorers.placement, the run seed (one row
 //    per --seeds entry; the configuration's seed when none), and the run folder
 //    <out>/runs/<placement>-<lod>-<budget>-s<seed>-tp<T>dp<D>; no checkpoints, no periodic
 //    validation, no caption accuracy (the answers are measured by ablate/ablate_eval.h).

@@ -8,6 +8,7 @@
 //                  [--data.scene_size 224] [--data.stamp_fraction F] [--data.stamps DIR]
 //   vlm data build --data.from colours --data.out FILE.h5 [--data.limit N] [--data.seed S]
 //                  [--data.scene_size 64] [--data.colour_grid 4] [--data.colour_items 4]
+//                  [--data.colour_classes digits|fashion]
 //   vlm data inspect FILE.h5 [--data.samples K]
 //   vlm data tokenizer --data.train FILE.h5 --data.vocab N --data.out tok.json
 //   vlm data tokenize FILE.h5 --data.tokenizer tok.json
@@ -45,6 +46,8 @@ void register_options(Config& c) {
   c.add_int("data.scene_size", 224, "build scenes: side of the square scene images in pixels (scenes: at least 96; "
             "colours: default 64, a multiple of data.colour_grid)", 8, kMaxSceneSize);
   c.add_int("data.colour_grid", 4, "build colours: slots per side of the scene (one item per slot at most)", 1, 64);
+  c.add_choice("data.colour_classes", "digits", {"digits", "fashion"},
+               "build colours: the items, digits 0-9 or Fashion-MNIST's 10 classes");
   c.add_int("data.colour_items", 4, "build colours: most items per scene (each in its own colour; at least 2)", 2,
             kColourPaletteSize);
   c.add_float("data.stamp_fraction", 0.25,
@@ -113,6 +116,7 @@ int do_build(const Config& c) {
     co.size = c.is_set("data.scene_size") ? int(c.get_int("data.scene_size")) : co.size;
     co.grid = int(c.get_int("data.colour_grid"));
     co.max_items = int(c.get_int("data.colour_items"));
+    co.classes = c.get_string("data.colour_classes") == "fashion" ? ColourClasses::Fashion : ColourClasses::Digits;
     co.fashion_dir = input;
     r = build_colour_scenes(co, o);
   } else if (from == "fashion-mnist") r = build_fashion_mnist(input, o);

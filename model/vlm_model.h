@@ -93,7 +93,7 @@ struct MicroBatch {
   std::vector<std::vector<int32_t>> prompt, caption;  // [B] each
   double loss_norm = 1.0;           // divisor of the summed loss (see above)
   uint64_t seed = 0;                // lod.policy=random, lod.explore
-  double explore = 0;               // lod.explore's probability at this step (training; 0 elsewhere)
+  LodConfig::Step lod;              // the LOD training schedule at this step (none elsewhere)
   int64_t counted() const;          // caption tokens (= counted targets)
 };
 

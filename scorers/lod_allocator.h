@@ -18,8 +18,9 @@
 //  - depth: each region in the order is upgraded to the finest level before the next
 //    one starts (detail concentrated on the most relevant regions). Policy uniform
 //    always allocates in rounds: the same detail everywhere is what it stands for.
-// Exploration (training, policy relevance only): allocate(r, seed, explore) takes the
-// random policy's order with probability `explore` (drawn from the seed).
+// Training schedules (LodConfig::step_at): allocate(r, seed, step) takes the random
+// policy's order with probability step.explore (policy relevance only; drawn from the
+// seed), and step.budget (when > 0) as every image's budget.
 // Hence:
 //  - the tokens emitted T_i <= N_i, and T_i > N_i - (cost of the refused upgrade);
 //  - a region never gets fewer tokens than a less relevant one (policy relevance), and a
@@ -65,9 +66,9 @@ class LodAllocator {
   int64_t budget(double mean_r) const;
   // Allocation of one image from its relevance r[G*G]; `seed` is used by policy random
   // and by exploration only (the caller derives it from the run seed, the step and the
-  // image); `explore` the exploration probability (0 outside training).
-  ImageLod allocate(const double* r, uint64_t seed, double explore = 0) const;
-  ImageLod allocate(const float* r, uint64_t seed, double explore = 0) const;
+  // image); `step` the training schedule's (none outside training).
+  ImageLod allocate(const double* r, uint64_t seed, const LodConfig::Step& step = {}) const;
+  ImageLod allocate(const float* r, uint64_t seed, const LodConfig::Step& step = {}) const;
 
  private:
   LodConfig cfg_;

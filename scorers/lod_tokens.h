@@ -12,15 +12,20 @@
 //    for the region's cells (how much the loss wants the region's tokens larger);
 //  - detail: the token's detail over its coarser level, token = coarse + g (fine - coarse)
 //    (fine: the pooled square; coarse: the pooled parent square, side 2 x side, of the
-//    level above; level-0 tokens have no coarser level and no gate); its backward adds
-//      dr[cell] += sum over the region's tokens of <dtoken, fine - coarse> / R^2,
-//    the first-order change of the loss from giving the region its detail: a signal that
-//    normalisation of the token (RMSNorm scales it away) does not cancel.
+//    level above; level-0 tokens have no coarser level and no gate), with the gate on the
+//    region's relevance relative to the image's mean, g = 1 + (r_reg - mean r) -
+//    stopgrad(r_reg - mean r); its backward adds, with rd_t = <dtoken_t, fine_t - coarse_t>,
+//      dr[cell] += sum over the image's tokens t of rd_t ([cell in t's region] / R^2 - 1/G^2),
+//    the first-order change of the loss from giving the region its detail, against the
+//    image's other regions: a signal that normalisation of the token (RMSNorm scales it
+//    away) does not cancel, and that does not push every region's relevance up together
+//    (an allocation at a fixed budget depends only on the order of the regions; a
+//    uniform rise would only saturate the sigmoid and stop the gradient).
 // So the language-model loss reaches the relevance r (and through it the balancer and
 // the scorers). The allocation itself carries no gradient.
 // Pooling and the gate are matmuls by per-image matrices built on the host from the
 // allocation: P [T_i, G*G] (1/side^2 on the token's square), Q [T_i, G*G] (1/R^2 on
-// its region) and, for the detail gate, D [T_i, G*G] = P - (1/(2 side)^2 on the parent
+// its region; minus 1/G^2 everywhere for the detail gate) and, for the detail gate, D [T_i, G*G] = P - (1/(2 side)^2 on the parent
 // square) (zero rows at level 0), copied to the device in the stream's order (copy_from_host) into buffers
 // reserved for the largest token count (reserve), with the level and position ids. Parameters (replicated), "scorers.lod.level" [levels, d],
 // "scorers.lod.pos_y" and "scorers.lod.pos_x" [2G-1, d].

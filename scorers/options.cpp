@@ -2,6 +2,7 @@
 #include "scorers/options.h"
 
 #include <charconv>
+#include <cmath>
 
 #include "base/config.h"
 #include "base/error.h"
@@ -30,10 +31,23 @@ const char* placement_name(Placement p) {
 const char* order_name(LodOrder o) { return o == LodOrder::Depth ? "depth" : "rounds"; }
 const char* gate_name(LodGate g) { return g == LodGate::Detail ? "detail" : "token"; }
 
-double LodConfig::explore_at(int64_t step, int64_t steps) const {
-  const double end = explore_until * double(steps);
-  if (explore <= 0 || end <= 0 || double(step) >= end) return 0.0;
-  return explore * (1.0 - double(step - 1) / end);
+namespace {
+
+// 1 at step 1, falling linearly to 0 at step end = until x steps, 0 from there on.
+double falling(double until, int64_t step, int64_t steps) {
+  const double end = until * double(steps);
+  if (end <= 1 || double(step) >= end) return 0.0;
+  return 1.0 - double(step - 1) / (end - 1.0);
+}
+
+}  // namespace
+
+LodConfig::Step LodConfig::step_at(int64_t step, int64_t steps) const {
+  Step s;
+  s.explore = explore > 0 ? explore * falling(explore_until, step, steps) : 0.0;
+  if (anneal > 0 && fixed_budget > 0)
+    s.budget = fixed_budget + int64_t(std::llround(double(max_tokens - fixed_budget) * falling(anneal, step, steps)));
+  return s;
 }
 
 int LodConfig::levels() const {
@@ -60,6 +74,10 @@ void ScorerOptions::validate(int G, int tp) const {
   VLM_REQUIRE(lod.explore >= 0 && lod.explore <= 1, "lod.explore=", lod.explore, ": expected a probability in [0, 1]");
   VLM_REQUIRE(lod.explore_until >= 0 && lod.explore_until <= 1, "lod.explore_until=", lod.explore_until,
               ": expected a fraction of the training steps in [0, 1]");
+  VLM_REQUIRE(lod.anneal >= 0 && lod.anneal <= 1, "lod.anneal=", lod.anneal,
+              ": expected a fraction of the training steps in [0, 1]");
+  VLM_REQUIRE(lod.anneal == 0 || lod.fixed_budget > 0, "lod.anneal=", lod.anneal,
+              " anneals towards a fixed budget: set lod.budget to a number of tokens");
   VLM_REQUIRE(scorers.k >= 1 && scorers.k % 2 == 1 && scorers.k <= G, "scorers.k=", scorers.k,
               ": expected an odd window size in [1, G = ", G, "]");
   VLM_REQUIRE(scorers.placement != Placement::Tp2 || tp % 2 == 0,
@@ -86,6 +104,8 @@ void register_scorer_options(Config& cfg) {
   cfg.add_float("lod.explore", 0.0, "training: probability that an image's allocation takes a random region order "
                 "(policy relevance), falling linearly to 0 at lod.explore_until x train.steps", 0.0, 1.0);
   cfg.add_float("lod.explore_until", 0.5, "training: fraction of the steps after which lod.explore is 0", 0.0, 1.0);
+  cfg.add_float("lod.anneal", 0.0, "training: fraction of the steps over which the budget falls linearly from "
+                "lod.max_tokens to lod.budget (a fixed budget; 0 = no annealing)", 0.0, 1.0);
   cfg.add_choice("scorers.placement", "replicated", {"replicated", "batch-split", "dedicated", "tp2"},
                  "where the scorers run in the TP group (README, Scorers and level of detail)");
   cfg.add_int("scorers.hidden", 64, "hidden width of the scorer MLPs, projections and balancer", 1, 1 << 16);
@@ -111,6 +131,7 @@ ScorerOptions read_scorer_options(const Config& cfg) {
   o.lod.gate = cfg.get_string("lod.gate") == "detail" ? LodGate::Detail : LodGate::Token;
   o.lod.explore = cfg.get_float("lod.explore");
   o.lod.explore_until = cfg.get_float("lod.explore_until");
+  o.lod.anneal = cfg.get_float("lod.anneal");
   const std::string& pl = cfg.get_string("scorers.placement");
   o.scorers.placement = pl == "batch-split" ? Placement::BatchSplit
                         : pl == "dedicated" ? Placement::Dedicated

@@ -101,7 +101,7 @@ void RelevanceStage::forward_finish(Stream& st) {
     r_f64_[size_t(i)] = rh.dtype() == DType::F64 ? rh.ptr<double>()[i] : double(rh.ptr<float>()[i]);
   lods_.clear();
   for (int64_t b = 0; b < B; ++b)
-    lods_.push_back(alloc_.allocate(r_f64_.data() + b * N, seed_ * 0x9E3779B97F4A7C15ull + uint64_t(b), explore_));
+    lods_.push_back(alloc_.allocate(r_f64_.data() + b * N, seed_ * 0x9E3779B97F4A7C15ull + uint64_t(b), lod_step_));
   scratch(tokens_, r_.device(), Shape{LodTokens::total_tokens(lods_), d}, r_.dtype());
   lod_.forward(st, tokens_, cu_, lods_, F_);
 }

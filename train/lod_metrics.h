@@ -8,7 +8,8 @@
 //    through the relevance r (the three scorers, the balancer and the default query:
 //    every "scorers.*" parameter but the LOD embeddings "scorers.lod.*"), after the step's
 //    gradient reduction, before clipping (the whole gradient's norm is grad_norm);
-//  - lod_explore: the exploration probability of the step (LodConfig::explore_at).
+//  - lod_explore, lod_budget: the step's LOD training schedule (LodConfig::step_at; budget
+//    0 = the configured rule).
 #pragma once
 #include <vector>
 

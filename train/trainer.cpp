@@ -127,7 +127,7 @@ TrainReport Trainer::run() {
       batches[size_t(m)] = S.loader->next();
       data_wait += seconds_since(tw);
       mbs.push_back(make_micro_batch(batches[size_t(m)], S.rule, S.seed ^ uint64_t(step * M + m)));
-      mbs.back().explore = S.vcfg.scorers.lod.explore_at(step, S.total);
+      mbs.back().lod = S.vcfg.scorers.lod.step_at(step, S.total);
       counted += double(mbs.back().counted());
     }
     const double global = all_reduce_values(dp, s, {counted})[0];
@@ -175,7 +175,8 @@ TrainReport Trainer::run() {
                                                        {"balancer_perspectival", m[1]},
                                                        {"balancer_participatory", m[2]},
                                                        {"scorer_grad_norm", lm.scorer_grad_norm},
-                                                       {"lod_explore", mbs.back().explore}};
+                                                       {"lod_explore", mbs.back().lod.explore},
+                                                       {"lod_budget", double(mbs.back().lod.budget)}};
       if (lm.precision.boxed > 0)
         v.insert(v.end(), {{"relevance_precision", lm.precision.precision()},
                            {"relevance_precision_chance", lm.precision.chance()}});

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "data/convert/scene_compose.h"
+#include "data/image/glyph.h"
 
 namespace vlm {
 
@@ -20,12 +21,22 @@ std::vector<int> draw_distinct(int n, int k, SceneRng& rng) {
   return v;
 }
 
-// A Fashion-MNIST picture of the pool in `tint`, longer side `side`, cut to what changes
-// the background; empty when nothing does.
-Sprite draw_visible(SceneLibrary& lib, ScenePool pool, int side, const uint8_t tint[3], const uint8_t bg[3],
-                    SceneRng& rng, SceneItemRef* ref) {
-  *ref = lib.draw(pool, 0.0, rng);
-  const Sprite s = lib.render(*ref, std::max(side, 1), tint);
+// A picture of the classes in `tint`, longer side `side`, cut to what changes the
+// background; empty when nothing does. *class_id = its class.
+Sprite draw_visible(SceneLibrary* lib, ColourClasses classes, ScenePool pool, int side, const uint8_t tint[3],
+                    const uint8_t bg[3], SceneRng& rng, SceneItemRef* ref, int* class_id) {
+  Sprite s;
+  if (classes == ColourClasses::Fashion) {
+    *ref = lib->draw(pool, 0.0, rng);
+    s = lib->render(*ref, std::max(side, 1), tint);
+    *class_id = lib->class_of(*ref);
+  } else {
+    const int digit = int(rng.range(0, 9)), style = int(rng.range(0, kDigitStyles - 1));
+    *ref = {false, 10 * style + digit};
+    const GreyPicture g = digit_picture(digit, style, std::max(side, 1));
+    s = sprite_from_grey(g.px.data(), g.height, g.width, tint);
+    *class_id = digit;
+  }
   const PixelBox vb = visible_box(s, bg);
   return vb.empty() ? Sprite{} : crop_sprite(s, vb);
 }
@@ -36,11 +47,20 @@ bool near(const PixelBox& a, const PixelBox& b, int gap) {
 
 }  // namespace
 
-ColourScene compose_colour_scene(SceneLibrary& lib, ScenePool pool, int size, int grid, int max_items,
-                                 SceneRng& rng) {
+const std::vector<SceneClass>& digit_classes() {
+  static const std::vector<SceneClass> c = {
+      {"zero", "a zero", false}, {"one", "a one", false},     {"two", "a two", false},   {"three", "a three", false},
+      {"four", "a four", false}, {"five", "a five", false},   {"six", "a six", false},   {"seven", "a seven", false},
+      {"eight", "an eight", false}, {"nine", "a nine", false}};
+  return c;
+}
+
+ColourScene compose_colour_scene(SceneLibrary* lib, ColourClasses classes, ScenePool pool, int size, int grid,
+                                 int max_items, SceneRng& rng) {
   const int slot = grid > 0 ? size / grid : 0;
   VLM_ASSERT(grid >= 1 && size % grid == 0 && slot >= kColourMinSlot && max_items >= kColourMinItems &&
-                 max_items <= std::min(kColourPaletteSize, grid * grid) && !lib.pool_empty(pool),
+                 max_items <= std::min(kColourPaletteSize, grid * grid) &&
+                 (classes == ColourClasses::Digits || (lib && !lib->pool_empty(pool))),
              "compose_colour_scene: size ", size, " grid ", grid, " items ", max_items);
   ColourScene sc;
   sc.size = size, sc.grid = grid;
@@ -58,11 +78,11 @@ ColourScene compose_colour_scene(SceneLibrary& lib, ScenePool pool, int size, in
     it.colour = colours[size_t(k)], it.slot = slots[size_t(k)];
     Sprite s;
     while (s.empty())  // a picture with nothing visible is redrawn (none in Fashion-MNIST)
-      s = draw_visible(lib, pool, int(rng.range(lo, inner)), kColourPalette[it.colour].rgb, bg, rng, &it.ref);
+      s = draw_visible(lib, classes, pool, int(rng.range(lo, inner)), kColourPalette[it.colour].rgb, bg, rng, &it.ref,
+                       &it.class_id);
     const int sx = (it.slot % grid) * slot + 1, sy = (it.slot / grid) * slot + 1;
     const int left = sx + int(rng.range(0, inner - s.width)), top = sy + int(rng.range(0, inner - s.height));
     composite(s, sc.rgb.data(), size, size, left, top);
-    it.class_id = lib.class_of(it.ref);
     it.box = {left, top, left + s.width, top + s.height};
     sc.items.push_back(it);
   }
@@ -71,7 +91,9 @@ ColourScene compose_colour_scene(SceneLibrary& lib, ScenePool pool, int size, in
     const uint8_t g = uint8_t(rng.range(96, 176));
     const uint8_t tint[3] = {g, g, g};
     SceneItemRef ref;
-    const Sprite whole = draw_visible(lib, pool, int(rng.uniform(0.5, 0.9) * slot), tint, bg, rng, &ref);
+    int class_id = 0;
+    const Sprite whole =
+        draw_visible(lib, classes, pool, int(rng.uniform(0.5, 0.9) * slot), tint, bg, rng, &ref, &class_id);
     if (whole.empty()) continue;
     const int w = std::max(1, int(std::ceil(rng.uniform(0.4, 0.7) * whole.width)));
     const int h = std::max(1, int(std::ceil(rng.uniform(0.4, 0.7) * whole.height)));

@@ -5,15 +5,16 @@
 //  - A size x size RGB canvas of one neutral dark grey (R = G = B, in [16, 64]).
 //  - n items, n uniform in [kColourMinItems, max_items], each in its own slot (distinct
 //    slots drawn uniformly) and in its own colour of kColourPalette (distinct colours
-//    drawn uniformly): a Fashion-MNIST picture of the pool drawn with that tint
-//    (sprite.h sprite_from_grey), its longer side uniform in [ceil(0.75 (slot - 2)),
+//    drawn uniformly): a picture of the scene's classes drawn with that tint (sprite.h
+//    sprite_from_grey) -- a Fashion-MNIST picture of the pool, or a digit 0-9 in one of
+//    kDigitStyles styles (data/image/glyph.h), both uniform -- its longer side uniform in [ceil(0.75 (slot - 2)),
 //    slot - 2] pixels, cut to its visible box and placed at a uniform position whose box
 //    keeps one pixel from the slot's edges (so no box crosses a slot's edge and boxes are
 //    at least 2 pixels apart).
 //  - An item's box is its visible box (sprite.h visible_box): half-open, tight, and the
 //    one-pixel ring around it is background.
 //  - Clutter: 2 x grid^2 tries of a fragment (a crop of 40-70% of each side of a
-//    Fashion-MNIST picture of the pool drawn with a longer side of 0.5-0.9 slots) in a
+//    picture of the same classes drawn with a longer side of 0.5-0.9 slots) in a
 //    neutral grey (R = G = B, in [96, 176]), placed anywhere at least kSceneGap pixels
 //    from every item box (fragments may overlap each other); one that finds no place in
 //    30 tries is left out. Clutter is never in a palette colour: only the items are.
@@ -22,6 +23,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "data/convert/converters.h"
 #include "data/convert/scene_library.h"
 #include "data/convert/scene_rng.h"
 #include "data/image/sprite.h"
@@ -39,10 +41,12 @@ inline constexpr NamedColour kColourPalette[kColourPaletteSize] = {
     {"red", {230, 30, 30}},   {"green", {40, 200, 40}},   {"blue", {40, 90, 255}},
     {"yellow", {240, 220, 30}}, {"magenta", {230, 40, 230}}, {"cyan", {30, 210, 220}}};
 inline constexpr int kColourMinItems = 2;
+// The digits' class names ("zero" .. "nine") and answers ("a zero" .. "an eight" ..).
+const std::vector<SceneClass>& digit_classes();
 inline constexpr int kColourMinSlot = 8;  // pixels: items of at least 6 x 6
 
 struct ColourItem {
-  SceneItemRef ref;
+  SceneItemRef ref;  // Fashion-MNIST: the picture; digits: index = 10 * style + digit
   int class_id = 0;
   int colour = 0;  // index into kColourPalette
   int slot = 0;    // row * grid + column
@@ -58,8 +62,9 @@ struct ColourScene {
 };
 
 // size a multiple of grid with size / grid >= kColourMinSlot; max_items in
-// [kColourMinItems, min(kColourPaletteSize, grid^2)] (the caller checks the options).
-ColourScene compose_colour_scene(SceneLibrary& lib, ScenePool pool, int size, int grid, int max_items,
-                                 SceneRng& rng);
+// [kColourMinItems, min(kColourPaletteSize, grid^2)] (the caller checks the options);
+// `lib` is read for ColourClasses::Fashion only (may be null for digits).
+ColourScene compose_colour_scene(SceneLibrary* lib, ColourClasses classes, ScenePool pool, int size, int grid,
+                                 int max_items, SceneRng& rng);
 
 }  // namespace vlm

@@ -2,7 +2,9 @@
 // alone (TP=1): the same tokens, the same loss, the same gathered gradients (scorer,
 // balancer and LOD parameters after finalize_grads, features, query) to 1e-5 relative,
 // at TP = the mpirun size (1, 2, 4, 8); the bytes each placement's collectives count
-// equal its formula, per kind. tp2 runs where the size is even, on pairs of ranks.
+// equal its formula, per kind. tp2 runs where the size is even, on pairs of ranks. The
+// same with the LOD mechanisms of docs/scorers.md (lod.order=depth, lod.gate=detail,
+// exploration with probability 0.5).
 #include <gtest/gtest.h>
 
 #include "parallel/communicator.h"
@@ -23,19 +25,25 @@ struct Result {
   CommCounters counters;
 };
 
-ScorerOptions options(Placement p) {
+ScorerOptions options(Placement p, bool lod_mechanisms) {
   ScorerOptions o;
   o.lod.region = 2, o.lod.min_tokens = 16, o.lod.max_tokens = 48;
+  if (lod_mechanisms) {  // regions of 4 x 4 cells: three levels, so depth differs from rounds
+    o.lod.region = 4, o.lod.min_tokens = 4, o.lod.max_tokens = 40;
+    o.lod.order = LodOrder::Depth, o.lod.gate = LodGate::Detail;
+  }
   o.scorers.placement = p;
   o.scorers.hidden = small_dims().hidden, o.scorers.k = small_dims().k;
   return o;
 }
 
-Result run(Placement placement, Communicator& comm, Communicator& world, Communicator* pair = nullptr) {
+Result run(Placement placement, bool lod_mechanisms, Communicator& comm, Communicator& world,
+           Communicator* pair = nullptr) {
   Stream& st = cpu_backend().default_stream();
   const ScorerDims d = small_dims();
   const int64_t N = d.cells();
-  RelevanceStage stage(options(placement), d, comm, pair);
+  RelevanceStage stage(options(placement, lod_mechanisms), d, comm, pair);
+  if (lod_mechanisms) stage.set_lod_step({0.5, 0});
   ParamTable t(stage.param_specs(), stage.table_tp(), stage.table_rank(), DType::F32);
   t.allocate(cpu_backend());
   fill_params(t, 1);
@@ -89,15 +97,15 @@ Result run(Placement placement, Communicator& comm, Communicator& world, Communi
   return r;
 }
 
-TEST(Placement, EqualToReplicated) {
+void equal_to_replicated(bool lod_mechanisms) {
   auto self = self_comm();
   auto world = world_comm();
   auto world2 = world_comm("test_gather");
-  const Result ref = run(Placement::Replicated, *self, *world2);
+  const Result ref = run(Placement::Replicated, lod_mechanisms, *self, *world2);
   EXPECT_EQ(ref.counters.total_bytes(), 0u);
   for (Placement p : {Placement::Replicated, Placement::BatchSplit, Placement::Dedicated}) {
     SCOPED_TRACE(placement_name(p));
-    const Result r = run(p, *world, *world2);
+    const Result r = run(p, lod_mechanisms, *world, *world2);
     EXPECT_LE(max_rel_err(r.tokens, ref.tokens), 1e-5);
     EXPECT_LE(max_rel_err(r.loss, ref.loss), 1e-5);
     EXPECT_LE(max_rel_err(r.dF, ref.dF), 1e-5);
@@ -111,7 +119,7 @@ TEST(Placement, EqualToReplicated) {
   MPI_Comm_split(MPI_COMM_WORLD, world_rank() / 2, world_rank(), &pc);
   auto pair = make_communicator(DeviceKind::CPU, pc, "pair", 120.0);
   MPI_Comm_free(&pc);
-  const Result r = run(Placement::Tp2, *world, *world2, pair.get());
+  const Result r = run(Placement::Tp2, lod_mechanisms, *world, *world2, pair.get());
   EXPECT_LE(max_rel_err(r.tokens, ref.tokens), 1e-5);
   EXPECT_LE(max_rel_err(r.loss, ref.loss), 1e-5);
   EXPECT_LE(max_rel_err(r.dF, ref.dF), 1e-5);
@@ -119,6 +127,9 @@ TEST(Placement, EqualToReplicated) {
   ASSERT_EQ(r.grads.size(), ref.grads.size());
   for (size_t i = 0; i < r.grads.size(); ++i) EXPECT_LE(max_rel_err(r.grads[i], ref.grads[i]), 1e-5) << "parameter " << i;
 }
+
+TEST(Placement, EqualToReplicated) { equal_to_replicated(false); }
+TEST(Placement, EqualToReplicatedWithDepthOrderDetailGateAndExploration) { equal_to_replicated(true); }
 
 TEST(Placement, FormulaAtLargerSizes) {
   // The figures bench_scorers prints: G=32, d=768, dq=768, hidden 64, 8 images.
