@@ -1,6 +1,7 @@
-// The colour-scenes converter (data/convert/converters.h build_colour_scenes) on the
-// Debian Fashion-MNIST (dataset-fashion-mnist; skipped when absent), checked against the
-// pixels decoded by OpenCV (the background is the most frequent colour):
+// The colour-scenes converter (data/convert/converters.h build_colour_scenes), items of
+// digits (data/image/glyph.h) and of the Debian Fashion-MNIST (dataset-fashion-mnist;
+// those cases skipped when absent), checked against the pixels decoded by OpenCV (the
+// background is the most frequent colour):
 //  - reproducible: the same options give a byte-identical file, another seed another;
 //  - the background is one neutral grey and every pixel outside the item boxes is
 //    neutral (R = G = B: clutter is grey), so the only coloured pixels are the items';
@@ -10,21 +11,27 @@
 //    names and values), the brightest pixel of the box has that colour's chromaticity
 //    (nearest of the palette), and the colours of one scene are distinct;
 //  - answers consistent: the answer is the article and name of the caption's label
-//    (Fashion-MNIST's 10 classes), 2..max_items questions per scene, one per item;
+//    (the digits' or Fashion-MNIST's 10 classes), 2..max_items questions per scene, one
+//    per item; digit items show the digit their label names (their pixels against every
+//    digit's drawings at 16 x 16: the label's is the nearest for at least 95% of them);
 //  - splits disjoint and covering; the loader delivers boxes, labels and prompts;
 //  - bad options (a grid that does not divide the size, too many items) are refused.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 #include <set>
 
 #include "base/error.h"
 #include "data/convert/colour_compose.h"
 #include "data/convert/converters.h"
+#include "data/image/glyph.h"
 #include "data/load/loader.h"
 #include "data/storage/dataset.h"
 #include "test_util.h"
@@ -41,12 +48,20 @@ struct Named {
 const std::vector<Named> kPalette = {{"red", {230, 30, 30}},     {"green", {40, 200, 40}},
                                      {"blue", {40, 90, 255}},     {"yellow", {240, 220, 30}},
                                      {"magenta", {230, 40, 230}}, {"cyan", {30, 210, 220}}};
-const std::vector<std::string> kNouns = {"a T-shirt", "a pair of trousers", "a pullover", "a dress", "a coat",
-                                         "a sandal",  "a shirt",            "a sneaker",  "a bag",   "an ankle boot"};
+const std::vector<std::string> kFashionNouns = {"a T-shirt", "a pair of trousers", "a pullover", "a dress",
+                                                "a coat",    "a sandal",           "a shirt",    "a sneaker",
+                                                "a bag",     "an ankle boot"};
+const std::vector<std::string> kFashionNames = {"T-shirt", "trousers", "pullover", "dress", "coat",
+                                                "sandal",  "shirt",    "sneaker",  "bag",   "ankle boot"};
+const std::vector<std::string> kDigitNouns = {"a zero", "a one", "a two",   "a three", "a four",
+                                              "a five", "a six", "a seven", "an eight", "a nine"};
+const std::vector<std::string> kDigitNames = {"zero", "one", "two", "three", "four",
+                                              "five", "six", "seven", "eight", "nine"};
 
-std::string build(const std::string& out, int64_t n, uint64_t seed, int size, int grid, int items) {
+std::string build(const std::string& out, int64_t n, uint64_t seed, int size, int grid, int items,
+                  ColourClasses classes = ColourClasses::Digits) {
   ColourSceneOptions so;
-  so.size = size, so.grid = grid, so.max_items = items;
+  so.size = size, so.grid = grid, so.max_items = items, so.classes = classes;
   so.fashion_dir = test::kFashionDir;
   BuildOptions o;
   o.out = out;
@@ -74,14 +89,46 @@ int nearest_colour(const cv::Vec3b& bgr) {
   return best;
 }
 
+// The digit whose drawing (data/image/glyph.h, every style, at the box's longer side) is
+// nearest to the item's pixels (grey = max channel - background), both shrunk to 16 x 16
+// and normalised.
+int nearest_digit(const cv::Mat& m, const CaptionBox& b, int bg) {
+  const int w = b.x1 - b.x0, h = b.y1 - b.y0;
+  cv::Mat item(h, w, CV_32F);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      const cv::Vec3b p = m.at<cv::Vec3b>(b.y0 + y, b.x0 + x);
+      item.at<float>(y, x) = float(std::max(0, int(std::max({p[0], p[1], p[2]})) - bg));
+    }
+  auto shrunk = [](const cv::Mat& a) {
+    cv::Mat r;
+    cv::resize(a, r, cv::Size(16, 16), 0, 0, cv::INTER_AREA);
+    return r / std::max(1e-6, cv::norm(r));
+  };
+  const cv::Mat it = shrunk(item);
+  int best = -1;
+  double bd = 1e9;
+  for (int digit = 0; digit < 10; ++digit)
+    for (int style = 0; style < kDigitStyles; ++style) {
+      const GreyPicture g = digit_picture(digit, style, std::max(w, h));
+      cv::Mat t;
+      cv::Mat(g.height, g.width, CV_8U, const_cast<uint8_t*>(g.px.data())).convertTo(t, CV_32F);
+      const double d = cv::norm(shrunk(t) - it);
+      if (d < bd) bd = d, best = digit;
+    }
+  return best;
+}
+
 void check_file(const std::string& path, int size, int grid, int max_items, int64_t* captions = nullptr) {
+  int64_t digit_items = 0, digit_matches = 0;
   DatasetReader r(path);
   EXPECT_EQ(r.version(), 2);
   ASSERT_TRUE(r.has_boxes());
   const auto& labels = r.caption_labels();
   const auto& names = r.caption_class_names();
-  EXPECT_EQ(names, std::vector<std::string>({"T-shirt", "trousers", "pullover", "dress", "coat", "sandal", "shirt",
-                                             "sneaker", "bag", "ankle boot"}));
+  const bool digits = !names.empty() && names[0] == "zero";
+  EXPECT_EQ(names, digits ? kDigitNames : kFashionNames);
+  const std::vector<std::string>& nouns = digits ? kDigitNouns : kFashionNouns;
   const int slot = size / grid;
   std::vector<std::vector<int64_t>> caps(size_t(r.num_images()));
   for (int64_t j = 0; j < r.num_captions(); ++j) caps[size_t(r.caption_image(j))].push_back(j);
@@ -148,7 +195,8 @@ void check_file(const std::string& path, int size, int grid, int max_items, int6
       // The answer is the label's noun.
       const int label = labels[size_t(j)];
       ASSERT_TRUE(label >= 0 && label < 10);
-      EXPECT_EQ(answer, kNouns[size_t(label)]);
+      EXPECT_EQ(answer, nouns[size_t(label)]);
+      if (digits) ++digit_items, digit_matches += nearest_digit(m, b, bg[0]) == label;
     }
     for (int y = 0; y < size; ++y)
       for (int x = 0; x < size; ++x)
@@ -165,17 +213,18 @@ void check_file(const std::string& path, int size, int grid, int max_items, int6
   EXPECT_EQ(int64_t(r.split("val").size()), n / 10);
   EXPECT_EQ(int64_t(r.split("test").size()), n / 5);
   if (captions) *captions = r.num_captions();
+  // The items are the digits their labels name (a template match at 16 x 16 pixels: all
+  // but a rare odd drawing).
+  if (digits) {
+    EXPECT_GE(double(digit_matches), 0.95 * double(digit_items)) << digit_matches << " of " << digit_items;
+  }
 }
 
 class ColourScenes : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (!test::have_fashion_mnist()) return;
     dir_ = test::scratch_dir("colour_scenes");
     build(dir_ + "/a.h5", 60, 3, 64, 4, 4);
-  }
-  void SetUp() override {
-    if (!test::have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
   }
   static std::string dir_;
 };
@@ -209,6 +258,13 @@ TEST_F(ColourScenes, PixelsBoxesColoursAnswersAndSplits) {
 TEST_F(ColourScenes, OtherGridsAndSizes) {
   check_file(build(dir_ + "/g3.h5", 20, 9, 96, 3, 6), 96, 3, 6);
   check_file(build(dir_ + "/g8.h5", 20, 9, 128, 8, 2), 128, 8, 2);
+}
+
+TEST_F(ColourScenes, FashionMnistItems) {
+  if (!test::have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
+  int64_t m = 0;
+  check_file(build(dir_ + "/fashion.h5", 40, 5, 64, 4, 4, ColourClasses::Fashion), 64, 4, 4, &m);
+  EXPECT_GE(m, 40 * 2);
 }
 
 TEST_F(ColourScenes, LoaderDeliversBoxesLabelsAndPrompts) {
