@@ -308,7 +308,7 @@ int run_ablation(const Config& cfg, Runtime& rt) {
     const std::vector<double> mx =
         all_reduce_values(rt.groups().world(), s, {mem, rep.tp_bytes_per_step, rep.dp_bytes_per_step}, ReduceOp::Max);
     r.early_losses.assign(rep.losses.begin(), rep.losses.begin() + std::min<size_t>(rep.losses.size(), size_t(a.check_steps)));
-    r.steps = rep.steps, r.tokens_per_image = rep.visual_tokens_per_image;
+    r.steps = rep.steps, r.tokens_per_image = ans.tokens_per_image();
     r.train_precision = parts_mean(rep.relevance_precision, kTrainingParts);
     r.scorer_grad = parts_mean(rep.scorer_grad_norms, kTrainingParts);
     r.first_loss = rep.first_loss, r.loss = rep.last_loss, r.val_loss = rep.val_loss;

@@ -24,20 +24,23 @@ AnswerReport answer_accuracy(VlmModel& model, Stream& s, Communicator& dp, Loade
     model.front_forward(s, mb);
     s.synchronize();
     const std::vector<float> r = to_vector_f32(model.stage().relevance());  // [B, G*G]
+    const std::vector<int64_t>& cu = model.stage().offsets();
     GenerateOptions g;
     g.max_new = max_new, g.eos = tok.eos();
     const std::vector<std::vector<int32_t>> gen = generate_captions(model, s, mb.prompt, g);
     for (int i = 0; i < n; ++i) {
       if (!b.is_pad.empty() && b.is_pad[size_t(i)]) continue;
       ++rep.samples;
+      rep.visual_tokens += cu[size_t(i) + 1] - cu[size_t(i)];
       rep.correct += tok.decode(gen[size_t(i)]) == d.caption(b.caption_index[size_t(i)]);
       add_relevance_precision(r.data() + size_t(i) * G * G, G, S, b.boxes.data() + size_t(i) * 4, rep);
     }
   }
   const std::vector<double> t = all_reduce_values(
-      dp, s, {double(rep.samples), double(rep.correct), double(rep.boxed), rep.top_cells, rep.hits, rep.chance_hits});
+      dp, s, {double(rep.samples), double(rep.correct), double(rep.boxed), rep.top_cells, rep.hits, rep.chance_hits,
+              double(rep.visual_tokens)});
   rep.samples = int64_t(t[0]), rep.correct = int64_t(t[1]), rep.boxed = int64_t(t[2]);
-  rep.top_cells = t[3], rep.hits = t[4], rep.chance_hits = t[5];
+  rep.top_cells = t[3], rep.hits = t[4], rep.chance_hits = t[5], rep.visual_tokens = int64_t(t[6]);
   return rep;
 }
 

@@ -21,6 +21,8 @@ namespace vlm {
 
 struct AnswerReport : RelevancePrecision {
   int64_t samples = 0, correct = 0;   // answered samples, exact answers
+  int64_t visual_tokens = 0;          // the answered samples' visual tokens (their allocations)
+  double tokens_per_image() const { return samples ? double(visual_tokens) / double(samples) : 0.0; }
   double accuracy() const { return samples ? double(correct) / double(samples) : 0.0; }
 };
 
