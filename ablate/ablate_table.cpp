@@ -287,14 +287,11 @@ std::string ablation_chart_png(const std::vector<AblationRow>& rows) {
   const auto best = main_layout(rows);
   const std::vector<AblationSummary> sums = summarize(rows);
   std::vector<ChartSeries> series;
-  int most_seeds = 0;
   for (const char* lod : {"relevance", "uniform", "random"}) {
     std::vector<std::tuple<double, double, double>> pts;
     for (const AblationSummary& m : sums)
-      if (m.lod == lod && std::tie(m.placement, m.tp, m.dp) == best) {
+      if (m.lod == lod && std::tie(m.placement, m.tp, m.dp) == best)
         pts.push_back({m.tokens_per_image, 100.0 * m.accuracy, 100.0 * m.accuracy_se});
-        most_seeds = std::max(most_seeds, m.seeds);
-      }
     if (pts.empty()) continue;
     std::sort(pts.begin(), pts.end());
     ChartSeries s;
@@ -303,8 +300,7 @@ std::string ablation_chart_png(const std::vector<AblationRow>& rows) {
     series.push_back(s);
   }
   ChartOptions o;
-  o.title = "answer accuracy vs visual tokens (" + layout_text(best) + ")" +
-            (most_seeds > 1 ? "; up to " + std::to_string(most_seeds) + " seeds" : "") + ", bars +-1 s.e.";
+  o.title = "accuracy vs tokens (" + layout_text(best) + "; bars 1 s.e.)";
   o.x_label = "mean visual tokens per image";
   o.y_label = "answer accuracy (%)";
   return render_line_chart_png(series, o);
@@ -334,8 +330,7 @@ std::string training_chart_png(const std::vector<AblationRow>& rows) {
     }
   if (chance >= 0) series.push_back({"chance (at test)", {0.0, steps}, {chance, chance}, {}});
   ChartOptions o;
-  o.title = "relevance precision of the training batches, budget " + std::to_string(smallest) + " (" +
-            layout_text(best) + ")";
+  o.title = "relevance precision in training, budget " + std::to_string(smallest);
   o.x_label = "training step";
   o.y_label = "relevance precision";
   return render_line_chart_png(series, o);
