@@ -7,7 +7,9 @@
 //  - scorer_grad_norm: the L2 norm of the gradient of the parameters that learn only
 //    through the relevance r (the three scorers, the balancer and the default query:
 //    every "scorers.*" parameter but the LOD embeddings "scorers.lod.*"), after the step's
-//    gradient reduction, before clipping (the whole gradient's norm is grad_norm);
+//    gradient reduction, before clipping (the whole gradient's norm is grad_norm); with
+//    train.zero at dp > 1 only this rank's block of the arena is reduced, so the figure
+//    mixes reduced and local parts (exact at dp = 1, as in `vlm ablate` on one process);
 //  - lod_explore, lod_budget: the step's LOD training schedule (LodConfig::step_at; budget
 //    0 = the configured rule).
 #pragma once
