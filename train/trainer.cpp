@@ -166,10 +166,13 @@ RunStats::Step Trainer::State::train_step(int64_t n, sched::Trace& trace, double
   int64_t visual = 0, images = 0;  // this rank's, over the step's micro-batches
   for (const MicroBatch& mb : mbs) images += mb.images;
   for (int64_t v : step->visual_tokens()) visual += v;
-  const std::vector<double> tot = all_reduce_values(dp, s, {local, double(visual) + counted, double(visual), double(images)});
+  LodStepMetrics lm = measure_lod_step(*model, s, batches.back());  // this rank's; its sums join the reduction
+  RelevancePrecision& rp = lm.precision;
+  const std::vector<double> tot = all_reduce_values(dp, s, {local, double(visual) + counted, double(visual), double(images),
+                                                            double(rp.boxed), rp.top_cells, rp.hits, rp.chance_hits});
   st.loss = tot[0], st.tokens = tot[1], st.visual = tot[2], st.images = tot[3];
+  rp.boxed = int64_t(tot[4]), rp.top_cells = tot[5], rp.hits = tot[6], rp.chance_hits = tot[7];
   const double gnorm = opt->grad_norm(s, tpc);
-  const LodStepMetrics lm = measure_lod_step(*model, s, batches.back(), dp, tpc);
   st.relevance_precision = lm.precision.boxed > 0 ? lm.precision.precision() : -1.0;
   st.scorer_grad_norm = lm.scorer_grad_norm;
   if (!std::isfinite(st.loss) || !std::isfinite(gnorm))
