@@ -92,7 +92,7 @@ std::string row_overrides(const RowSpec& r, const AblateOptions& a, const Config
   // lod.anneal trains from lod.max_tokens down to the budget: the row keeps that maximum.
   const int64_t max_tokens = base.get_float("lod.anneal") > 0 ? std::max(base.get_int("lod.max_tokens"), r.budget) : r.budget;
   double lr = base.get_float("train.lr");
-  if (!a.test_break.empty() && a.test_break == r.placement) lr *= 1.1;  // test only (README "Ablations")
+  if (!a.test_break.empty() && a.test_break == r.placement) lr *= 1.1;  // test only (docs/ablations.md)
   char lr_text[32];
   std::snprintf(lr_text, sizeof lr_text, "%.17g", lr);
   os << "seed = " << r.seed << "\n[lod]\npolicy = " << r.lod << "\nbudget = " << r.budget << "\nmax_tokens = " << max_tokens
@@ -161,7 +161,7 @@ void register_ablate_options(Config& cfg) {
                 0.0, 1.0);
   cfg.add_int("ablate.eval_samples", 256, "samples of eval.split answered per row (0 = the whole split)", 0,
               int64_t(1) << 40);
-  cfg.add_int("ablate.check_steps", 20, "steps whose losses the equal-loss check compares (README, Ablations)", 1,
+  cfg.add_int("ablate.check_steps", 20, "steps whose losses the equal-loss check compares (docs/ablations.md)", 1,
               1 << 20);
   cfg.add_string("ablate.test_break", "", "TEST ONLY: trains the rows of this placement with train.lr x 1.1, so that "
                  "the equal-loss check must flag them");

@@ -1,6 +1,6 @@
-// The rows of `vlm ablate` and the files it writes in its --out folder (README
-// "Ablations"): ablation.csv (every column, read back to resume), ablation.md (the rows,
-// then their summary over seeds), ablation.png (answer accuracy against mean visual
+// The rows of `vlm ablate` and the files it writes in its --out folder
+// (docs/ablations.md): ablation.csv (every column, read back to resume), ablation.md (the
+// rows, then their summary over seeds), ablation.png (answer accuracy against mean visual
 // tokens per image, one line per LOD policy, mean over seeds with error bars of one
 // standard error) and training.png (relevance precision during training; both
 // picture/line_chart.h). Every file is written atomically.
@@ -70,7 +70,7 @@ std::vector<AblationSummary> summarize(const std::vector<AblationRow>& rows);
 // equal the reference's to `tol` relative (|a - b| <= tol * max(|a|, |b|)), else it is
 // "MISMATCH". Only the first steps are compared: the placements sum the same terms in
 // another order, and training (the discrete LOD allocation above all) amplifies those
-// rounding differences step after step (README "Ablations"); val_diff reports where the
+// rounding differences step after step (docs/ablations.md); val_diff reports where the
 // runs ended. Returns one line per mismatch, naming both rows and the difference.
 std::vector<std::string> check_placements(std::vector<AblationRow>& rows, double tol);
 // Fills precision_random of every row.

@@ -1,5 +1,5 @@
 // `vlm data <build|inspect|tokenizer|tokenize>`: dataset tools (schema in
-// README.md, "Datasets"). Every option lives under `data.*` (INI section [data] or --data.x).
+// docs/dataset-format.md). Every option lives under `data.*` (INI section [data] or --data.x).
 //   vlm data build --data.from fashion-mnist|tuxpaint|jsonl|llava --data.input PATH
 //                  [--data.images DIR] --data.out FILE.h5 [--data.limit N]
 //                  [--data.val_fraction F] [--data.test_fraction F] [--data.seed S]

@@ -107,7 +107,7 @@ void register_scorer_options(Config& cfg) {
   cfg.add_float("lod.anneal", 0.0, "training: fraction of the steps over which the budget falls linearly from "
                 "lod.max_tokens to lod.budget (a fixed budget; 0 = no annealing)", 0.0, 1.0);
   cfg.add_choice("scorers.placement", "replicated", {"replicated", "batch-split", "dedicated", "tp2"},
-                 "where the scorers run in the TP group (README, Scorers and level of detail)");
+                 "where the scorers run in the TP group (docs/scorers.md)");
   cfg.add_int("scorers.hidden", 64, "hidden width of the scorer MLPs, projections and balancer", 1, 1 << 16);
   cfg.add_int("scorers.k", 3, "centre-surround window of the perspectival scorer (odd, cells)", 1, 1 << 14);
 }

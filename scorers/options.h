@@ -36,7 +36,7 @@ struct LodConfig {
   LodPolicy policy = LodPolicy::Relevance;
   LodOrder order = LodOrder::Rounds;  // how the upgrades are ordered (lod_allocator.h)
   LodGate gate = LodGate::Token;      // what the relevance gradient measures (lod_tokens.h)
-  // Training schedules (step_at; docs/scorers.md "Learning where to look"):
+  // Training schedules (step_at; docs/scorers.md, "Learning where to look"):
   //  - exploration (policy relevance): an image's allocation takes the random policy's
   //    order with probability falling linearly from lod.explore at step 1 to 0 at step
   //    explore_until x steps (and staying 0);

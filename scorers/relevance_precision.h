@@ -1,5 +1,5 @@
 // Relevance precision: how well a relevance map r [G*G] points at the box a question is
-// about (docs/scorers.md, "Relevance precision"; `vlm ablate` and `vlm train`'s metrics).
+// about (docs/scorers.md, "Measuring what the scorers learn"; `vlm ablate` and `vlm train`'s metrics).
 // For an image whose box B (pixels of the S x S image, x0 <= x < x1, y0 <= y < y1) holds
 // the centres of k >= 1 of the G x G cells (cell (x, y) has its centre at ((x + 0.5) p,
 // (y + 0.5) p), p = S / G), the k cells of highest r (ties: lower raster index first)
