@@ -41,10 +41,6 @@ Sprite draw_visible(SceneLibrary* lib, ColourClasses classes, ScenePool pool, in
   return vb.empty() ? Sprite{} : crop_sprite(s, vb);
 }
 
-bool near(const PixelBox& a, const PixelBox& b, int gap) {
-  return a.x0 - gap < b.x1 && b.x0 < a.x1 + gap && a.y0 - gap < b.y1 && b.y0 < a.y1 + gap;
-}
-
 }  // namespace
 
 const std::vector<SceneClass>& digit_classes() {
@@ -106,7 +102,7 @@ ColourScene compose_colour_scene(SceneLibrary* lib, ColourClasses classes, Scene
       const int left = int(rng.range(0, size - frag.width)), top = int(rng.range(0, size - frag.height));
       const PixelBox box{left, top, left + frag.width, top + frag.height};
       bool clear = true;
-      for (const ColourItem& item : sc.items) clear = clear && !near(box, item.box, kSceneGap);
+      for (const ColourItem& item : sc.items) clear = clear && !too_close(box, item.box);
       if (!clear) continue;
       composite(frag, sc.rgb.data(), size, size, left, top);
       ++sc.clutter;
