@@ -35,7 +35,7 @@ FrontSlot::FrontSlot(const VlmConfig& cfg, Backend& b, Communicator& tp, Communi
     vision_ = std::make_unique<VisionEncoder>(*shared, b, self, Bm);
   else
     vision_ = std::make_unique<VisionEncoder>(v, b, self, Bm, VisionReadout{}, DType::F32,
-                                              !cfg.frozen[size_t(ModuleId::Vision)], cfg.precision);
+                                              !cfg.frozen[size_t(ModuleId::Vision)], cfg.precision, cfg.sharding);
   ScorerDims dims;
   dims.G = v.grid(), dims.d = dv, dims.dq = C;
   // tp2 at parallel.tp = 2: the pair is the TP group (resolve_vlm_config refuses other sizes).

@@ -111,6 +111,13 @@ void TransformerStack::forward(TpContext& ctx, const PackedSeqs& seq, const KvCa
   }
 }
 
+void TransformerStack::forward_layers(TpContext& ctx, const PackedSeqs& seq, int l0, int l1) const {
+  check_context(ctx);
+  VLM_ASSERT(0 <= l0 && l0 <= l1 && l1 <= n_layers_, "stack forward of layers [", l0, ", ", l1, ") of ", n_layers_);
+  for (int l = l0; l < l1; ++l)
+    blocks_[size_t(l)].forward(ctx, seq, h_[size_t(l)], h_[size_t(l) + 1], saved(l), core(l), sc_);
+}
+
 void TransformerStack::plan_decode(ActPlan& p) {
   VLM_ASSERT(cfg_.causal && !decode_planned_, "transformer stack: decoding needs a causal stack, planned once");
   decode_planned_ = true;

@@ -67,6 +67,9 @@ class TransformerStack {
   // also writes each layer's k/v rows into it at `slots` ([T] i32, -1 = not kept).
   void forward(TpContext& ctx, const PackedSeqs& seq, const KvCache* cache = nullptr,
                const Tensor& slots = Tensor{}) const;
+  // The same without a cache for layers [l0, l1) only (h[l0] -> h[l1]); calling it for
+  // consecutive ranges from the bottom runs forward's ops in forward's order.
+  void forward_layers(TpContext& ctx, const PackedSeqs& seq, int l0, int l1) const;
   // Decoding: the step's activations (once, into a plan of its own, see above), the
   // rows' residual stream [N,C] (input and output: the step updates it in place), and
   // one step for the rows `rows` (ctx without SP).

@@ -49,6 +49,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt) : st_(std::make_unique<State>(c
                 "' has no captions (--data.train_split)");
     S.tok = find_tokenizer(S.data, ds);
     S.vcfg = resolve_vlm_config(cfg, S.train, *S.tok, tp);
+    S.vcfg.sharding = DpSharding{S.train.zero, dp, rt.groups().dp().rank()};  // nn/param_layout.h
     S.rule = text_rule(S.data, S.train, *S.tok);
   });
 
