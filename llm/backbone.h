@@ -125,6 +125,10 @@ class Backbone {
   // The side stream of the TP collectives that the next ops do not wait for
   // (nn/tp_side.h), or none; the forward and backward after the call use it.
   void set_tp_side(TpSide* side) { side_ = side; }
+  // The stack's layer fetch (nn/stack.h): the backbone's layers gathered on demand.
+  void set_layer_fetch(LayerFetch f) { stack_.set_layer_fetch(std::move(f)); }
+  const LayerFetch& layer_fetch() const { return stack_.layer_fetch(); }
+  void fetch_layers(Stream& s) const { stack_.fetch_layers(s); }
 
   // Results of the last forward: this rank's logits [T, Vl] (columns
   // [vocab_offset(), +Vl); padding columns hold -1e30) and per-token losses [T].

@@ -133,6 +133,14 @@ class VlmModel {
   Backbone& llm() { return *llm_; }
   int tp_size() const { return tp_.size(); }
   void set_tp_side(TpSide* side) { llm_->set_tp_side(side); }  // Backbone::set_tp_side
+  // ZeRO-3 outside the training step (evaluation, decoding): each backbone layer's weights
+  // fetched just before its use (nn/stack.h LayerFetch). While one is set, every DP rank
+  // must run the same layers in the same order: the evaluation's decoding keeps the DP
+  // group in lockstep (model/generate.h), fetching without computing when a rank has
+  // nothing left to decode (fetch_layers).
+  void set_layer_fetch(LayerFetch f) { llm_->set_layer_fetch(std::move(f)); }
+  const LayerFetch& layer_fetch() const { return llm_->layer_fetch(); }
+  void fetch_layers(Stream& s) const { llm_->fetch_layers(s); }
   int front_slots() const { return int(slots_.size()); }
 
   // The pieces of one micro-batch (order above), on front-end slot `slot`.

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/memory_check.h"
 #include "core/ops.h"
 #include "parallel/regions.h"
 
@@ -90,10 +91,7 @@ void ParamTable::allocate(Backend& b, bool grads, DpSharding dp) {
     }
     VLM_ASSERT(!pooled3 || !copies[k] || r.bf16, "a derived bf16 copy in a pooled unit");
   }
-  values_ = zeros_or_none(b, nv, dtype_), works_ = zeros_or_none(b, nw, DType::BF16);
-  grads_ = zeros_or_none(b, ng, dtype_);
-  shard_f32_ = zeros_or_none(b, sf, DType::F32), shard_bf16_ = zeros_or_none(b, sb, DType::BF16);
-  // The pools: two slots, each the largest pooled unit's (its runs at their flat offsets).
+  // The pools' slot sizes, then every storage checked before any is allocated.
   for (int u : layout_.pooled_units()) {
     const auto [b0, b1] = layout_.unit_range(u);
     grad_slot_ = std::max(grad_slot_, b1 - b0);
@@ -102,8 +100,18 @@ void ParamTable::allocate(Backend& b, bool grads, DpSharding dp) {
     for (int k = r0; k < r1; ++k) bytes += runs[size_t(k)].size() * (runs[size_t(k)].bf16 ? 2 : 4);
     slot_bytes_ = std::max(slot_bytes_, bytes);
   }
-  if (stage >= 3) pool_ = zeros_or_none(b, 2 * slot_bytes_, DType::U8);
-  if (stage >= 2 && grads) grad_pool_ = zeros_or_none(b, 2 * grad_slot_, DType::F32);
+  const bool pool = stage >= 3, grad_pool = stage >= 2 && grads;
+  // Host memory: sizes come from configs and files, so too much is the user's problem.
+  const size_t total = size_t(nv + ng) * dtype_size(dtype_) + size_t(nw + sb) * 2 + size_t(sf) * 4 +
+                       (pool ? 2 * size_t(slot_bytes_) : 0) + (grad_pool ? 8 * size_t(grad_slot_) : 0);
+  if (b.device() == DeviceKind::CPU && b.commits_memory() && !params_.empty())
+    require_allocatable(total, cat("arena 'params' (", params_.size(), " tensors, first '", params_[0].spec.name, "')"));
+  values_ = zeros_or_none(b, nv, dtype_), works_ = zeros_or_none(b, nw, DType::BF16);
+  grads_ = zeros_or_none(b, ng, dtype_);
+  shard_f32_ = zeros_or_none(b, sf, DType::F32), shard_bf16_ = zeros_or_none(b, sb, DType::BF16);
+  // The pools: two slots, each the largest pooled unit's (its runs at their flat offsets).
+  if (pool) pool_ = zeros_or_none(b, 2 * slot_bytes_, DType::U8);
+  if (grad_pool) grad_pool_ = zeros_or_none(b, 2 * grad_slot_, DType::F32);
   runs_.assign(R, RunStorage{});
   for (size_t k = 0; k < R; ++k) {
     const ShardRun& r = runs[k];
@@ -164,7 +172,7 @@ void ParamTable::write(const Param& p, const Tensor& local) {
   if (p.work.defined() && !pooled3) convert(s, p.work, to_backend(*backend_, local));
   if (!st.shard.defined()) return s.synchronize();
   const std::vector<float> v = to_vector_f32(local);
-  for (const ParamLayout::Piece& c : layout_.owned_pieces(size_t(&p - params_.data()))) {
+  for (const ParamLayout::Piece& c : layout_.owned_pieces(index_.at(p.spec.name))) {
     const int64_t n = c.end - c.begin;
     const Tensor src = Tensor::from_vector(std::vector<float>(v.begin() + (c.begin - p.at), v.begin() + (c.end - p.at)),
                                            Shape{n});

@@ -209,6 +209,13 @@ std::vector<float> DpGrads::gather_flat(Stream& s, size_t i, const std::vector<f
   return flat;
 }
 
+void DpGrads::attach(VlmModel& model) {
+  if (zero_ < 3) return;
+  const size_t i = size_t(ModuleId::Llm);
+  VLM_ASSERT(modules_[i].table == &model.llm().params(), "DpGrads::attach to another model");
+  model.set_layer_fetch([this, i, &model](Stream& s, int l) { gather_unit(s, i, model.llm().layer_unit(l)); });
+}
+
 namespace {
 // Bytes of one run's reduction (reduce-scatter input + tail) at `wire` bytes an element.
 size_t reduce_bytes(const ShardRun& r, size_t wire) {

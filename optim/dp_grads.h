@@ -65,6 +65,10 @@ class DpGrads {
   void gather_unit(Stream& s, size_t i, int u);
   // zero >= 1: every rank's updated blocks into the resident compute copies (after the update).
   void gather_values(Stream& s, size_t i);
+  // zero 3: lets `model` (whose modules these are) fetch each backbone layer's weights
+  // from the DP group when it runs outside the training step (evaluation, decoding:
+  // VlmModel::set_layer_fetch); no-op below zero 3. This object must outlive the use.
+  void attach(VlmModel& model);
   // The elements of one bucket (bucket_mb at the wire's element size).
   int64_t bucket_elems() const;
 

@@ -256,11 +256,13 @@ sched::Graph VlmStep::build() {
 double VlmStep::run(const std::vector<MicroBatch>& mbs, std::vector<sched::TaskTiming>* timings) {
   VLM_ASSERT(int(mbs.size()) == M_, "expected ", M_, " micro-batches, got ", mbs.size());
   mbs_ = &mbs;
-  struct Side {  // the backbone uses the side stream during this step only
-    VlmModel& m;
-    ~Side() { m.set_tp_side(nullptr); }
-  } side{model_};
+  struct Side {  // the backbone uses the side stream during this step only, and no layer
+    VlmModel& m;  // fetch: the step gathers in tasks of its own (ZeRO-3)
+    LayerFetch fetch;
+    ~Side() { m.set_tp_side(nullptr), m.set_layer_fetch(std::move(fetch)); }
+  } side{model_, model_.layer_fetch()};
   model_.set_tp_side(tp_side_.get());
+  model_.set_layer_fetch(nullptr);
   graph_.run(streams_, opt_.mode, timings);  // returns after every stream has finished
   mbs_ = nullptr;
   Backend& b = streams_.backend();
