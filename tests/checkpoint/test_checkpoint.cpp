@@ -146,7 +146,7 @@ TEST_F(Checkpoint, ZeroThreeSavesFullTensorsAndResumesAtAnyLayout) {
     // The evaluation after training: the same validation loss at every layout.
     const std::vector<double> v = test::jsonl_values(dir_ + "/runs/" + c.run + "/metrics.jsonl", "val_loss");
     const std::vector<double> vr = test::jsonl_values(dir_ + "/runs/z3/metrics.jsonl", "val_loss");
-    ASSERT_FALSE(v.empty() || vr.empty()) << c.run;
+    ASSERT_FALSE(v.empty() || vr.empty()) << c.run << ": no val_loss\n" << x.out;
     EXPECT_LE(std::fabs(v.back() - vr.back()) / vr.back(), 1e-4) << c.run << " validation loss";
   }
 }
