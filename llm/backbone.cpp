@@ -125,7 +125,7 @@ void Backbone::run_embedding(Stream& s, const LmInput& in) {
     embedding_forward(s, sc.dtmp, in.positions.slice(row0, row0 + Ts), wpe_, 0);
     add(s, h0, h0, sc.dtmp);
   }
-  round_act(s, h0, params_->has_working());  // the residual stream in bf16 (README "Numerics")
+  round_act(s, h0, params_->has_working());  // the residual stream in bf16 (docs/training.md, "Numerics")
 }
 
 double Backbone::run_head(Stream& s, const LmInput& in, bool loss) {

@@ -21,7 +21,7 @@ struct MemoryTerms {
                            // (every master at zero 0) and this rank's shards of the rest
                            // (nn/param_table.h)
   size_t bf16_copies = 0;  // their resident bf16 working copies (train.precision=bf16;
-                           // README "Numerics") and the bf16 shards of frozen pooled layers
+                           // docs/training.md, "Numerics") and the bf16 shards of frozen pooled layers
   size_t gathered = 0;     // zero 3: the two pool slots of gathered layer weights
   size_t grads = 0;        // gradients of the trainable modules (resident, and at zero >= 2
                            // the two pool slots of the layers'; none when frozen), and the

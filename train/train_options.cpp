@@ -52,7 +52,7 @@ void register_train_options(Config& cfg) {
   cfg.add_string("train.run", "run", "run name: outputs go to <train.out_dir>/<train.run>/");
   cfg.add_string("train.out_dir", "runs", "folder of the runs");
   cfg.add_int("train.save_every", 0,
-              "checkpoint every N steps and at the end (0 = at the end only, -1 = never; README Checkpoints)", -1,
+              "checkpoint every N steps and at the end (0 = at the end only, -1 = never; docs/checkpoints.md)", -1,
               int64_t(1) << 40);
   cfg.add_int("train.keep_last", 3, "checkpoints kept in train.ckpt_dir (0 = all)", 0, 1 << 20);
   cfg.add_string("train.ckpt_dir", "", "checkpoint folder (empty = <train.out_dir>/<train.run>/checkpoints)");
@@ -62,7 +62,7 @@ void register_train_options(Config& cfg) {
   cfg.add_float("train.bucket_mb", 25, "DP gradient bucket size in MiB", 0.001, 1 << 20);
   cfg.add_choice("train.precision", "fp32", {"fp32", "bf16"},
                  "arithmetic: fp32, or bf16 mixed precision (bf16 weight copies and activations, f32 master "
-                 "weights, gradients and statistics; README Numerics)");
+                 "weights, gradients and statistics; docs/training.md)");
   cfg.add_choice("train.grad_reduce_dtype", "fp32", {"fp32", "bf16"},
                  "dtype of the DP gradient buckets on the wire (bf16 halves the traffic; the sums land in f32)");
   cfg.add_float("train.peak_tflops", 0,
