@@ -53,6 +53,8 @@ void ParamTable::add_bf16_working_copy() {
 namespace {
 bool has_copy(bool work, const Param& p) { return work && p.local.ndim() >= 2; }
 Tensor zeros_or_none(Backend& b, int64_t n, DType dt) { return n > 0 ? Tensor::zeros(b, Shape{n}, dt) : Tensor{}; }
+// Bytes of a run's compute copy (bf16 or f32), its place in a unit's pool slot.
+int64_t compute_bytes(const ShardRun& r) { return r.size() * (r.bf16 ? 2 : 4); }
 }  // namespace
 
 void ParamTable::allocate(Backend& b, bool grads, DpSharding dp) {
@@ -97,7 +99,7 @@ void ParamTable::allocate(Backend& b, bool grads, DpSharding dp) {
     grad_slot_ = std::max(grad_slot_, b1 - b0);
     int64_t bytes = 0;
     const auto [r0, r1] = layout_.group_runs(layout_.unit_group(u));
-    for (int k = r0; k < r1; ++k) bytes += runs[size_t(k)].size() * (runs[size_t(k)].bf16 ? 2 : 4);
+    for (int k = r0; k < r1; ++k) bytes += compute_bytes(runs[size_t(k)]);
     slot_bytes_ = std::max(slot_bytes_, bytes);
   }
   const bool pool = stage >= 3, grad_pool = stage >= 2 && grads;
@@ -150,7 +152,7 @@ Tensor ParamTable::pool_view(int k) const {
   const ShardRun& r = layout_.runs()[size_t(k)];
   const auto [r0, r1] = layout_.group_runs(layout_.unit_group(r.unit));
   int64_t byte = layout_.slot_of(r.unit) * slot_bytes_;
-  for (int j = r0; j < k; ++j) byte += layout_.runs()[size_t(j)].size() * (layout_.runs()[size_t(j)].bf16 ? 2 : 4);
+  for (int j = r0; j < k; ++j) byte += compute_bytes(layout_.runs()[size_t(j)]);
   const DType dt = r.bf16 ? DType::BF16 : DType::F32;
   return pool_.sub(byte, Shape{r.size() * int64_t(dtype_size(dt))}).reinterpret(dt, Shape{r.size()});
 }
