@@ -1,11 +1,14 @@
 // CUDA activations (core/ops/elementwise.inc, second part): tanh-GELU and SwiGLU,
-// forward and backward, f32. Each element is read and written by one thread, so the
+// forward and backward, f32 kernels (bf16 through f32 staging: core/cuda/stage.h); the
+// SwiGLU backward also writes the forward's value again when asked (the fused SwiGLU:
+// docs/ops.md, "Fused ops"). Each element is read and written by one thread, so the
 // aliasing the declarations allow (din == dout) is safe: a thread reads all its inputs
 // before it writes.
 //   gelu(x)  = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 //   swiglu   = silu(g) * u,  silu(g) = g * sigmoid(g)
 //   dgate    = dout * u * sigmoid(g) * (1 + g (1 - sigmoid(g))),  dup = dout * silu(g)
 #include "core/cuda/cuda_util.cuh"
+#include "core/cuda/stage.h"
 
 namespace vlm::cuda {
 namespace {
@@ -25,18 +28,22 @@ __global__ void swiglu_forward_kernel(float* out, const float* gate, const float
     out[i] = g * sigmoid_f(g) * up[i];
   }
 }
-__global__ void swiglu_backward_kernel(float* dgate, float* dup, const float* dout, const float* gate,
+// out (not null): silu(g) * u again, as swiglu_forward_kernel computes it.
+__global__ void swiglu_backward_kernel(float* dgate, float* dup, float* out, const float* dout, const float* gate,
                                        const float* up, int64_t n) {
   VLM_GRID_STRIDE(i, n) {
     const float g = gate[i], u = up[i], d = dout[i], sg = sigmoid_f(g);
     dgate[i] = d * u * sg * (1.f + g * (1.f - sg));
     dup[i] = d * g * sg;
+    if (out) out[i] = g * sg * u;
   }
 }
 
 }  // namespace
 
 void gelu_forward(Stream& s, const Tensor& out, const Tensor& in) {
+  if (any_bf16({&out, &in}))
+    return run_staged(s, {{&out, true}, {&in, false}}, [&](const std::vector<Tensor>& v) { cuda::gelu_forward(s, v[0], v[1]); });
   const int64_t n = out.numel();
   if (n == 0) return;
   gelu_forward_kernel<<<grid_1d(n), kThreads, 0, stream_of(s)>>>(f32p(out), f32p(in), n);
@@ -44,6 +51,9 @@ void gelu_forward(Stream& s, const Tensor& out, const Tensor& in) {
 }
 
 void gelu_backward(Stream& s, const Tensor& din, const Tensor& in, const Tensor& dout) {
+  if (any_bf16({&din, &in, &dout}))
+    return run_staged(s, {{&din, true}, {&in, false}, {&dout, false}},
+                      [&](const std::vector<Tensor>& v) { cuda::gelu_backward(s, v[0], v[1], v[2]); });
   const int64_t n = din.numel();
   if (n == 0) return;
   gelu_backward_kernel<<<grid_1d(n), kThreads, 0, stream_of(s)>>>(f32p(din), f32p(in), f32p(dout), n);
@@ -51,18 +61,24 @@ void gelu_backward(Stream& s, const Tensor& din, const Tensor& in, const Tensor&
 }
 
 void swiglu_forward(Stream& s, const Tensor& out, const Tensor& gate, const Tensor& up) {
+  if (any_bf16({&out, &gate, &up}))
+    return run_staged(s, {{&out, true}, {&gate, false}, {&up, false}},
+                      [&](const std::vector<Tensor>& v) { cuda::swiglu_forward(s, v[0], v[1], v[2]); });
   const int64_t n = out.numel();
   if (n == 0) return;
   swiglu_forward_kernel<<<grid_1d(n), kThreads, 0, stream_of(s)>>>(f32p(out), f32p(gate), f32p(up), n);
   CUDA_CHECK_LAUNCH();
 }
 
-void swiglu_backward(Stream& s, const Tensor& dgate, const Tensor& dup, const Tensor& dout, const Tensor& gate,
-                     const Tensor& up) {
+void swiglu_backward(Stream& s, const Tensor& dgate, const Tensor& dup, const Tensor& out, const Tensor& dout,
+                     const Tensor& gate, const Tensor& up) {
+  if (any_bf16({&dgate, &dup, &out, &dout, &gate, &up}))
+    return run_staged(s, {{&dgate, true}, {&dup, true}, {&out, true}, {&dout, false}, {&gate, false}, {&up, false}},
+                      [&](const std::vector<Tensor>& v) { cuda::swiglu_backward(s, v[0], v[1], v[2], v[3], v[4], v[5]); });
   const int64_t n = dout.numel();
   if (n == 0) return;
-  swiglu_backward_kernel<<<grid_1d(n), kThreads, 0, stream_of(s)>>>(f32p(dgate), f32p(dup), f32p(dout),
-                                                                     f32p(gate), f32p(up), n);
+  swiglu_backward_kernel<<<grid_1d(n), kThreads, 0, stream_of(s)>>>(
+      f32p(dgate), f32p(dup), out.defined() ? f32p(out) : nullptr, f32p(dout), f32p(gate), f32p(up), n);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -9,6 +9,7 @@
 // needs a GPU to validate against this kernel, and none was available when it was
 // written. This kernel is the simple, obviously-correct reference for it.
 #include "core/cuda/attention_common.cuh"
+#include "core/cuda/stage.h"
 
 namespace vlm::cuda {
 namespace {
@@ -119,6 +120,10 @@ void launch_forward(cudaStream_t st, dim3 grid, const Params& P, float* out, flo
 
 void attention_forward(Stream& s, const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
                        const Tensor& v, const Tensor& cu_seqlens, int max_seqlen, bool causal) {
+  if (any_bf16({&out, &q, &k, &v}))  // f32 kernel; bf16 through f32 staging (core/cuda/stage.h)
+    return run_staged(s, {{&out, true}, {&q, false}, {&k, false}, {&v, false}}, [&](const std::vector<Tensor>& t) {
+      cuda::attention_forward(s, t[0], lse, t[1], t[2], t[3], cu_seqlens, max_seqlen, causal);
+    });
   const char* op = "attention_forward";
   const int B = check_limits(op, q, cu_seqlens);
   cudaStream_t st = stream_of(s);

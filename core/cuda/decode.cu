@@ -12,6 +12,7 @@
 // A simple, obviously-correct kernel, memory-bound like any decode attention: every
 // cached key and value of the row is read once per head of its group.
 #include "core/cuda/attention_common.cuh"
+#include "core/cuda/stage.h"
 
 namespace vlm::cuda {
 namespace {
@@ -118,6 +119,11 @@ void scatter_rows(Stream& s, const Tensor& dst, const Tensor& src, const Tensor&
 
 void attention_decode(Stream& s, const Tensor& out, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                       const Tensor& key_start, const Tensor& key_len, int max_len) {
+  if (any_bf16({&out, &q, &k_cache, &v_cache}))  // f32 kernel; bf16 through f32 staging (core/cuda/stage.h)
+    return run_staged(s, {{&out, true}, {&q, false}, {&k_cache, false}, {&v_cache, false}},
+                      [&](const std::vector<Tensor>& v) {
+                        cuda::attention_decode(s, v[0], v[1], v[2], v[3], key_start, key_len, max_len);
+                      });
   const char* op = "attention_decode";
   const int64_t N = q.size(0), NH = q.size(1), HS = q.size(2), NKV = k_cache.size(1);
   VLM_ASSERT(HS <= attn::kMaxHeadSize, op, ": head size ", HS, " above ", attn::kMaxHeadSize);

@@ -1,6 +1,7 @@
 // CUDA elementwise helpers (core/ops/elementwise.inc, first part): fill, scale, add,
 // accumulate, mul, convert, round_bf16, bias_add, slice_cols, unslice_cols, sum_squares.
-// All f32 except convert (any pair of f32, bf16, f64). Grid-stride loops over int64
+// f32 kernels (bf16 activations through f32 staging: core/cuda/stage.h) except convert
+// (any pair of f32, bf16, f64). Grid-stride loops over int64
 // element counts; each element is read and written by one thread, so every op whose
 // declaration allows aliasing (out == a, out == in) is safe. sum_squares reduces per
 // block in f32 and adds each block's part to out[0] with one atomicAdd (the order of
@@ -8,6 +9,7 @@
 #include <type_traits>
 
 #include "core/cuda/cuda_util.cuh"
+#include "core/cuda/stage.h"
 
 namespace vlm::cuda {
 namespace {
@@ -85,30 +87,40 @@ void launch_convert_from(cudaStream_t st, DType sd, void* dst, const void* src, 
 }  // namespace
 
 void fill(Stream& s, const Tensor& x, float value) {
+  if (any_bf16({&x})) return run_staged(s, {{&x, true}}, [&](const std::vector<Tensor>& v) { cuda::fill(s, v[0], value); });
   if (x.numel() == 0) return;
   fill_kernel<<<grid_1d(x.numel()), kThreads, 0, stream_of(s)>>>(f32p(x), value, x.numel());
   CUDA_CHECK_LAUNCH();
 }
 
 void scale(Stream& s, const Tensor& x, float alpha) {
+  if (any_bf16({&x})) return run_staged(s, {{&x, true}}, [&](const std::vector<Tensor>& v) { cuda::scale(s, v[0], alpha); });
   if (x.numel() == 0) return;
   scale_kernel<<<grid_1d(x.numel()), kThreads, 0, stream_of(s)>>>(f32p(x), alpha, x.numel());
   CUDA_CHECK_LAUNCH();
 }
 
 void add(Stream& s, const Tensor& out, const Tensor& a, const Tensor& b) {
+  if (any_bf16({&out, &a, &b}))
+    return run_staged(s, {{&out, true}, {&a, false}, {&b, false}},
+                      [&](const std::vector<Tensor>& v) { cuda::add(s, v[0], v[1], v[2]); });
   if (out.numel() == 0) return;
   add_kernel<<<grid_1d(out.numel()), kThreads, 0, stream_of(s)>>>(f32p(out), f32p(a), f32p(b), out.numel());
   CUDA_CHECK_LAUNCH();
 }
 
 void accumulate(Stream& s, const Tensor& y, const Tensor& x, float alpha) {
+  if (any_bf16({&y, &x}))
+    return run_staged(s, {{&y, true}, {&x, false}}, [&](const std::vector<Tensor>& v) { cuda::accumulate(s, v[0], v[1], alpha); });
   if (y.numel() == 0) return;
   accumulate_kernel<<<grid_1d(y.numel()), kThreads, 0, stream_of(s)>>>(f32p(y), f32p(x), alpha, y.numel());
   CUDA_CHECK_LAUNCH();
 }
 
 void mul(Stream& s, const Tensor& out, const Tensor& a, const Tensor& b) {
+  if (any_bf16({&out, &a, &b}))
+    return run_staged(s, {{&out, true}, {&a, false}, {&b, false}},
+                      [&](const std::vector<Tensor>& v) { cuda::mul(s, v[0], v[1], v[2]); });
   if (out.numel() == 0) return;
   mul_kernel<<<grid_1d(out.numel()), kThreads, 0, stream_of(s)>>>(f32p(out), f32p(a), f32p(b), out.numel());
   CUDA_CHECK_LAUNCH();
@@ -133,6 +145,9 @@ void round_bf16(Stream& s, const Tensor& x) {
 }
 
 void bias_add(Stream& s, const Tensor& out, const Tensor& in, const Tensor& bias) {
+  if (any_bf16({&out, &in}))
+    return run_staged(s, {{&out, true}, {&in, false}},
+                      [&](const std::vector<Tensor>& v) { cuda::bias_add(s, v[0], v[1], bias); });
   const int64_t c = in.cols();
   if (out.numel() == 0) return;
   bias_add_kernel<<<grid_1d(out.numel()), kThreads, 0, stream_of(s)>>>(f32p(out), f32p(in), f32p(bias),
@@ -141,6 +156,9 @@ void bias_add(Stream& s, const Tensor& out, const Tensor& in, const Tensor& bias
 }
 
 void slice_cols(Stream& s, const Tensor& dst, const Tensor& src, int64_t offset) {
+  if (any_bf16({&dst, &src}))
+    return run_staged(s, {{&dst, true}, {&src, false}},
+                      [&](const std::vector<Tensor>& v) { cuda::slice_cols(s, v[0], v[1], offset); });
   const int64_t w = dst.cols(), W = src.cols();
   if (dst.numel() == 0) return;
   slice_cols_kernel<<<grid_1d(dst.numel()), kThreads, 0, stream_of(s)>>>(f32p(dst), f32p(src), dst.numel(), w,
@@ -149,6 +167,9 @@ void slice_cols(Stream& s, const Tensor& dst, const Tensor& src, int64_t offset)
 }
 
 void unslice_cols(Stream& s, const Tensor& dst, const Tensor& src, int64_t offset) {
+  if (any_bf16({&dst, &src}))
+    return run_staged(s, {{&dst, true}, {&src, false}},
+                      [&](const std::vector<Tensor>& v) { cuda::unslice_cols(s, v[0], v[1], offset); });
   const int64_t w = src.cols(), W = dst.cols();
   if (src.numel() == 0) return;
   unslice_cols_kernel<<<grid_1d(src.numel()), kThreads, 0, stream_of(s)>>>(f32p(dst), f32p(src), src.numel(), w,

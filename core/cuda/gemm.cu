@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "core/cuda/cuda_util.cuh"
+#include "core/cuda/stage.h"
 #include "core/ops/gemm_shape.h"
 
 namespace vlm::cuda {
@@ -241,6 +242,8 @@ void matmul(Stream& s, const Tensor& C, const Tensor& A, const Tensor& B, const 
 }
 
 void bias_backward(Stream& s, const Tensor& dbias, const Tensor& dout) {
+  if (any_bf16({&dout}))  // a bf16 output gradient through f32 staging (core/cuda/stage.h)
+    return run_staged(s, {{&dout, false}}, [&](const std::vector<Tensor>& v) { cuda::bias_backward(s, dbias, v[0]); });
   const int64_t n = dout.cols(), rows = dout.rows();
   if (n == 0 || rows == 0) return;
   const dim3 block(32, 16);

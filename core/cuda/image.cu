@@ -2,6 +2,7 @@
 // (row = grid cell, column = (c, ky, kx) of a conv weight), v * scale first, then
 // (x - mean) / std in f32, each step rounded (no FMA), as the CPU does.
 #include "core/cuda/cuda_util.cuh"
+#include "core/cuda/stage.h"
 
 namespace vlm::cuda {
 namespace {
@@ -24,6 +25,8 @@ __global__ void image_to_patches_kernel(float* out, const uint8_t* in, int64_t n
 }  // namespace
 
 void image_to_patches(Stream& s, const Tensor& out, const Tensor& in, int patch, const PixelNorm& n) {
+  if (any_bf16({&out}))  // the f32 kernel, rounded (core/cuda/stage.h)
+    return run_staged(s, {{&out, true}}, [&](const std::vector<Tensor>& v) { cuda::image_to_patches(s, v[0], in, patch, n); });
   const int64_t B = in.size(0), S = in.size(1), P = patch;
   const int64_t G = S / P, K = 3 * P * P, total = B * G * G * K;
   if (total == 0) return;

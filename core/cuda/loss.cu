@@ -6,6 +6,7 @@
 // abort from a kernel: it yields a NaN loss and a NaN gradient row, which the training
 // loop reports (the CPU backend asserts instead). dlogits is overwritten.
 #include "core/cuda/cuda_util.cuh"
+#include "core/cuda/stage.h"
 
 namespace vlm::cuda {
 namespace {
@@ -118,6 +119,8 @@ void cross_entropy_backward(Stream& s, const Tensor& dlogits, const Tensor& logi
 }
 
 void vocab_ce_rowmax(Stream& s, const Tensor& rowmax, const Tensor& logits) {
+  if (any_bf16({&logits}))  // f32 kernels; bf16 logits through f32 staging (core/cuda/stage.h)
+    return run_staged(s, {{&logits, false}}, [&](const std::vector<Tensor>& v) { cuda::vocab_ce_rowmax(s, rowmax, v[0]); });
   const int64_t N = logits.rows(), V = logits.cols();
   if (N == 0) return;
   rowmax_kernel<<<unsigned(N), kRowThreads, 0, stream_of(s)>>>(f32p(rowmax), f32p(logits), V);
@@ -126,6 +129,10 @@ void vocab_ce_rowmax(Stream& s, const Tensor& rowmax, const Tensor& logits) {
 
 void vocab_ce_sumexp(Stream& s, const Tensor& sumexp, const Tensor& target_logit, const Tensor& logits,
                      const Tensor& rowmax, const Tensor& targets, int64_t vocab_offset) {
+  if (any_bf16({&logits}))
+    return run_staged(s, {{&logits, false}}, [&](const std::vector<Tensor>& v) {
+      cuda::vocab_ce_sumexp(s, sumexp, target_logit, v[0], rowmax, targets, vocab_offset);
+    });
   const int64_t N = logits.rows(), V = logits.cols();
   if (N == 0) return;
   sumexp_kernel<<<unsigned(N), kRowThreads, 0, stream_of(s)>>>(f32p(sumexp), f32p(target_logit), f32p(logits),
@@ -145,6 +152,10 @@ void vocab_ce_loss(Stream& s, const Tensor& losses, const Tensor& rowmax, const 
 void vocab_ce_backward(Stream& s, const Tensor& dlogits, const Tensor& logits, const Tensor& rowmax,
                        const Tensor& sumexp, const Tensor& targets, const Tensor& dlosses, int64_t vocab_offset,
                        int ignore_index) {
+  if (any_bf16({&dlogits, &logits}))
+    return run_staged(s, {{&dlogits, true}, {&logits, false}}, [&](const std::vector<Tensor>& v) {
+      cuda::vocab_ce_backward(s, v[0], v[1], rowmax, sumexp, targets, dlosses, vocab_offset, ignore_index);
+    });
   const int64_t N = logits.rows(), V = logits.cols();
   if (N == 0 || V == 0) return;
   vocab_backward_kernel<<<unsigned(N), kRowThreads, 0, stream_of(s)>>>(f32p(dlogits), f32p(logits), f32p(rowmax),

@@ -1,4 +1,6 @@
-// CUDA layernorm and rmsnorm over the last dimension C of in[N,C] (core/ops/norm.inc), f32.
+// CUDA layernorm and rmsnorm over the last dimension C of in[N,C] (core/ops/norm.inc), f32
+// kernels (bf16 activations through f32 staging: core/cuda/stage.h), and their fused
+// forms with the residual add (add_*norm_*: docs/ops.md, "Fused ops").
 //  - forward: one block per row; block reductions in f32; mean/rstd [N] saved; the
 //    layernorm bias may be undefined (none added).
 //    layernorm variance is two-pass (sum of (x - mean)^2), so it never goes negative.
@@ -9,6 +11,7 @@
 //    fixed summation order (deterministic, no atomics). It runs before the din kernel,
 //    so even a din aliasing dout would be correct.
 #include "core/cuda/cuda_util.cuh"
+#include "core/cuda/stage.h"
 
 namespace vlm::cuda {
 namespace {
@@ -16,10 +19,14 @@ namespace {
 constexpr int kRowThreads = 256;
 
 // kLayer: layernorm (mean subtracted, bias b when not null) or rmsnorm.
+// ra, rb (not null): the fused residual add, in[row] = ra[row] + rb[row] first (in may
+// be ra or rb: each thread reads and writes its own elements).
 template <bool kLayer>
-__global__ void norm_forward_kernel(float* out, float* mean, float* rstd, const float* in, const float* w,
-                                    const float* b, float eps, int64_t C) {
+__global__ void norm_forward_kernel(float* out, float* mean, float* rstd, float* in, const float* w,
+                                    const float* b, float eps, int64_t C, const float* ra, const float* rb) {
   const int64_t row = blockIdx.x;
+  if (ra)
+    for (int64_t i = threadIdx.x; i < C; i += blockDim.x) in[row * C + i] = ra[row * C + i] + rb[row * C + i];
   const float* x = in + row * C;
   float* y = out + row * C;
   float mu = 0.f;
@@ -44,7 +51,8 @@ __global__ void norm_forward_kernel(float* out, float* mean, float* rstd, const 
   }
 }
 
-template <bool kLayer>
+// kAdd: din += the input gradient (the fused residual form), else din =.
+template <bool kLayer, bool kAdd>
 __global__ void norm_backward_din_kernel(float* din, const float* dout, const float* in, const float* w,
                                          const float* mean, const float* rstd, int64_t C) {
   const int64_t row = blockIdx.x;
@@ -62,7 +70,8 @@ __global__ void norm_backward_din_kernel(float* din, const float* dout, const fl
   float* dx = din + row * C;
   for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
     const float g = dy[i] * w[i], xh = (x[i] - mu) * rs;
-    dx[i] = rs * (g - mg - xh * mgx);
+    const float v = rs * (g - mg - xh * mgx);
+    dx[i] = kAdd ? dx[i] + v : v;
   }
 }
 
@@ -102,48 +111,106 @@ void launch_params(cudaStream_t st, float* dw, float* db, const float* dout, con
   CUDA_CHECK_LAUNCH();
 }
 
+template <bool kLayer>
+void launch_forward(Stream& s, const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& in,
+                    const Tensor& w, const Tensor& b, float eps, const Tensor& ra, const Tensor& rb) {
+  const int64_t N = in.rows(), C = in.cols();
+  if (N == 0 || C == 0) return;
+  norm_forward_kernel<kLayer><<<unsigned(N), kRowThreads, 0, stream_of(s)>>>(
+      f32p(out), kLayer ? f32p(mean) : nullptr, f32p(rstd), f32p(in), f32p(w), b.defined() ? f32p(b) : nullptr, eps,
+      C, ra.defined() ? f32p(ra) : nullptr, rb.defined() ? f32p(rb) : nullptr);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <bool kLayer, bool kAdd>
+void launch_backward(Stream& s, const Tensor& din, const Tensor& dw, const Tensor& db, const Tensor& dout,
+                     const Tensor& in, const Tensor& w, const Tensor& mean, const Tensor& rstd) {
+  const int64_t N = in.rows(), C = in.cols();
+  if (N == 0 || C == 0) return;
+  cudaStream_t st = stream_of(s);
+  const float* mu = kLayer ? f32p(mean) : nullptr;
+  if (dw.defined())
+    launch_params(st, f32p(dw), db.defined() ? f32p(db) : nullptr, f32p(dout), f32p(in), mu, f32p(rstd), N, C);
+  norm_backward_din_kernel<kLayer, kAdd><<<unsigned(N), kRowThreads, 0, st>>>(f32p(din), f32p(dout), f32p(in),
+                                                                             f32p(w), mu, f32p(rstd), C);
+  CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
 
 void layernorm_forward(Stream& s, const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& in,
                        const Tensor& w, const Tensor& b, float eps) {
-  const int64_t N = in.rows(), C = in.cols();
-  if (N == 0 || C == 0) return;
-  const float* bias = b.defined() ? f32p(b) : nullptr;
-  norm_forward_kernel<true><<<unsigned(N), kRowThreads, 0, stream_of(s)>>>(f32p(out), f32p(mean), f32p(rstd),
-                                                                          f32p(in), f32p(w), bias, eps, C);
-  CUDA_CHECK_LAUNCH();
+  if (any_bf16({&out, &in}))
+    return run_staged(s, {{&out, true}, {&in, false}}, [&](const std::vector<Tensor>& v) {
+      launch_forward<true>(s, v[0], mean, rstd, v[1], w, b, eps, Tensor{}, Tensor{});
+    });
+  launch_forward<true>(s, out, mean, rstd, in, w, b, eps, Tensor{}, Tensor{});
 }
 
 void layernorm_backward(Stream& s, const Tensor& din, const Tensor& dw, const Tensor& db, const Tensor& dout,
                         const Tensor& in, const Tensor& w, const Tensor& mean, const Tensor& rstd) {
-  const int64_t N = in.rows(), C = in.cols();
-  if (N == 0 || C == 0) return;
-  cudaStream_t st = stream_of(s);
-  if (dw.defined())
-    launch_params(st, f32p(dw), db.defined() ? f32p(db) : nullptr, f32p(dout), f32p(in), f32p(mean), f32p(rstd), N, C);
-  norm_backward_din_kernel<true><<<unsigned(N), kRowThreads, 0, st>>>(f32p(din), f32p(dout), f32p(in), f32p(w),
-                                                                     f32p(mean), f32p(rstd), C);
-  CUDA_CHECK_LAUNCH();
+  if (any_bf16({&din, &dout, &in}))
+    return run_staged(s, {{&din, true}, {&dout, false}, {&in, false}}, [&](const std::vector<Tensor>& v) {
+      launch_backward<true, false>(s, v[0], dw, db, v[1], v[2], w, mean, rstd);
+    });
+  launch_backward<true, false>(s, din, dw, db, dout, in, w, mean, rstd);
 }
 
 void rmsnorm_forward(Stream& s, const Tensor& out, const Tensor& rstd, const Tensor& in, const Tensor& w,
                      float eps) {
-  const int64_t N = in.rows(), C = in.cols();
-  if (N == 0 || C == 0) return;
-  norm_forward_kernel<false><<<unsigned(N), kRowThreads, 0, stream_of(s)>>>(f32p(out), nullptr, f32p(rstd),
-                                                                           f32p(in), f32p(w), nullptr, eps, C);
-  CUDA_CHECK_LAUNCH();
+  if (any_bf16({&out, &in}))
+    return run_staged(s, {{&out, true}, {&in, false}}, [&](const std::vector<Tensor>& v) {
+      launch_forward<false>(s, v[0], Tensor{}, rstd, v[1], w, Tensor{}, eps, Tensor{}, Tensor{});
+    });
+  launch_forward<false>(s, out, Tensor{}, rstd, in, w, Tensor{}, eps, Tensor{}, Tensor{});
 }
 
 void rmsnorm_backward(Stream& s, const Tensor& din, const Tensor& dw, const Tensor& dout, const Tensor& in,
                       const Tensor& w, const Tensor& rstd) {
-  const int64_t N = in.rows(), C = in.cols();
-  if (N == 0 || C == 0) return;
-  cudaStream_t st = stream_of(s);
-  if (dw.defined()) launch_params(st, f32p(dw), nullptr, f32p(dout), f32p(in), nullptr, f32p(rstd), N, C);
-  norm_backward_din_kernel<false><<<unsigned(N), kRowThreads, 0, st>>>(f32p(din), f32p(dout), f32p(in), f32p(w),
-                                                                      nullptr, f32p(rstd), C);
-  CUDA_CHECK_LAUNCH();
+  if (any_bf16({&din, &dout, &in}))
+    return run_staged(s, {{&din, true}, {&dout, false}, {&in, false}}, [&](const std::vector<Tensor>& v) {
+      launch_backward<false, false>(s, v[0], dw, Tensor{}, v[1], v[2], w, Tensor{}, rstd);
+    });
+  launch_backward<false, false>(s, din, dw, Tensor{}, dout, in, w, Tensor{}, rstd);
+}
+
+// The fused forms. Staged, the sum is rounded back into its bf16 tensor after the norm
+// has read the f32 sum: on the CPU the norm reads the rounded sum, so the two may differ
+// by a bf16 rounding of the sum in the norm's output (within the conformance tolerance).
+void add_layernorm_forward(Stream& s, const Tensor& sum, const Tensor& out, const Tensor& mean, const Tensor& rstd,
+                           const Tensor& a, const Tensor& b, const Tensor& w, const Tensor& bias, float eps) {
+  if (any_bf16({&sum, &out, &a, &b}))
+    return run_staged(s, {{&sum, true}, {&out, true}, {&a, false}, {&b, false}}, [&](const std::vector<Tensor>& v) {
+      launch_forward<true>(s, v[1], mean, rstd, v[0], w, bias, eps, v[2], v[3]);
+    });
+  launch_forward<true>(s, out, mean, rstd, sum, w, bias, eps, a, b);
+}
+
+void add_rmsnorm_forward(Stream& s, const Tensor& sum, const Tensor& out, const Tensor& rstd, const Tensor& a,
+                         const Tensor& b, const Tensor& w, float eps) {
+  if (any_bf16({&sum, &out, &a, &b}))
+    return run_staged(s, {{&sum, true}, {&out, true}, {&a, false}, {&b, false}}, [&](const std::vector<Tensor>& v) {
+      launch_forward<false>(s, v[1], Tensor{}, rstd, v[0], w, Tensor{}, eps, v[2], v[3]);
+    });
+  launch_forward<false>(s, out, Tensor{}, rstd, sum, w, Tensor{}, eps, a, b);
+}
+
+void add_layernorm_backward(Stream& s, const Tensor& dsum, const Tensor& dw, const Tensor& db, const Tensor& dout,
+                            const Tensor& in, const Tensor& w, const Tensor& mean, const Tensor& rstd) {
+  if (any_bf16({&dsum, &dout, &in}))
+    return run_staged(s, {{&dsum, true}, {&dout, false}, {&in, false}}, [&](const std::vector<Tensor>& v) {
+      launch_backward<true, true>(s, v[0], dw, db, v[1], v[2], w, mean, rstd);
+    });
+  launch_backward<true, true>(s, dsum, dw, db, dout, in, w, mean, rstd);
+}
+
+void add_rmsnorm_backward(Stream& s, const Tensor& dsum, const Tensor& dw, const Tensor& dout, const Tensor& in,
+                          const Tensor& w, const Tensor& rstd) {
+  if (any_bf16({&dsum, &dout, &in}))
+    return run_staged(s, {{&dsum, true}, {&dout, false}, {&in, false}}, [&](const std::vector<Tensor>& v) {
+      launch_backward<false, true>(s, v[0], dw, Tensor{}, v[1], v[2], w, Tensor{}, rstd);
+    });
+  launch_backward<false, true>(s, dsum, dw, Tensor{}, dout, in, w, Tensor{}, rstd);
 }
 
 }  // namespace vlm::cuda
