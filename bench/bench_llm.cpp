@@ -119,6 +119,7 @@ void run_model(const std::string& name, Backend& b, Communicator& tp, const Conf
       o.step = it + 1;
       const auto& ps = bb.params().params();
       for (size_t i = 0; i < ps.size(); ++i) adamw_step(s, ps[i].value, ps[i].grad, mom[i], var[i], Tensor{}, o);
+      if (prec == Precision::BF16) bb.params().refresh_working(s);  // the next step's bf16 weights
       s.synchronize();
       if (it >= warmup) adam_times.push_back(std::chrono::duration<double>(clock_type::now() - a0).count());
     }
