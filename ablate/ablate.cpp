@@ -8,7 +8,7 @@
 #include <memory>
 #include <sstream>
 
-#include "base/config.h"
+#include "base/options.h"
 #include "base/error.h"
 #include "base/file_read.h"
 #include "io/atomic_file.h"
@@ -53,20 +53,35 @@ struct RowSpec {
   int64_t budget = 0;
 };
 
-// The options a row sets (read after the base options, so they win).
+// The options a row sets (read after the base options, so they win), one
+// "name = value" line each.
 std::string row_overrides(const RowSpec& r, const AblateOptions& a, const Config& base, int tp, int dp) {
-  std::ostringstream os;
-  const int64_t min_tokens = std::min(base.get_int("lod.min_tokens"), r.budget);
-  double lr = base.get_float("train.lr");
+  const ScorerOptions sc = read_scorer_options(base);
+  double lr = read_train_options(base).optim.lr;
   if (!a.test_break.empty() && a.test_break == r.placement) lr *= 1.1;  // test only (README "Ablations")
-  char lr_text[32];
-  std::snprintf(lr_text, sizeof lr_text, "%.17g", lr);
-  os << "[lod]\npolicy = " << r.lod << "\nbudget = " << r.budget << "\nmax_tokens = " << r.budget
-     << "\nmin_tokens = " << min_tokens << "\n[scorers]\nplacement = " << r.placement << "\n[train]\n";
-  if (a.steps > 0) os << "steps = " << a.steps << "\n";
-  os << "lr = " << lr_text << "\nrun = " << r.placement << "-" << r.lod << "-" << r.budget << "-tp" << tp << "dp" << dp
-     << "\nout_dir = \"" << a.out << "/runs\"\nckpt_dir = \"\"\nsave_every = -1\nresume = \"\"\neval_every = 0\n"
-     << "[eval]\nsplit = \"\"\npictures = 0\n";
+  const OptionSet<ScorerOptions>& S = scorer_options();
+  const OptionSet<TrainOptions>& T = train_options();
+  const OptionSet<EvalOptions>& E = eval_options();
+  const auto lod = [](auto field) { return at(&ScorerOptions::lod, field); };
+  const auto quoted = [](const std::string& v) { return "\"" + v + "\""; };
+  std::ostringstream os;
+  os.precision(17);  // the learning rate reads back exactly
+  const auto set = [&](const std::string& name, const auto& value) { os << name << " = " << value << "\n"; };
+  set(S.name_of(lod(&LodConfig::policy)), r.lod);
+  set(S.name_of(lod(&LodConfig::fixed_budget)), r.budget);
+  set(S.name_of(lod(&LodConfig::max_tokens)), r.budget);
+  set(S.name_of(lod(&LodConfig::min_tokens)), std::min(sc.lod.min_tokens, r.budget));
+  set(S.name_of(at(&ScorerOptions::scorers, &ScorerConfig::placement)), r.placement);
+  if (a.steps > 0) set(T.name_of(&TrainOptions::steps), a.steps);
+  set(T.name_of(at(&TrainOptions::optim, &OptimOptions::lr)), lr);
+  set(T.name_of(&TrainOptions::run), cat(r.placement, "-", r.lod, "-", r.budget, "-tp", tp, "dp", dp));
+  set(T.name_of(&TrainOptions::out_dir), quoted(a.out + "/runs"));
+  set(T.name_of(&TrainOptions::ckpt_dir), quoted(""));
+  set(T.name_of(&TrainOptions::save_every), -1);
+  set(T.name_of(&TrainOptions::resume), quoted(""));
+  set(T.name_of(&TrainOptions::eval_every), 0);
+  set(E.name_of(&EvalOptions::split), quoted(""));
+  set(E.name_of(&EvalOptions::pictures), 0);
   return os.str();
 }
 
@@ -81,13 +96,25 @@ std::unique_ptr<Config> row_config(const Config& base, const std::string& overri
 // Every option but those a row, the layout or the bookkeeping set: rows of one ablation
 // share it (FNV-1a 64 of the filtered dump, hex).
 std::string fingerprint(const Config& base, int64_t steps) {
+  const OptionSet<ScorerOptions>& S = scorer_options();
+  const OptionSet<TrainOptions>& T = train_options();
+  const OptionSet<DataOptions>& D = data_options();
+  const OptionSet<EvalOptions>& E = eval_options();
+  const OptionSet<AblateOptions>& A = ablate_options();
+  const auto lod = [](auto field) { return at(&ScorerOptions::lod, field); };
+  const std::vector<std::string> skip = {
+      S.name_of(lod(&LodConfig::policy)),         S.name_of(lod(&LodConfig::fixed_budget)),
+      S.name_of(lod(&LodConfig::min_tokens)),     S.name_of(lod(&LodConfig::max_tokens)),
+      S.name_of(at(&ScorerOptions::scorers, &ScorerConfig::placement)),
+      T.name_of(&TrainOptions::run),              T.name_of(&TrainOptions::out_dir),
+      T.name_of(&TrainOptions::ckpt_dir),         T.name_of(&TrainOptions::resume),
+      T.name_of(&TrainOptions::save_every),       T.name_of(&TrainOptions::keep_last),
+      T.name_of(&TrainOptions::log_every),        T.name_of(&TrainOptions::eval_every),
+      D.name_of(&DataOptions::threads),           D.name_of(&DataOptions::prefetch),
+      E.name_of(&EvalOptions::pictures),          E.name_of(&EvalOptions::split),
+      T.name_of(&TrainOptions::steps)};
   std::stringstream in(base.dump_ini(false));
   std::string line, sec, kept;
-  const std::vector<std::string> skip = {"lod.policy", "lod.budget", "lod.min_tokens", "lod.max_tokens",
-                                         "scorers.placement", "train.run", "train.out_dir", "train.ckpt_dir",
-                                         "train.resume", "train.save_every", "train.keep_last", "train.log_every",
-                                         "train.eval_every", "data.threads", "data.prefetch", "eval.pictures",
-                                         "eval.split", "train.steps"};
   while (std::getline(in, line)) {
     if (line.empty() || line[0] == '#') continue;
     if (line[0] == '[') {
@@ -95,13 +122,15 @@ std::string fingerprint(const Config& base, int64_t steps) {
       continue;
     }
     const std::string name = (sec.empty() ? "" : sec + ".") + line.substr(0, line.find(" = "));
-    const bool own = name == "ablate.eval_samples" || name == "ablate.test_break";  // they change the figures
+    const bool own = name == A.name_of(&AblateOptions::eval_samples) ||
+                     name == A.name_of(&AblateOptions::test_break);  // they change the figures
     if ((sec == "ablate" && !own) || sec == "parallel" || sec == "scheduler" || name == "trace" ||
         std::find(skip.begin(), skip.end(), name) != skip.end())
       continue;
     kept += name + line.substr(line.find(" = ")) + "\n";
   }
-  kept += "train.steps = " + std::to_string(steps > 0 ? steps : base.get_int("train.steps")) + "\n";
+  kept += T.name_of(&TrainOptions::steps) + " = " +
+          std::to_string(steps > 0 ? steps : read_train_options(base).steps) + "\n";
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : kept) h = (h ^ c) * 1099511628211ull;
   char b[20];
@@ -111,44 +140,44 @@ std::string fingerprint(const Config& base, int64_t steps) {
 
 }  // namespace
 
-void register_ablate_options(Config& cfg) {
-  register_all_train_options(cfg);
-  cfg.add_string("ablate.placements", "replicated", "comma list of scorer placements: replicated, batch-split, "
-                 "dedicated, tp2 (tp2 needs parallel.tp=2)");
-  cfg.add_string("ablate.lod", "relevance,uniform,random", "comma list of LOD policies: relevance, uniform, random");
-  cfg.add_int_list("ablate.budgets", "64,100,200,400",
-                   "visual tokens per image at most (each at least the number of regions, at most G*G)", 1,
-                   int64_t(1) << 30);
-  cfg.add_int("ablate.steps", 0, "optimizer steps of every row (0 = train.steps / train.epochs)", 0, int64_t(1) << 40);
-  cfg.add_string("ablate.out", "ablation", "folder of ablation.csv/.md/.png and the rows' run folders (resumed)");
-  cfg.add_float("ablate.tol", 1e-5, "relative tolerance of the equal losses of rows that differ only by placement",
-                0.0, 1.0);
-  cfg.add_int("ablate.eval_samples", 256, "samples of eval.split answered per row (0 = the whole split)", 0,
-              int64_t(1) << 40);
-  cfg.add_int("ablate.check_steps", 20, "steps whose losses the equal-loss check compares (README, Ablations)", 1,
-              1 << 20);
-  cfg.add_string("ablate.test_break", "", "TEST ONLY: trains the rows of this placement with train.lr x 1.1, so that "
-                 "the equal-loss check must flag them");
-  cfg.add_alias("placements", "ablate.placements");
-  cfg.add_alias("lod", "ablate.lod");
-  cfg.add_alias("budgets", "ablate.budgets");
-  cfg.add_alias("steps", "ablate.steps");
-  cfg.add_alias("out", "ablate.out");
+const OptionSet<AblateOptions>& ablate_options() {
+  static const OptionSet<AblateOptions> set([](OptionSet<AblateOptions>& s) {
+    using A = AblateOptions;
+    s.option("ablate.placements", &A::placements, "comma list of scorer placements: replicated, batch-split, "
+             "dedicated, tp2 (tp2 needs parallel.tp=2)")
+        .parse("replicated", [](const std::string& v) { return names(v, "placements", kPlacements); })
+        .alias("placements");
+    s.option("ablate.lod", &A::lods, "comma list of LOD policies: relevance, uniform, random")
+        .parse("relevance,uniform,random", [](const std::string& v) { return names(v, "lod", kPolicies); })
+        .alias("lod");
+    s.option("ablate.budgets", &A::budgets,
+             "visual tokens per image at most (each at least the number of regions, at most G*G)")
+        .range(1, int64_t(1) << 30)
+        .alias("budgets");
+    s.option("ablate.steps", &A::steps, "optimizer steps of every row (0 = train.steps / train.epochs)")
+        .range(0, int64_t(1) << 40)
+        .alias("steps");
+    s.option("ablate.out", &A::out, "folder of ablation.csv/.md/.png and the rows' run folders (resumed)")
+        .alias("out");
+    s.option("ablate.tol", &A::tol, "relative tolerance of the equal losses of rows that differ only by placement")
+        .range(0.0, 1.0);
+    s.option("ablate.eval_samples", &A::eval_samples, "samples of eval.split answered per row (0 = the whole split)")
+        .range(0, int64_t(1) << 40);
+    s.option("ablate.check_steps", &A::check_steps,
+             "steps whose losses the equal-loss check compares (README, Ablations)")
+        .range(1, 1 << 20);
+    s.option("ablate.test_break", &A::test_break, "TEST ONLY: trains the rows of this placement with train.lr x 1.1, "
+             "so that the equal-loss check must flag them");
+  });
+  return set;
 }
 
-AblateOptions read_ablate_options(const Config& cfg) {
-  AblateOptions a;
-  a.placements = {cfg.get_string("ablate.placements")};  // split and checked in run_ablation
-  a.lods = {cfg.get_string("ablate.lod")};
-  a.budgets = cfg.get_int_list("ablate.budgets");
-  a.steps = cfg.get_int("ablate.steps");
-  a.out = cfg.get_string("ablate.out");
-  a.tol = cfg.get_float("ablate.tol");
-  a.eval_samples = cfg.get_int("ablate.eval_samples");
-  a.test_break = cfg.get_string("ablate.test_break");
-  a.check_steps = cfg.get_int("ablate.check_steps");
-  return a;
+void register_ablate_options(Config& cfg) {
+  register_all_train_options(cfg);
+  ablate_options().add_to(cfg);
 }
+
+AblateOptions read_ablate_options(const Config& cfg) { return ablate_options().read(cfg); }
 
 int run_ablation(const Config& cfg, Runtime& rt) {
   const int tp = rt.topology().tp(), dp = rt.topology().dp();
@@ -159,8 +188,6 @@ int run_ablation(const Config& cfg, Runtime& rt) {
   int max_new = 24;
   rt.on_every_rank("inputs", [&] {
     a = read_ablate_options(cfg);
-    a.placements = names(a.placements[0], "placements", kPlacements);
-    a.lods = names(a.lods[0], "lod", kPolicies);
     VLM_REQUIRE(!a.budgets.empty(), "--budgets: expected a comma list of token budgets (64,100,200,400)");
     VLM_REQUIRE(a.test_break.empty() || std::find(kPlacements.begin(), kPlacements.end(), a.test_break) !=
                 kPlacements.end(), "--ablate.test_break: '", a.test_break, "' is not a placement");
@@ -168,7 +195,7 @@ int run_ablation(const Config& cfg, Runtime& rt) {
     VLM_REQUIRE(!tp2 || tp % 2 == 0, "--placements: tp2 splits each scorer over pairs of TP ranks and needs an even "
                 "parallel.tp, got parallel.tp=", tp, " (run under mpirun with --tp 2)");
     const VisionConfig v = resolve_vision_config(cfg);
-    const int G = v.grid(), R = int(cfg.get_int("lod.region"));
+    const int G = v.grid(), R = read_scorer_options(cfg).lod.region;
     VLM_REQUIRE(R >= 1 && G % R == 0, "lod.region=", R, " does not divide the grid G = ", G);
     const int64_t regions = int64_t(G / R) * (G / R);
     for (size_t i = 0; i < a.budgets.size(); ++i) {
@@ -220,9 +247,13 @@ int run_ablation(const Config& cfg, Runtime& rt) {
   });
   const size_t skipped = a.placements.size() * a.lods.size() * a.budgets.size() - todo.size();
   std::ostringstream cmd;  // the command line of the table (the lists as given)
-  cmd << "vlm ablate --placements " << cfg.get_string("ablate.placements") << " --lod " << cfg.get_string("ablate.lod")
-      << " --budgets ";
-  for (size_t i = 0; i < a.budgets.size(); ++i) cmd << (i ? "," : "") << a.budgets[i];
+  const auto list = [](const auto& v) {
+    std::ostringstream os;
+    for (size_t i = 0; i < v.size(); ++i) os << (i ? "," : "") << v[i];
+    return os.str();
+  };
+  cmd << "vlm ablate --placements " << list(a.placements) << " --lod " << list(a.lods) << " --budgets "
+      << list(a.budgets);
   if (a.steps > 0) cmd << " --steps " << a.steps;
   const std::string command = cmd.str();
   if (rt.root()) {

@@ -1,9 +1,8 @@
-// Registration, reading and validation of the scorer and LOD options (scorers/options.h).
+// The declaration and validation of the scorer and LOD options (scorers/options.h).
 #include "scorers/options.h"
 
 #include <charconv>
 
-#include "base/config.h"
 #include "base/error.h"
 
 namespace vlm {
@@ -56,44 +55,45 @@ void ScorerOptions::validate(int G, int tp) const {
               ": scorers.placement=tp2 splits it over two ranks, expected an even width");
 }
 
-void register_scorer_options(Config& cfg) {
-  cfg.add_int("lod.region", 4, "LOD region side R in grid cells (a power of two dividing G)", 1, 1 << 14);
-  cfg.add_int("lod.min_tokens", 64, "fewest visual tokens per image (at least the number of regions (G/R)^2)", 1,
-              int64_t(1) << 30);
-  cfg.add_int("lod.max_tokens", 400, "most visual tokens per image (at most G*G)", 1, int64_t(1) << 30);
-  cfg.add_string("lod.budget", "relevance",
-                 "tokens per image: 'relevance' (grows with the image's mean relevance) or a fixed integer N");
-  cfg.add_choice("lod.policy", "relevance", {"relevance", "uniform", "random"},
-                 "order of region upgrades: by relevance, or the baselines uniform (raster) and random");
-  cfg.add_choice("scorers.placement", "replicated", {"replicated", "batch-split", "dedicated", "tp2"},
-                 "where the scorers run in the TP group (README, Scorers and level of detail)");
-  cfg.add_int("scorers.hidden", 64, "hidden width of the scorer MLPs, projections and balancer", 1, 1 << 16);
-  cfg.add_int("scorers.k", 3, "centre-surround window of the perspectival scorer (odd, cells)", 1, 1 << 14);
+const OptionSet<ScorerOptions>& scorer_options() {
+  static const OptionSet<ScorerOptions> set([](OptionSet<ScorerOptions>& s) {
+    s.option("lod.region", at(&ScorerOptions::lod, &LodConfig::region),
+             "LOD region side R in grid cells (a power of two dividing G)")
+        .range(1, 1 << 14);
+    s.option("lod.min_tokens", at(&ScorerOptions::lod, &LodConfig::min_tokens),
+             "fewest visual tokens per image (at least the number of regions (G/R)^2)")
+        .range(1, int64_t(1) << 30);
+    s.option("lod.max_tokens", at(&ScorerOptions::lod, &LodConfig::max_tokens),
+             "most visual tokens per image (at most G*G)")
+        .range(1, int64_t(1) << 30);
+    s.option("lod.budget", at(&ScorerOptions::lod, &LodConfig::fixed_budget),
+             "tokens per image: 'relevance' (grows with the image's mean relevance) or a fixed integer N")
+        .parse("relevance", [](const std::string& b) -> int64_t {
+          if (b == "relevance") return 0;
+          int64_t n = 0;
+          auto [p, ec] = std::from_chars(b.data(), b.data() + b.size(), n);
+          VLM_REQUIRE(ec == std::errc() && p == b.data() + b.size() && n > 0, "lod.budget=", b,
+                      ": expected 'relevance' or a positive integer");
+          return n;
+        });
+    s.option("lod.policy", at(&ScorerOptions::lod, &LodConfig::policy),
+             "order of region upgrades: by relevance, or the baselines uniform (raster) and random")
+        .choices(choices_of(policy_name, {LodPolicy::Relevance, LodPolicy::Uniform, LodPolicy::Random}));
+    s.option("scorers.placement", at(&ScorerOptions::scorers, &ScorerConfig::placement),
+             "where the scorers run in the TP group (README, Scorers and level of detail)")
+        .choices(choices_of(placement_name,
+                            {Placement::Replicated, Placement::BatchSplit, Placement::Dedicated, Placement::Tp2}));
+    s.option("scorers.hidden", at(&ScorerOptions::scorers, &ScorerConfig::hidden),
+             "hidden width of the scorer MLPs, projections and balancer")
+        .range(1, 1 << 16);
+    s.option("scorers.k", at(&ScorerOptions::scorers, &ScorerConfig::k),
+             "centre-surround window of the perspectival scorer (odd, cells)")
+        .range(1, 1 << 14);
+  });
+  return set;
 }
 
-ScorerOptions read_scorer_options(const Config& cfg) {
-  ScorerOptions o;
-  o.lod.region = int(cfg.get_int("lod.region"));
-  o.lod.min_tokens = cfg.get_int("lod.min_tokens");
-  o.lod.max_tokens = cfg.get_int("lod.max_tokens");
-  const std::string& b = cfg.get_string("lod.budget");
-  if (b != "relevance") {
-    int64_t n = 0;
-    auto [p, ec] = std::from_chars(b.data(), b.data() + b.size(), n);
-    VLM_REQUIRE(ec == std::errc() && p == b.data() + b.size() && n > 0, "lod.budget=", b,
-                ": expected 'relevance' or a positive integer");
-    o.lod.fixed_budget = n;
-  }
-  const std::string& pol = cfg.get_string("lod.policy");
-  o.lod.policy = pol == "uniform" ? LodPolicy::Uniform : pol == "random" ? LodPolicy::Random : LodPolicy::Relevance;
-  const std::string& pl = cfg.get_string("scorers.placement");
-  o.scorers.placement = pl == "batch-split" ? Placement::BatchSplit
-                        : pl == "dedicated" ? Placement::Dedicated
-                        : pl == "tp2"       ? Placement::Tp2
-                                            : Placement::Replicated;
-  o.scorers.hidden = cfg.get_int("scorers.hidden");
-  o.scorers.k = int(cfg.get_int("scorers.k"));
-  return o;
-}
+void register_scorer_options(Config& cfg) { scorer_options().add_to(cfg); }
+ScorerOptions read_scorer_options(const Config& cfg) { return scorer_options().read(cfg); }
 
 }  // namespace vlm

@@ -1,6 +1,7 @@
-// The options of the scorers and of the level-of-detail (LOD) allocator, registered once
-// under `lod.*` and `scorers.*` and read into plain structs. The LOD rule itself is
-// written in scorers/lod_allocator.h; the placements in scorers/placement.h.
+// The options of the scorers and of the level-of-detail (LOD) allocator, declared once
+// under `lod.*` and `scorers.*` (scorer_options()) and read into plain structs. The LOD
+// rule itself is written in scorers/lod_allocator.h; the placements in
+// scorers/placement.h.
 //
 // Invariants after validate(G, tp) (each failure is a UserError naming the option):
 //   lod.region R: a power of two dividing G (the regions tile the G x G grid);
@@ -13,9 +14,9 @@
 #include <cstdint>
 #include <string>
 
-namespace vlm {
+#include "base/options.h"
 
-class Config;
+namespace vlm {
 
 enum class LodPolicy { Relevance, Uniform, Random };
 enum class Placement { Replicated, BatchSplit, Dedicated, Tp2 };
@@ -46,11 +47,12 @@ struct ScorerOptions {
   void validate(int G, int tp) const;
 };
 
-// Registers lod.region, lod.min_tokens, lod.max_tokens, lod.budget, lod.policy,
+// The declaration (base/options.h) of lod.region, lod.min_tokens, lod.max_tokens,
+// lod.budget ("relevance" or a positive integer: fixed_budget), lod.policy,
 // scorers.placement, scorers.hidden, scorers.k.
+const OptionSet<ScorerOptions>& scorer_options();
 void register_scorer_options(Config& cfg);
-// Reads them (lod.budget is parsed here: "relevance" or a positive integer); does not
-// validate (call validate with the grid and the TP size).
+// Reads them; does not validate (call validate with the grid and the TP size).
 ScorerOptions read_scorer_options(const Config& cfg);
 
 }  // namespace vlm
