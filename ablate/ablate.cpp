@@ -8,15 +8,15 @@
 #include <memory>
 #include <sstream>
 
-#include "base/options.h"
-#include "base/error.h"
-#include "base/file_read.h"
-#include "io/atomic_file.h"
-#include "data/storage/dataset.h"
-#include "parallel/groups.h"
-#include "parallel/runtime.h"
 #include "ablate/ablate_eval.h"
 #include "ablate/ablate_table.h"
+#include "base/error.h"
+#include "base/file_read.h"
+#include "base/options.h"
+#include "data/storage/dataset.h"
+#include "io/atomic_file.h"
+#include "parallel/groups.h"
+#include "parallel/runtime.h"
 #include "runlog/run_log.h"
 #include "train/train_options.h"
 #include "train/trainer.h"

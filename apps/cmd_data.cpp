@@ -17,12 +17,12 @@
 #include <string>
 
 #include "apps/command.h"
-#include "base/options.h"
 #include "base/error.h"
-#include "io/atomic_file.h"
+#include "base/options.h"
 #include "data/convert/converters.h"
 #include "data/storage/dataset.h"
 #include "data/text/tokenizer.h"
+#include "io/atomic_file.h"
 
 namespace vlm {
 

@@ -10,13 +10,13 @@
 #include <string>
 
 #include "apps/command.h"
-#include "base/options.h"
 #include "base/error.h"
-#include "parallel/runtime.h"
+#include "base/options.h"
 #include "checkpoint/checkpoint.h"
-#include "train/trained_model.h"
 #include "checkpoint/export_hf.h"
+#include "parallel/runtime.h"
 #include "train/train_options.h"
+#include "train/trained_model.h"
 
 namespace vlm {
 

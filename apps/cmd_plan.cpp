@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "apps/command.h"
-#include "base/options.h"
 #include "base/error.h"
+#include "base/options.h"
 #include "data/storage/dataset.h"
 #include "plan/plan.h"
 #include "train/train_options.h"

@@ -26,12 +26,12 @@
 #include <vector>
 
 #include "apps/command.h"
+#include "base/error.h"
 #include "base/options.h"
 #include "core/device_options.h"
-#include "base/error.h"
-#include "io/h5_io.h"
 #include "data/image/image_pipeline.h"
 #include "data/image/texture.h"
+#include "io/h5_io.h"
 #include "parallel/runtime.h"
 #include "vision/encoder.h"
 #include "vision/siglip_import.h"

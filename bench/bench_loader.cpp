@@ -10,9 +10,9 @@
 #include <filesystem>
 #include <opencv2/imgcodecs.hpp>
 
+#include "base/error.h"
 #include "base/options.h"
 #include "core/device_options.h"
-#include "base/error.h"
 #include "data/convert/converters.h"
 #include "data/image/image_pipeline.h"
 #include "data/load/loader.h"

@@ -12,13 +12,13 @@
 #include <memory>
 #include <vector>
 
-#include "base/options.h"
 #include "base/error.h"
+#include "base/options.h"
+#include "optim/dp_grads.h"
 #include "parallel/groups.h"
 #include "parallel/mpi/mpi_session.h"
 #include "parallel/topology.h"
 #include "scheduler/trace.h"
-#include "optim/dp_grads.h"
 #include "train/step.h"
 
 using namespace vlm;

@@ -13,10 +13,10 @@
 #include <string>
 
 #include "base/options.h"
-#include "scheduler/streams.h"
 #include "model/batch.h"
-#include "optim/optimizer.h"
 #include "model/vlm_model.h"
+#include "optim/optimizer.h"
+#include "scheduler/streams.h"
 
 namespace vlm {
 
