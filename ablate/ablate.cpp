@@ -58,7 +58,7 @@ struct RowSpec {
 std::string row_overrides(const RowSpec& r, const AblateOptions& a, const Config& base, int tp, int dp) {
   const ScorerOptions sc = read_scorer_options(base);
   double lr = read_train_options(base).optim.lr;
-  if (!a.test_break.empty() && a.test_break == r.placement) lr *= 1.1;  // test only (README "Ablations")
+  if (!a.test_break.empty() && a.test_break == r.placement) lr *= 1.1;  // test only (docs/ablations.md)
   const OptionSet<ScorerOptions>& S = scorer_options();
   const OptionSet<TrainOptions>& T = train_options();
   const OptionSet<EvalOptions>& E = eval_options();
@@ -164,7 +164,7 @@ const OptionSet<AblateOptions>& ablate_options() {
     s.option("ablate.eval_samples", &A::eval_samples, "samples of eval.split answered per row (0 = the whole split)")
         .range(0, int64_t(1) << 40);
     s.option("ablate.check_steps", &A::check_steps,
-             "steps whose losses the equal-loss check compares (README, Ablations)")
+             "steps whose losses the equal-loss check compares (docs/ablations.md)")
         .range(1, 1 << 20);
     s.option("ablate.test_break", &A::test_break, "TEST ONLY: trains the rows of this placement with train.lr x 1.1, "
              "so that the equal-loss check must flag them");

@@ -1,5 +1,5 @@
 // `vlm data <build|inspect|tokenizer|tokenize>`: dataset tools (schema in
-// README.md, "Datasets"). Every option lives under `data.*` (INI section [data] or --data.x).
+// docs/dataset-format.md). Every option lives under `data.*` (INI section [data] or --data.x).
 //   vlm data build --data.from fashion-mnist|tuxpaint|jsonl|llava --data.input PATH
 //                  [--data.images DIR] --data.out FILE.h5 [--data.limit N]
 //                  [--data.val_fraction F] [--data.test_fraction F] [--data.seed S]
@@ -42,7 +42,7 @@ const OptionSet<DataTool>& data_tool() {
     using D = DataTool;
     const auto build = [](auto field) { return at(&D::build, field); };
     const auto scene = [](auto field) { return at(&D::scene, field); };
-    s.option("data.from", &D::from, "source kind for `data build` (scenes: generated question-answer scenes, README Datasets)")
+    s.option("data.from", &D::from, "source kind for `data build` (scenes: generated question-answer scenes, docs/dataset-format.md)")
         .one_of({"", "fashion-mnist", "tuxpaint", "jsonl", "llava", "scenes"});
     s.option("data.input", &D::input,
              "build: IDX folder (fashion-mnist, scenes), stamps folder (tuxpaint), .jsonl or LLaVA .json file");

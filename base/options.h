@@ -1,5 +1,5 @@
 // OptionSet<T>: the options of a module declared once, each bound to the field of the
-// plain struct T it fills (docs/architecture.md, Core: "A new option means ..."). The one
+// plain struct T it fills (docs/architecture.md, "Core": a new option). The one
 // declaration gives the name, the help, the range or choices, the command-line aliases
 // and the converter; registration (add_to) and reading (read) are both derived from it,
 // and the default is the field's own member initialiser (T{}), so nothing is written twice.

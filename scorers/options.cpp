@@ -80,7 +80,7 @@ const OptionSet<ScorerOptions>& scorer_options() {
              "order of region upgrades: by relevance, or the baselines uniform (raster) and random")
         .choices(choices_of(policy_name, {LodPolicy::Relevance, LodPolicy::Uniform, LodPolicy::Random}));
     s.option("scorers.placement", at(&ScorerOptions::scorers, &ScorerConfig::placement),
-             "where the scorers run in the TP group (README, Scorers and level of detail)")
+             "where the scorers run in the TP group (docs/scorers.md)")
         .choices(choices_of(placement_name,
                             {Placement::Replicated, Placement::BatchSplit, Placement::Dedicated, Placement::Tp2}));
     s.option("scorers.hidden", at(&ScorerOptions::scorers, &ScorerConfig::hidden),

@@ -82,7 +82,7 @@ const OptionSet<TrainOptions>& train_options() {
     s.option("train.run", &T::run, "run name: outputs go to <train.out_dir>/<train.run>/");
     s.option("train.out_dir", &T::out_dir, "folder of the runs");
     s.option("train.save_every", &T::save_every,
-             "checkpoint every N steps and at the end (0 = at the end only, -1 = never; README Checkpoints)")
+             "checkpoint every N steps and at the end (0 = at the end only, -1 = never; docs/checkpoints.md)")
         .range(-1, int64_t(1) << 40);
     s.option("train.keep_last", &T::keep_last, "checkpoints kept in train.ckpt_dir (0 = all)").range(0, 1 << 20);
     s.option("train.ckpt_dir", &T::ckpt_dir, "checkpoint folder (empty = <train.out_dir>/<train.run>/checkpoints)");
@@ -92,7 +92,7 @@ const OptionSet<TrainOptions>& train_options() {
     s.option("train.bucket_mb", &T::bucket_mb, "DP gradient bucket size in MiB").range(0.001, 1 << 20);
     s.option("train.precision", &T::precision,
              "arithmetic: fp32, or bf16 mixed precision (bf16 weight copies and activations, f32 master "
-             "weights, gradients and statistics; README Numerics)")
+             "weights, gradients and statistics; docs/training.md)")
         .choices({{"fp32", Precision::FP32}, {"bf16", Precision::BF16}});
     s.option("train.grad_reduce_dtype", &T::grad_reduce_bf16,
              "dtype of the DP gradient buckets on the wire (bf16 halves the traffic; the sums land in f32)")
