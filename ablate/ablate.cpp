@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <sstream>
 
@@ -18,6 +19,7 @@
 #include "parallel/groups.h"
 #include "parallel/runtime.h"
 #include "runlog/run_log.h"
+#include "scorers/placement/placement.h"
 #include "train/train_options.h"
 #include "train/trainer.h"
 #include "vision/siglip_config.h"
@@ -28,7 +30,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-const std::vector<std::string> kPlacements = {"replicated", "batch-split", "dedicated", "tp2"};
 const std::vector<std::string> kPolicies = {"relevance", "uniform", "random"};
 
 std::vector<std::string> names(const std::string& list, const std::string& option,
@@ -143,9 +144,10 @@ std::string fingerprint(const Config& base, int64_t steps) {
 const OptionSet<AblateOptions>& ablate_options() {
   static const OptionSet<AblateOptions> set([](OptionSet<AblateOptions>& s) {
     using A = AblateOptions;
-    s.option("ablate.placements", &A::placements, "comma list of scorer placements: replicated, batch-split, "
-             "dedicated, tp2 (tp2 needs parallel.tp=2)")
-        .parse("replicated", [](const std::string& v) { return names(v, "placements", kPlacements); })
+    std::string all;
+    for (const std::string& p : placement_names()) all += (all.empty() ? "" : ", ") + p;
+    s.option("ablate.placements", &A::placements, "comma list of scorer placements: " + all + " (tp2 needs parallel.tp=2)")
+        .parse(placement_names().front(), [](const std::string& v) { return names(v, "placements", placement_names()); })
         .alias("placements");
     s.option("ablate.lod", &A::lods, "comma list of LOD policies: relevance, uniform, random")
         .parse("relevance,uniform,random", [](const std::string& v) { return names(v, "lod", kPolicies); })
@@ -189,24 +191,26 @@ int run_ablation(const Config& cfg, Runtime& rt) {
   rt.on_every_rank("inputs", [&] {
     a = read_ablate_options(cfg);
     VLM_REQUIRE(!a.budgets.empty(), "--budgets: expected a comma list of token budgets (64,100,200,400)");
-    VLM_REQUIRE(a.test_break.empty() || std::find(kPlacements.begin(), kPlacements.end(), a.test_break) !=
-                kPlacements.end(), "--ablate.test_break: '", a.test_break, "' is not a placement");
-    const bool tp2 = std::find(a.placements.begin(), a.placements.end(), "tp2") != a.placements.end();
-    VLM_REQUIRE(!tp2 || tp % 2 == 0, "--placements: tp2 splits each scorer over pairs of TP ranks and needs an even "
-                "parallel.tp, got parallel.tp=", tp, " (run under mpirun with --tp 2)");
-    const VisionConfig v = resolve_vision_config(cfg);
-    const int G = v.grid(), R = read_scorer_options(cfg).lod.region;
-    VLM_REQUIRE(R >= 1 && G % R == 0, "lod.region=", R, " does not divide the grid G = ", G);
-    const int64_t regions = int64_t(G / R) * (G / R);
-    for (size_t i = 0; i < a.budgets.size(); ++i) {
-      const int64_t b = a.budgets[i];
-      VLM_REQUIRE(std::find(a.budgets.begin(), a.budgets.begin() + i, b) == a.budgets.begin() + i, "--budgets: ", b,
-                  " is given twice");
-      VLM_REQUIRE(b >= regions, "--budgets: ", b, " is below the number of regions (G/R)^2 = (", G, "/", R, ")^2 = ",
-                  regions, " (every region emits at least one token)");
-      VLM_REQUIRE(b <= int64_t(G) * G, "--budgets: ", b, " is above G*G = ", int64_t(G) * G,
-                  " (every cell its own token)");
-    }
+    VLM_REQUIRE(a.test_break.empty() || std::find(placement_names().begin(), placement_names().end(), a.test_break) !=
+                placement_names().end(), "--ablate.test_break: '", a.test_break, "' is not a placement");
+    for (size_t i = 0; i < a.budgets.size(); ++i)
+      VLM_REQUIRE(std::find(a.budgets.begin(), a.budgets.begin() + i, a.budgets[i]) == a.budgets.begin() + i,
+                  "--budgets: ", a.budgets[i], " is given twice");
+    // The scorer options of every row, by their one check (ScorerOptions::validate), which
+    // names the lists the rows take them from (the LOD policy does not enter it).
+    const OptionSet<ScorerOptions>& S = scorer_options();
+    const auto lod = [&](auto field) { return S.name_of(at(&ScorerOptions::lod, field)); };
+    const int G = resolve_vision_config(cfg).grid();
+    for (const std::string& p : a.placements)
+      for (int64_t b : a.budgets) {
+        const ScorerOptions o = read_scorer_options(*row_config(cfg, row_overrides({p, a.lods[0], b}, a, cfg, tp, dp)));
+        std::map<std::string, std::string> as{
+            {S.name_of(at(&ScorerOptions::scorers, &ScorerConfig::placement)), "--placements"},
+            {lod(&LodConfig::max_tokens), "--budgets"},
+            {lod(&LodConfig::fixed_budget), "--budgets"}};
+        if (o.lod.min_tokens == b) as[lod(&LodConfig::min_tokens)] = "--budgets";  // lowered to the budget (row_overrides)
+        o.validate(G, tp, as);
+      }
     const DataOptions data = read_data_options(cfg);
     VLM_REQUIRE(!data.path.empty(), "--data.path: an image-text HDF5 file with caption boxes is required "
                 "(vlm data build --data.from scenes)");

@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "base/error.h"
+#include "scorers/placement/placement.h"
 
 namespace vlm {
 
@@ -16,57 +17,65 @@ const char* policy_name(LodPolicy p) {
   return "?";
 }
 
-const char* placement_name(Placement p) {
-  switch (p) {
-    case Placement::Replicated: return "replicated";
-    case Placement::BatchSplit: return "batch-split";
-    case Placement::Dedicated: return "dedicated";
-    case Placement::Tp2: return "tp2";
-  }
-  return "?";
-}
-
 int LodConfig::levels() const {
   int l = 1;
   for (int r = region; r > 1; r >>= 1) ++l;
   return l;
 }
 
-void ScorerOptions::validate(int G, int tp) const {
+namespace {
+
+// "<option>=<value>" of the option bound to `field`, or "<list>: <value>" when the caller
+// names the list it came from.
+template <class F, class T>
+std::string named(const std::map<std::string, std::string>& as, F field, const T& value) {
+  const std::string& option = scorer_options().name_of(field);
+  const auto it = as.find(option);
+  return it == as.end() ? cat(option, "=", value) : cat(it->second, ": ", value);
+}
+
+template <class V>
+NestedField<ScorerOptions, LodConfig, V> lod_field(V LodConfig::*field) {
+  return at(&ScorerOptions::lod, field);
+}
+
+}  // namespace
+
+void ScorerOptions::validate(int G, int tp, const std::map<std::string, std::string>& as) const {
+  check_placement(scorers.placement, tp, scorers.hidden,
+                  named(as, at(&ScorerOptions::scorers, &ScorerConfig::placement), scorers.placement));
   const int R = lod.region;
   VLM_REQUIRE(R >= 1 && (R & (R - 1)) == 0, "lod.region=", R, ": expected a power of two (regions of R x R cells)");
   VLM_REQUIRE(G >= 1 && G % R == 0, "lod.region=", R, " does not divide the grid G = ", G,
               " = vision.image_size / vision.patch (the regions must tile the G x G grid)");
   const int64_t regions = lod.regions(G), cells = int64_t(G) * G;
-  VLM_REQUIRE(lod.min_tokens <= lod.max_tokens, "lod.min_tokens=", lod.min_tokens, " is above lod.max_tokens=",
-              lod.max_tokens);
-  VLM_REQUIRE(lod.min_tokens >= regions, "lod.min_tokens=", lod.min_tokens, " is below the number of regions (G/R)^2 = (",
-              G, "/", R, ")^2 = ", regions, " (every region emits at least one token)");
-  VLM_REQUIRE(lod.max_tokens <= cells, "lod.max_tokens=", lod.max_tokens, " is above G*G = ", cells,
-              " (every region at its finest level)");
+  VLM_REQUIRE(lod.min_tokens <= lod.max_tokens, named(as, lod_field(&LodConfig::min_tokens), lod.min_tokens),
+              " is above lod.max_tokens=", lod.max_tokens);
+  VLM_REQUIRE(lod.min_tokens >= regions, named(as, lod_field(&LodConfig::min_tokens), lod.min_tokens),
+              " is below the number of regions (G/R)^2 = (", G, "/", R, ")^2 = ", regions,
+              " (every region emits at least one token)");
+  VLM_REQUIRE(lod.max_tokens <= cells, named(as, lod_field(&LodConfig::max_tokens), lod.max_tokens),
+              " is above G*G = ", cells, " (every region at its finest level)");
   VLM_REQUIRE(lod.fixed_budget == 0 || (lod.fixed_budget >= lod.min_tokens && lod.fixed_budget <= lod.max_tokens),
-              "lod.budget=", lod.fixed_budget, ": expected 'relevance' or an integer in [lod.min_tokens, lod.max_tokens] = [",
-              lod.min_tokens, ", ", lod.max_tokens, "]");
+              named(as, lod_field(&LodConfig::fixed_budget), lod.fixed_budget),
+              ": expected 'relevance' or an integer in [lod.min_tokens, lod.max_tokens] = [", lod.min_tokens, ", ",
+              lod.max_tokens, "]");
   VLM_REQUIRE(scorers.k >= 1 && scorers.k % 2 == 1 && scorers.k <= G, "scorers.k=", scorers.k,
               ": expected an odd window size in [1, G = ", G, "]");
-  VLM_REQUIRE(scorers.placement != Placement::Tp2 || tp % 2 == 0,
-              "scorers.placement=tp2 needs an even parallel.tp (pairs of ranks), got parallel.tp=", tp);
-  VLM_REQUIRE(scorers.placement != Placement::Tp2 || scorers.hidden % 2 == 0, "scorers.hidden=", scorers.hidden,
-              ": scorers.placement=tp2 splits it over two ranks, expected an even width");
 }
 
 const OptionSet<ScorerOptions>& scorer_options() {
   static const OptionSet<ScorerOptions> set([](OptionSet<ScorerOptions>& s) {
-    s.option("lod.region", at(&ScorerOptions::lod, &LodConfig::region),
+    s.option("lod.region", lod_field(&LodConfig::region),
              "LOD region side R in grid cells (a power of two dividing G)")
         .range(1, 1 << 14);
-    s.option("lod.min_tokens", at(&ScorerOptions::lod, &LodConfig::min_tokens),
+    s.option("lod.min_tokens", lod_field(&LodConfig::min_tokens),
              "fewest visual tokens per image (at least the number of regions (G/R)^2)")
         .range(1, int64_t(1) << 30);
-    s.option("lod.max_tokens", at(&ScorerOptions::lod, &LodConfig::max_tokens),
+    s.option("lod.max_tokens", lod_field(&LodConfig::max_tokens),
              "most visual tokens per image (at most G*G)")
         .range(1, int64_t(1) << 30);
-    s.option("lod.budget", at(&ScorerOptions::lod, &LodConfig::fixed_budget),
+    s.option("lod.budget", lod_field(&LodConfig::fixed_budget),
              "tokens per image: 'relevance' (grows with the image's mean relevance) or a fixed integer N")
         .parse("relevance", [](const std::string& b) -> int64_t {
           if (b == "relevance") return 0;
@@ -76,13 +85,12 @@ const OptionSet<ScorerOptions>& scorer_options() {
                       ": expected 'relevance' or a positive integer");
           return n;
         });
-    s.option("lod.policy", at(&ScorerOptions::lod, &LodConfig::policy),
+    s.option("lod.policy", lod_field(&LodConfig::policy),
              "order of region upgrades: by relevance, or the baselines uniform (raster) and random")
         .choices(choices_of(policy_name, {LodPolicy::Relevance, LodPolicy::Uniform, LodPolicy::Random}));
     s.option("scorers.placement", at(&ScorerOptions::scorers, &ScorerConfig::placement),
              "where the scorers run in the TP group (docs/scorers.md)")
-        .choices(choices_of(placement_name,
-                            {Placement::Replicated, Placement::BatchSplit, Placement::Dedicated, Placement::Tp2}));
+        .one_of(placement_names());
     s.option("scorers.hidden", at(&ScorerOptions::scorers, &ScorerConfig::hidden),
              "hidden width of the scorer MLPs, projections and balancer")
         .range(1, 1 << 16);
