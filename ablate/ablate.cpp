@@ -2,6 +2,7 @@
 #include "ablate/ablate.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "base/error.h"
 #include "base/file_read.h"
 #include "base/options.h"
+#include "core/device_options.h"
 #include "data/storage/dataset.h"
 #include "io/atomic_file.h"
 #include "parallel/groups.h"
@@ -51,8 +53,39 @@ std::vector<std::string> names(const std::string& list, const std::string& optio
 
 struct RowSpec {
   std::string placement, lod;
-  int64_t budget = 0;
+  int64_t budget = 0, seed = 0;
 };
+
+// The mean of v over each of `parts` consecutive equal slices (entries < 0 left out; -1
+// for a slice without any).
+std::vector<double> parts_mean(const std::vector<double>& v, int parts) {
+  std::vector<double> out;
+  for (int k = 0; k < parts && !v.empty(); ++k) {
+    const size_t a = v.size() * size_t(k) / size_t(parts), b = v.size() * size_t(k + 1) / size_t(parts);
+    double sum = 0;
+    int n = 0;
+    for (size_t i = a; i < b; ++i)
+      if (v[i] >= 0) sum += v[i], ++n;
+    out.push_back(n ? sum / n : -1.0);
+  }
+  return out;
+}
+
+std::vector<int64_t> seed_list(const std::string& text) {
+  std::vector<int64_t> out;
+  if (text.empty()) return out;
+  std::stringstream ss(text);
+  std::string w;
+  while (std::getline(ss, w, ',')) {
+    int64_t v = -1;
+    auto [p, ec] = std::from_chars(w.data(), w.data() + w.size(), v);
+    VLM_REQUIRE(ec == std::errc() && p == w.data() + w.size() && v >= 0, "--seeds: '", w,
+                "' is not a seed (expected a comma list of integers >= 0)");
+    VLM_REQUIRE(std::find(out.begin(), out.end(), v) == out.end(), "--seeds: ", v, " is given twice");
+    out.push_back(v);
+  }
+  return out;
+}
 
 // The options a row sets (read after the base options, so they win), one
 // "name = value" line each.
@@ -68,14 +101,16 @@ std::string row_overrides(const RowSpec& r, const AblateOptions& a, const Config
   std::ostringstream os;
   os.precision(17);  // the learning rate reads back exactly
   const auto set = [&](const std::string& name, const auto& value) { os << name << " = " << value << "\n"; };
+  set(device_options().name_of(&DeviceOptions::seed), r.seed);
   set(S.name_of(lod(&LodConfig::policy)), r.lod);
   set(S.name_of(lod(&LodConfig::fixed_budget)), r.budget);
-  set(S.name_of(lod(&LodConfig::max_tokens)), r.budget);
+  // lod.anneal trains from lod.max_tokens down to the budget: the row keeps that maximum.
+  set(S.name_of(lod(&LodConfig::max_tokens)), sc.lod.anneal > 0 ? std::max(sc.lod.max_tokens, r.budget) : r.budget);
   set(S.name_of(lod(&LodConfig::min_tokens)), std::min(sc.lod.min_tokens, r.budget));
   set(S.name_of(at(&ScorerOptions::scorers, &ScorerConfig::placement)), r.placement);
   if (a.steps > 0) set(T.name_of(&TrainOptions::steps), a.steps);
   set(T.name_of(at(&TrainOptions::optim, &OptimOptions::lr)), lr);
-  set(T.name_of(&TrainOptions::run), cat(r.placement, "-", r.lod, "-", r.budget, "-tp", tp, "dp", dp));
+  set(T.name_of(&TrainOptions::run), cat(r.placement, "-", r.lod, "-", r.budget, "-s", r.seed, "-tp", tp, "dp", dp));
   set(T.name_of(&TrainOptions::out_dir), quoted(a.out + "/runs"));
   set(T.name_of(&TrainOptions::ckpt_dir), quoted(""));
   set(T.name_of(&TrainOptions::save_every), -1);
@@ -113,7 +148,7 @@ std::string fingerprint(const Config& base, int64_t steps) {
       T.name_of(&TrainOptions::log_every),        T.name_of(&TrainOptions::eval_every),
       D.name_of(&DataOptions::threads),           D.name_of(&DataOptions::prefetch),
       E.name_of(&EvalOptions::pictures),          E.name_of(&EvalOptions::split),
-      T.name_of(&TrainOptions::steps)};
+      T.name_of(&TrainOptions::steps),           device_options().name_of(&DeviceOptions::seed)};
   std::stringstream in(base.dump_ini(false));
   std::string line, sec, kept;
   while (std::getline(in, line)) {
@@ -156,6 +191,9 @@ const OptionSet<AblateOptions>& ablate_options() {
              "visual tokens per image at most (each at least the number of regions, at most G*G)")
         .range(1, int64_t(1) << 30)
         .alias("budgets");
+    s.option("ablate.seeds", &A::seeds, "comma list of run seeds: every row once per seed (empty = the option seed)")
+        .parse("", [](const std::string& v) { return seed_list(v); })
+        .alias("seeds");
     s.option("ablate.steps", &A::steps, "optimizer steps of every row (0 = train.steps / train.epochs)")
         .range(0, int64_t(1) << 40)
         .alias("steps");
@@ -179,7 +217,11 @@ void register_ablate_options(Config& cfg) {
   ablate_options().add_to(cfg);
 }
 
-AblateOptions read_ablate_options(const Config& cfg) { return ablate_options().read(cfg); }
+AblateOptions read_ablate_options(const Config& cfg) {
+  AblateOptions a = ablate_options().read(cfg);
+  if (a.seeds.empty()) a.seeds = {int64_t(read_device_options(cfg).seed)};
+  return a;
+}
 
 int run_ablation(const Config& cfg, Runtime& rt) {
   const int tp = rt.topology().tp(), dp = rt.topology().dp();
@@ -236,20 +278,21 @@ int run_ablation(const Config& cfg, Runtime& rt) {
     }
     for (const std::string& p : a.placements)
       for (const std::string& l : a.lods)
-        for (int64_t b : a.budgets) {
-          const RowSpec r{p, l, b};
-          AblationRow k;
-          k.placement = p, k.lod = l, k.budget = b, k.tp = tp, k.dp = dp;
-          if (std::any_of(done.begin(), done.end(), [&](const AblationRow& d) { return d.key() == k.key(); }))
-            continue;
-          const auto row = row_config(cfg, row_overrides(r, a, cfg, tp, dp));
-          const TrainOptions t = read_train_options(*row);
-          t.check(dp);
-          resolve_vlm_config(*row, t, *tok, tp);  // the model of the row (UserError naming its options)
-          todo.push_back(r);
-        }
+        for (int64_t b : a.budgets)
+          for (int64_t seed : a.seeds) {
+            const RowSpec r{p, l, b, seed};
+            AblationRow k;
+            k.placement = p, k.lod = l, k.budget = b, k.seed = seed, k.tp = tp, k.dp = dp;
+            if (std::any_of(done.begin(), done.end(), [&](const AblationRow& d) { return d.key() == k.key(); }))
+              continue;
+            const auto row = row_config(cfg, row_overrides(r, a, cfg, tp, dp));
+            const TrainOptions t = read_train_options(*row);
+            t.check(dp);
+            resolve_vlm_config(*row, t, *tok, tp);  // the model of the row (UserError naming its options)
+            todo.push_back(r);
+          }
   });
-  const size_t skipped = a.placements.size() * a.lods.size() * a.budgets.size() - todo.size();
+  const size_t skipped = a.placements.size() * a.lods.size() * a.budgets.size() * a.seeds.size() - todo.size();
   std::ostringstream cmd;  // the command line of the table (the lists as given)
   const auto list = [](const auto& v) {
     std::ostringstream os;
@@ -258,6 +301,7 @@ int run_ablation(const Config& cfg, Runtime& rt) {
   };
   cmd << "vlm ablate --placements " << list(a.placements) << " --lod " << list(a.lods) << " --budgets "
       << list(a.budgets);
+  if (a.seeds.size() > 1 || a.seeds.front() != read_device_options(cfg).seed) cmd << " --seeds " << list(a.seeds);
   if (a.steps > 0) cmd << " --steps " << a.steps;
   const std::string command = cmd.str();
   if (rt.root()) {
@@ -273,6 +317,7 @@ int run_ablation(const Config& cfg, Runtime& rt) {
       write_file_atomic(a.out + "/ablation.csv", ablation_csv(rows));
       write_file_atomic(a.out + "/ablation.md", ablation_markdown(rows, command, a.tol));
       write_file_atomic(a.out + "/ablation.png", ablation_chart_png(rows));
+      write_file_atomic(a.out + "/training.png", training_chart_png(rows));
       if (report)
         for (const std::string& b : bad) std::fprintf(stderr, "vlm ablate: %s\n", b.c_str());
     }
@@ -283,7 +328,8 @@ int run_ablation(const Config& cfg, Runtime& rt) {
     const RowSpec& spec = todo[i];
     const auto row = row_config(cfg, row_overrides(spec, a, cfg, tp, dp));
     AblationRow r;
-    r.placement = spec.placement, r.lod = spec.lod, r.budget = spec.budget, r.tp = tp, r.dp = dp, r.config = fp;
+    r.placement = spec.placement, r.lod = spec.lod, r.budget = spec.budget, r.seed = spec.seed, r.tp = tp, r.dp = dp;
+    r.config = fp;
     if (rt.root()) {
       std::printf("vlm ablate: row %zu/%zu: %s\n", i + 1, todo.size(), r.key().c_str());
       std::fflush(stdout);
@@ -300,7 +346,9 @@ int run_ablation(const Config& cfg, Runtime& rt) {
     const std::vector<double> mx =
         all_reduce_values(rt.groups().world(), s, {mem, rep.tp_bytes_per_step, rep.dp_bytes_per_step}, ReduceOp::Max);
     r.early_losses.assign(rep.losses.begin(), rep.losses.begin() + std::min<size_t>(rep.losses.size(), size_t(a.check_steps)));
-    r.steps = rep.steps, r.tokens_per_image = rep.visual_tokens_per_image;
+    r.steps = rep.steps, r.tokens_per_image = ans.tokens_per_image();
+    r.train_precision = parts_mean(rep.relevance_precision, kTrainingParts);
+    r.scorer_grad = parts_mean(rep.scorer_grad_norms, kTrainingParts);
     r.first_loss = rep.first_loss, r.loss = rep.last_loss, r.val_loss = rep.val_loss;
     r.accuracy = ans.accuracy(), r.answered = ans.samples;
     r.precision = ans.precision(), r.precision_chance = ans.chance();

@@ -5,8 +5,10 @@
 // ablate.out after each row.
 // Invariants:
 //  - A row = the base options with lod.policy, lod.budget = lod.max_tokens = the budget
-//    (lod.min_tokens lowered to it when above), scorers.placement, and the run folder
-//    <out>/runs/<placement>-<lod>-<budget>-tp<T>dp<D>; no checkpoints, no periodic
+//    (lod.min_tokens lowered to it when above; with lod.anneal, lod.max_tokens is kept
+//    when above the budget: the training budget falls from it), scorers.placement, the run seed (one row
+//    per --seeds entry; the configuration's seed when none), and the run folder
+//    <out>/runs/<placement>-<lod>-<budget>-s<seed>-tp<T>dp<D>; no checkpoints, no periodic
 //    validation, no caption accuracy (the answers are measured by ablate/ablate_eval.h).
 //  - Every row is checked before the first one trains (a refused row refuses the whole
 //    ablation with one line, exit 2): the names, tp2's even parallel.tp, the budgets
@@ -33,6 +35,7 @@ struct AblateOptions {
   std::vector<std::string> placements{"replicated"};  // known names, each once
   std::vector<std::string> lods{"relevance", "uniform", "random"};
   std::vector<int64_t> budgets{64, 100, 200, 400};  // checked by run_ablation
+  std::vector<int64_t> seeds;  // empty: the configuration's seed (read_ablate_options fills it)
   int64_t steps = 0;          // 0: the configuration's train.steps / train.epochs
   std::string out = "ablation";
   double tol = 1e-5;          // relative tolerance of the placements' equal losses
@@ -42,7 +45,7 @@ struct AblateOptions {
 };
 
 // The declaration of ablate.* (base/options.h), with the aliases --placements, --lod,
-// --budgets, --steps, --out.
+// --budgets, --seeds, --steps, --out.
 const OptionSet<AblateOptions>& ablate_options();
 // Registers ablate.* and every option of `vlm train`.
 void register_ablate_options(Config& cfg);

@@ -6,6 +6,9 @@
 //                  [--data.tokenizer tok.json]
 //   vlm data build --data.from scenes --data.out FILE.h5 [--data.limit N] [--data.seed S]
 //                  [--data.scene_size 224] [--data.stamp_fraction F] [--data.stamps DIR]
+//   vlm data build --data.from colours --data.out FILE.h5 [--data.limit N] [--data.seed S]
+//                  [--data.scene_size 64] [--data.colour_grid 4] [--data.colour_items 4]
+//                  [--data.colour_classes digits|fashion]
 //   vlm data inspect FILE.h5 [--data.samples K]
 //   vlm data tokenizer --data.train FILE.h5 --data.vocab N --data.out tok.json
 //   vlm data tokenize FILE.h5 --data.tokenizer tok.json
@@ -19,6 +22,7 @@
 #include "apps/command.h"
 #include "base/error.h"
 #include "base/options.h"
+#include "data/convert/colour_compose.h"
 #include "data/convert/converters.h"
 #include "data/storage/dataset.h"
 #include "data/text/tokenizer.h"
@@ -34,6 +38,7 @@ struct DataTool {
   std::string from, input, images, out, stamps, tokenizer, train;
   BuildOptions build;
   SceneOptions scene;
+  ColourSceneOptions colour;
   int vocab = 4096, samples = 5;
 };
 
@@ -42,18 +47,33 @@ const OptionSet<DataTool>& data_tool() {
     using D = DataTool;
     const auto build = [](auto field) { return at(&D::build, field); };
     const auto scene = [](auto field) { return at(&D::scene, field); };
-    s.option("data.from", &D::from, "source kind for `data build` (scenes: generated question-answer scenes, docs/dataset-format.md)")
-        .one_of({"", "fashion-mnist", "tuxpaint", "jsonl", "llava", "scenes"});
+    const auto colour = [](auto field) { return at(&D::colour, field); };
+    s.option("data.from", &D::from,
+             "source kind for `data build` (scenes, colours: generated question-answer scenes, "
+             "docs/dataset-format.md)")
+        .one_of({"", "fashion-mnist", "tuxpaint", "jsonl", "llava", "scenes", "colours"});
     s.option("data.input", &D::input,
-             "build: IDX folder (fashion-mnist, scenes), stamps folder (tuxpaint), .jsonl or LLaVA .json file");
+             "build: IDX folder (fashion-mnist, scenes, colours), stamps folder (tuxpaint), .jsonl or LLaVA .json "
+             "file");
     s.option("data.images", &D::images, "build: folder the jsonl/llava image paths are relative to "
                                         "(default: the folder of --data.input)");
     s.option("data.out", &D::out, "output file (.h5 for build, .json for tokenizer)");
     s.option("data.limit", build(&BuildOptions::limit),
-             "build: convert at most N images (0 = all); scenes: the number of scenes (10000 when not given)")
+             "build: convert at most N images (0 = all); scenes, colours: the number of scenes (10000 when not given)")
         .at_least(0);
-    s.option("data.scene_size", scene(&SceneOptions::size), "build scenes: side of the square scene images in pixels")
-        .range(kMinSceneSize, kMaxSceneSize);
+    s.option("data.scene_size", scene(&SceneOptions::size),
+             "build scenes: side of the square scene images in pixels (scenes: at least 96; colours: default 64, a "
+             "multiple of data.colour_grid)")
+        .range(8, kMaxSceneSize);
+    s.option("data.colour_grid", colour(&ColourSceneOptions::grid),
+             "build colours: slots per side of the scene (one item per slot at most)")
+        .range(1, 64);
+    s.option("data.colour_classes", colour(&ColourSceneOptions::classes),
+             "build colours: the items, digits 0-9 or Fashion-MNIST's 10 classes")
+        .choices({{"digits", ColourClasses::Digits}, {"fashion", ColourClasses::Fashion}});
+    s.option("data.colour_items", colour(&ColourSceneOptions::max_items),
+             "build colours: most items per scene (each in its own colour; at least 2)")
+        .range(2, kColourPaletteSize);
     s.option("data.stamp_fraction", scene(&SceneOptions::stamp_fraction),
              "build scenes: probability that an item is a Tux Paint stamp (0 = Fashion-MNIST items only)")
         .range(0, 1);
@@ -105,8 +125,10 @@ int do_build(const Config& c) {
   }
   const std::string from = need(d, &DataTool::from);
   std::string input = d.input;
-  if (from == "scenes" && !data_tool().is_set(c, at(&DataTool::build, &BuildOptions::limit))) o.limit = kDefaultScenes;
-  if (input.empty() && (from == "fashion-mnist" || from == "scenes")) input = "/usr/share/datasets/fashion-mnist";
+  if ((from == "scenes" || from == "colours") && !data_tool().is_set(c, at(&DataTool::build, &BuildOptions::limit)))
+    o.limit = kDefaultScenes;
+  if (input.empty() && (from == "fashion-mnist" || from == "scenes" || from == "colours"))
+    input = "/usr/share/datasets/fashion-mnist";
   if (input.empty() && from == "tuxpaint") input = "/usr/share/tuxpaint/stamps";
   VLM_REQUIRE(!input.empty(), "--data.input is required for --data.from ", from);
   std::string images = d.images;
@@ -118,6 +140,11 @@ int do_build(const Config& c) {
     so.fashion_dir = input;
     if (!d.stamps.empty()) so.stamps_dir = d.stamps;
     r = build_scenes(so, o);
+  } else if (from == "colours") {
+    ColourSceneOptions co = d.colour;  // data.scene_size is the scenes' option, 64 unless given
+    if (data_tool().is_set(c, at(&DataTool::scene, &SceneOptions::size))) co.size = d.scene.size;
+    co.fashion_dir = input;
+    r = build_colour_scenes(co, o);
   } else if (from == "fashion-mnist") r = build_fashion_mnist(input, o);
   else if (from == "tuxpaint") r = build_tuxpaint(input, o);
   else if (from == "jsonl") r = build_from_jsonl(input, images, o);

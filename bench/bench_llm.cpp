@@ -74,6 +74,7 @@ struct BenchOptions {
   int64_t batch = 1, seq = 128;
   int iters = 2, warmup = 1;
   std::string optimizer = "auto";
+  Precision precision = Precision::FP32;
   double peak_tflops = 0;
 };
 
@@ -81,6 +82,10 @@ const OptionSet<BenchOptions>& bench_options() {
   static const OptionSet<BenchOptions> set([](OptionSet<BenchOptions>& s) {
     s.option("models", &BenchOptions::models, "comma-separated models: gpt2 (124M), llama1b (1.1B)");
     s.option("batch", &BenchOptions::batch, "samples per step").range(1, 1 << 16);
+    s.option("precision", &BenchOptions::precision,
+             "fp32, or bf16 mixed precision (train.precision=bf16: bf16 weight copies and activations; on a CPU "
+             "with AVX512_BF16 the matmuls run on its bf16 units)")
+        .choices({{"fp32", Precision::FP32}, {"bf16", Precision::BF16}});
     s.option("seq", &BenchOptions::seq, "tokens per sample").range(2, 1 << 20);
     s.option("iters", &BenchOptions::iters, "timed steps").range(1, 1 << 20);
     s.option("warmup", &BenchOptions::warmup, "untimed steps first").range(0, 1 << 20);
@@ -98,8 +103,9 @@ void run_model(const std::string& name, Backend& b, Communicator& tp, const Benc
   const int64_t B = args.batch, T1 = args.seq, T = B * T1;
   m.max_pos = std::max<int64_t>(m.max_pos, T1);
   const int warmup = args.warmup, iters = args.iters;
-  Backbone bb(m, b, tp, T);
+  Backbone bb(m, b, tp, T, true, args.precision);
   bb.init(seed);
+  if (args.precision == Precision::BF16) bb.params().refresh_working(b.default_stream());
   const double n_params = double(bb.param_bytes()) / 4.0;
 
   const std::string& opt = args.optimizer;
@@ -151,8 +157,8 @@ void run_model(const std::string& name, Backend& b, Communicator& tp, const Benc
   const double t = times[times.size() / 2];
   const double flops_per_token = 6.0 * matmul_params(bb.params(), m) + 12.0 * m.n_layers * double(m.d_model) * double(T1);
   const double achieved = flops_per_token * double(T) / t;
-  std::printf("%-8s params %.1fM  B=%lld T=%lld  step %s  %.3f s (median of %d)  %.0f tokens/s  %.1f %s  loss %.3f",
-              name.c_str(), n_params / 1e6, (long long)B, (long long)T1,
+  std::printf("%-8s params %.1fM  B=%lld T=%lld  %s  step %s  %.3f s (median of %d)  %.0f tokens/s  %.1f %s  loss %.3f",
+              name.c_str(), n_params / 1e6, (long long)B, (long long)T1, args.precision == Precision::BF16 ? "bf16" : "fp32",
               adamw ? "fwd+bwd+AdamW" : "fwd+bwd (no AdamW: memory)", t, iters, double(T) / t,
               b.device() == DeviceKind::CPU ? achieved / 1e9 : achieved / 1e12,
               b.device() == DeviceKind::CPU ? "GFLOP/s" : "TFLOP/s", double(loss));

@@ -1,6 +1,7 @@
 // The VLM training step (train/step.h) on synthetic micro-batches, in serial and in
 // overlap mode: per mode the mean wall time of a step (forward, backward and the DP
-// reduction; no optimizer), the mean overlap fraction and exposed communication of the
+// reduction, and at --zero 3 the layers' gathers; no optimizer), the mean overlap
+// fraction and exposed communication of the
 // scheduler's step summary (scheduler/trace.h), the busy time per stream; then the
 // serial / overlap ratio. Runs on one rank or under mpirun (TP = --tp, DP = the rest;
 // bench/bench_step.sh runs 1 rank, TP = 2 and DP = 2). Rank 0 prints; figures only.
@@ -28,7 +29,7 @@ namespace {
 struct BenchOptions {
   int tp = 1, micro_batches = 4;
   int64_t images = 8, width = 128;
-  int steps = 10, warmup = 2;
+  int steps = 10, warmup = 2, zero = 0;
 };
 
 const OptionSet<BenchOptions>& bench_options() {
@@ -41,6 +42,7 @@ const OptionSet<BenchOptions>& bench_options() {
     s.option("width", &BenchOptions::width, "d_model of the encoder and the backbone").range(16, 4096);
     s.option("steps", &BenchOptions::steps, "timed steps per mode").range(1, 100000);
     s.option("warmup", &BenchOptions::warmup, "untimed steps per mode").range(0, 1000);
+    s.option("zero", &BenchOptions::zero, "the ZeRO level over DP (train.zero, docs/training.md)").range(0, 3);
   });
   return set;
 }
@@ -117,13 +119,14 @@ int main(int argc, char** argv) {
       const Topology topo = Topology::compute(mpi.size(), mpi.rank(), mpi.size(), tp);
       ProcessGroups groups(topo, DeviceKind::CPU, 300.0);
       auto self = make_communicator(DeviceKind::CPU, MPI_COMM_SELF, "self", 300.0);
-      const VlmConfig c = bench_config(args);
+      VlmConfig c = bench_config(args);
+      c.sharding = DpSharding{args.zero, groups.dp().size(), groups.dp().rank()};
       VlmModel model(c, b, groups.tp(), *self);
       model.init(1);
       const Data data = make_data(c, M, groups.dp().size(), groups.dp().rank());
       sched::StreamSet streams(b);
       const std::vector<bool> all(kNumModules, true);
-      DpGrads dpg(model.modules(), all, groups.dp(), 0, 25, b);
+      DpGrads dpg(model.modules(), all, groups.dp(), args.zero, 25, b);
       const int steps = args.steps, warmup = args.warmup;
       Result res[2];
       for (int k = 0; k < 2; ++k) {
@@ -146,9 +149,9 @@ int main(int argc, char** argv) {
         }
       }
       if (mpi.rank() == 0) {
-        std::printf("bench_step: %d rank(s), tp=%d dp=%d, M=%d micro-batches of %lld images, width %lld, %d steps "
-                    "(+%d warm-up), OMP_NUM_THREADS=%s\n",
-                    mpi.size(), tp, groups.dp().size(), M, (long long)c.max_images, (long long)args.width,
+        std::printf("bench_step: %d rank(s), tp=%d dp=%d, zero=%d, M=%d micro-batches of %lld images, width %lld, %d "
+                    "steps (+%d warm-up), OMP_NUM_THREADS=%s\n",
+                    mpi.size(), tp, groups.dp().size(), dpg.zero(), M, (long long)c.max_images, (long long)args.width,
                     steps, warmup, std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "(unset)");
         std::printf("%-8s %9s %8s %10s  %s\n", "mode", "ms/step", "overlap", "exp.comm", "busy ms per stream (rank 0)");
         for (int k = 0; k < 2; ++k) {

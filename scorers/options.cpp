@@ -2,6 +2,7 @@
 #include "scorers/options.h"
 
 #include <charconv>
+#include <cmath>
 
 #include "base/error.h"
 #include "scorers/placement/placement.h"
@@ -15,6 +16,25 @@ const char* policy_name(LodPolicy p) {
     case LodPolicy::Random: return "random";
   }
   return "?";
+}
+
+namespace {
+
+// 1 at step 1, falling linearly to 0 at step end = until x steps, 0 from there on.
+double falling(double until, int64_t step, int64_t steps) {
+  const double end = until * double(steps);
+  if (end <= 1 || double(step) >= end) return 0.0;
+  return 1.0 - double(step - 1) / (end - 1.0);
+}
+
+}  // namespace
+
+LodConfig::Step LodConfig::step_at(int64_t step, int64_t steps) const {
+  Step s;
+  s.explore = explore > 0 ? explore * falling(explore_until, step, steps) : 0.0;
+  if (anneal > 0 && fixed_budget > 0)
+    s.budget = fixed_budget + int64_t(std::llround(double(max_tokens - fixed_budget) * falling(anneal, step, steps)));
+  return s;
 }
 
 int LodConfig::levels() const {
@@ -60,6 +80,13 @@ void ScorerOptions::validate(int G, int tp, const std::map<std::string, std::str
               named(as, lod_field(&LodConfig::fixed_budget), lod.fixed_budget),
               ": expected 'relevance' or an integer in [lod.min_tokens, lod.max_tokens] = [", lod.min_tokens, ", ",
               lod.max_tokens, "]");
+  VLM_REQUIRE(lod.explore >= 0 && lod.explore <= 1, "lod.explore=", lod.explore, ": expected a probability in [0, 1]");
+  VLM_REQUIRE(lod.explore_until >= 0 && lod.explore_until <= 1, "lod.explore_until=", lod.explore_until,
+              ": expected a fraction of the training steps in [0, 1]");
+  VLM_REQUIRE(lod.anneal >= 0 && lod.anneal <= 1, "lod.anneal=", lod.anneal,
+              ": expected a fraction of the training steps in [0, 1]");
+  VLM_REQUIRE(lod.anneal == 0 || lod.fixed_budget > 0, "lod.anneal=", lod.anneal,
+              " anneals towards a fixed budget: set lod.budget to a number of tokens");
   VLM_REQUIRE(scorers.k >= 1 && scorers.k % 2 == 1 && scorers.k <= G, "scorers.k=", scorers.k,
               ": expected an odd window size in [1, G = ", G, "]");
 }
@@ -88,6 +115,25 @@ const OptionSet<ScorerOptions>& scorer_options() {
     s.option("lod.policy", lod_field(&LodConfig::policy),
              "order of region upgrades: by relevance, or the baselines uniform (raster) and random")
         .choices(choices_of(policy_name, {LodPolicy::Relevance, LodPolicy::Uniform, LodPolicy::Random}));
+    s.option("lod.order", lod_field(&LodConfig::order),
+             "upgrade order: rounds (every region one level before any the next) or depth (each region to the "
+             "finest level in turn; policy uniform always uses rounds)")
+        .choices({{"rounds", LodOrder::Rounds}, {"depth", LodOrder::Depth}});
+    s.option("lod.gate", lod_field(&LodConfig::gate),
+             "relevance gradient: token (the straight-through gate scales the token) or detail (it scales the "
+             "token's detail over its coarser level: the first-order value of the detail)")
+        .choices({{"token", LodGate::Token}, {"detail", LodGate::Detail}});
+    s.option("lod.explore", lod_field(&LodConfig::explore),
+             "training: probability that an image's allocation takes a random region order (policy relevance), "
+             "falling linearly to 0 at lod.explore_until x train.steps")
+        .range(0.0, 1.0);
+    s.option("lod.explore_until", lod_field(&LodConfig::explore_until),
+             "training: fraction of the steps after which lod.explore is 0")
+        .range(0.0, 1.0);
+    s.option("lod.anneal", lod_field(&LodConfig::anneal),
+             "training: fraction of the steps over which the budget falls linearly from lod.max_tokens to "
+             "lod.budget (a fixed budget; 0 = no annealing)")
+        .range(0.0, 1.0);
     s.option("scorers.placement", at(&ScorerOptions::scorers, &ScorerConfig::placement),
              "where the scorers run in the TP group (docs/scorers.md)")
         .one_of(placement_names());

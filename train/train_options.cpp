@@ -75,7 +75,11 @@ const OptionSet<TrainOptions>& train_options() {
     s.option("train.clip", optim(&OptimOptions::clip), "max global gradient norm (0 = no clipping)").range(0, 1e30);
     s.option("train.freeze", &T::frozen, "modules not trained: comma list of vision,projector,scorers,llm")
         .parse("", parse_frozen);
-    s.option("train.zero", &T::zero, "ZeRO stage (0; 1 = optimizer state sharded over DP)").range(0, 1);
+    s.option("train.zero", &T::zero,
+             "ZeRO stage over DP (docs/training.md): 0 none; 1 f32 master weights and AdamW moments sharded "
+             "(distributed optimizer); 2 also the gradients, reduce-scattered per layer; 3 also the parameters "
+             "(FSDP: each layer gathered before use)")
+        .range(0, 3);
     s.option("train.log_every", &T::log_every, "progress line every N steps").range(1, int64_t(1) << 40);
     s.option("train.eval_every", &T::eval_every, "validation loss every N steps (0 = at the end only)")
         .range(0, int64_t(1) << 40);
