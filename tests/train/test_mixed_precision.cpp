@@ -4,10 +4,10 @@
 //    re-rounded by refresh_working_weights after an AdamW step; master weights,
 //    gradients and AdamW moments are f32 (dtypes checked); the memory term
 //    (ParamTable::bf16_copy_bytes) is 2 bytes per matrix element;
-//  - activations: bf16 tensors; a bf16 Linear's output is the f32 GEMM of the bf16
-//    operands rounded, a Norm's bf16 output is its f32 output rounded while its
-//    statistics stay f32; the backbone's logits and the encoder's features are bf16
-//    values, the per-token losses are not (f32 loss);
+//  - activations: bf16 tensors (the model's arenas at most 55% of fp32's); a bf16
+//    Linear's output is the f32 GEMM of the bf16 operands rounded, a Norm's bf16 output
+//    is its f32 output rounded while its statistics stay f32; the backbone's logits and
+//    the encoder's features are bf16 values, the per-token losses are not (f32 loss);
 //  - gradients: two micro-batches accumulate in f32 (their sum matches the sum of the
 //    micro-batches' separate gradients to 1e-6; a bf16 accumulation is off by ~1e-3);
 //  - communication: serial == overlap bitwise in bf16 at every layout, with bf16 DP
@@ -214,6 +214,24 @@ TEST(MixedPrecision, ModelActivationsAreBf16AndTheLossAndGradientsF32) {
     err = std::max(err, std::fabs(double(acc[i]) - sum[i]));
   }
   EXPECT_LE(err, 1e-6 * scale) << "accumulated gradients vs the sum of the micro-batches' (scale " << scale << ")";
+}
+
+// The model's activation arenas (encoder, projector, backbone) in bf16 against fp32 for
+// the same shapes: at most 55% (activations 2 bytes, the statistics and the encoder's
+// f32 features 4).
+TEST(MixedPrecision, ActivationArenasAreAtMost55PercentOfFp32) {
+  if (test::world_size() != 1) GTEST_SKIP() << "one rank";
+  Backend& b = cpu_backend();
+  auto tp = test::self_comm("tp"), self = test::self_comm("self");
+  VlmConfig c = tiny_config(kImages);
+  const VlmModel f32(c, b, *tp, *self);
+  c.precision = Precision::BF16;
+  const VlmModel b16(c, b, *tp, *self);
+  const double ratio = double(b16.activation_bytes()) / double(f32.activation_bytes());
+  std::printf("tiny VLM activation arenas: %lld B bf16 / %lld B fp32 = %.3f\n", (long long)b16.activation_bytes(),
+              (long long)f32.activation_bytes(), ratio);
+  EXPECT_LE(ratio, 0.55);
+  EXPECT_GE(ratio, 0.5);
 }
 
 TEST(MixedPrecision, SerialAndOverlapAreBitwiseEqualInBf16) {
