@@ -20,6 +20,7 @@
 #include "apps/command.h"
 #include "base/config.h"
 #include "base/error.h"
+#include "base/utf8.h"
 #include "base/file_read.h"
 #include "io/atomic_file.h"
 #include "data/image/image_pipeline.h"
@@ -64,6 +65,7 @@ int caption(const Config& cfg) {
     VLM_REQUIRE(g.decode.top_k == 0 || g.decode.temperature > 0, "--top-k ", g.decode.top_k,
                 " needs --temperature > 0 (greedy decoding takes the top token)");
     if (!relevance.empty()) check_output_path(relevance);
+    require_utf8(cfg.get_string("prompt"), "--prompt");
     const std::string bytes = read_file_bounded(image, kMaxImageFileBytes, "image");
     rgb = decode_rgb(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
     VLM_REQUIRE(!rgb.empty(), image, ": not a decodable PNG or JPEG image (at most ", kMaxDecodeSide,

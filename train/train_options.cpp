@@ -7,6 +7,7 @@
 
 #include "base/config.h"
 #include "base/error.h"
+#include "base/utf8.h"
 #include "data/storage/dataset.h"
 #include "llm/hf_config.h"
 #include "parallel/runtime.h"
@@ -78,6 +79,7 @@ DataOptions read_data_options(const Config& cfg) {
   d.path = cfg.get_string("data.path");
   d.tokenizer = cfg.get_string("data.tokenizer");
   d.prompt = cfg.get_string("data.prompt");
+  require_utf8(d.prompt, "--data.prompt");
   d.train_split = cfg.get_string("data.train_split");
   d.val_split = cfg.get_string("data.val_split");
   d.threads = int(cfg.get_int("data.threads"));
