@@ -17,7 +17,7 @@
 
 #include "parallel/communicator.h"
 #include "model/work.h"
-#include "plan/plan_memory.h"
+#include "train/memory_terms.h"
 
 namespace vlm {
 

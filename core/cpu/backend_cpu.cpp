@@ -34,6 +34,7 @@
 #include "core/backend.h"
 #include "core/cpu/blas.h"
 #include "core/cpu/thread_pool.h"
+#include "core/out_of_memory.h"
 #include "base/error.h"
 
 namespace vlm {
@@ -229,13 +230,13 @@ class CpuBackend final : public Backend {
     if (bytes >= kHugeMin) {  // 2 MiB pages: fewer TLB misses in the big arenas' sweeps
       const size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
       void* p = std::aligned_alloc(kHuge, rounded);
-      if (!p) throw std::bad_alloc();
+      if (!p) throw OutOfMemory(DeviceKind::CPU, bytes, "", "aligned_alloc failed");
       madvise(p, rounded, MADV_HUGEPAGE);
       return p;
     }
     size_t rounded = (bytes + 255) / 256 * 256;
     void* p = std::aligned_alloc(256, rounded ? rounded : 256);
-    if (!p) throw std::bad_alloc();
+    if (!p) throw OutOfMemory(DeviceKind::CPU, bytes, "", "aligned_alloc failed");
     return p;
   }
   static constexpr size_t kHuge = size_t(2) << 20, kHugeMin = size_t(8) << 20;
