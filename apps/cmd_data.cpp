@@ -137,26 +137,23 @@ int do_inspect(const Config& c) {
     if (shown++ < 8) std::printf(" %dx%d:%lld", hw.first, hw.second, (long long)n);
   std::printf("%s\nimage bytes: %.1f MB (%.0f per image)\n", sizes.size() > 8 ? " ..." : "", bytes / 1e6,
               r.num_images() ? double(bytes) / double(r.num_images()) : 0.0);
-  int64_t lo = INT64_MAX, hi = 0, sum = 0;
-  for (int64_t j = 0; j < r.num_captions(); ++j) {
-    const int64_t n = int64_t(r.caption(j).size());
-    lo = std::min(lo, n), hi = std::max(hi, n), sum += n;
-  }
-  if (r.num_captions() > 0)
-    std::printf("caption bytes: min %lld, mean %.1f, max %lld\n", (long long)lo,
-                double(sum) / double(r.num_captions()), (long long)hi);
   std::fflush(stdout);
   const DatasetCheck chk = [&] {
     QuietStderr quiet;  // libpng/libjpeg's own messages: the count below replaces them
     return check_dataset(r, int(std::clamp(std::thread::hardware_concurrency(), 1u, 8u)));
   }();
+  if (chk.captions > 0)
+    std::printf("caption bytes: min %lld, mean %.1f, max %lld\n", (long long)chk.caption_bytes_min,
+                double(chk.caption_bytes_sum) / double(chk.captions), (long long)chk.caption_bytes_max);
   std::printf("text: %lld captions and %lld prompts, all valid UTF-8\n", (long long)chk.captions,
               (long long)chk.prompts);
   if (r.raw())
     std::printf("images: raw pixels (nothing to decode)\n");
+  else if (chk.bad_images == 0)
+    std::printf("images: all %lld decode to their recorded size\n", (long long)chk.images);
   else
-    std::printf("images: %lld decoded, %lld fail%s\n", (long long)chk.images, (long long)chk.bad_images,
-                chk.bad_images ? cat(" (", chk.first_reason, ")").c_str() : "");
+    std::printf("images: %lld of %lld cannot be used (first: %s)\n", (long long)chk.bad_images,
+                (long long)chk.images, chk.first_reason.c_str());
   std::printf("tokens: %s\n", r.has_tokens() ? ("present (" + r.tokenizer_name() + ")").c_str() : "absent");
   if (r.has_boxes() || !r.caption_labels().empty())
     std::printf("caption boxes: %s, caption labels: %s (%zu classes)\n", r.has_boxes() ? "present" : "absent",
@@ -188,8 +185,8 @@ int do_inspect(const Config& c) {
     for (int64_t i : chk.first_bad) idx += (idx.empty() ? "" : ", ") + std::to_string(i);
     if (chk.bad_images > int64_t(chk.first_bad.size())) idx += ", ...";
     throw UserError(cat(path, ": ", chk.bad_images, " of ", chk.images, " images cannot be used (images ", idx,
-                        "; first: ", chk.first_reason, "); training would skip them: rebuild the dataset "
-                        "(vlm data build writes only images it decodes)"));
+                        "; first: ", chk.first_reason, "); rebuild the dataset: vlm data build writes only images "
+                        "that decode, with their decoded size"));
   }
   return 0;
 }

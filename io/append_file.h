@@ -7,8 +7,8 @@
 //    truncating the file back to its size before the piece, and is a UserError
 //    "<path>: write failed (<strerror>)". So the file holds exactly the pieces appended
 //    before, byte for byte, never a partial one.
-//  - A file it created and that never received a whole piece is removed on failure, so
-//    a failed run leaves no empty or partial file behind.
+//  - A file it created (or emptied: `truncate`) and that never received a whole piece is
+//    removed on failure, so a failed run leaves no empty file behind.
 #pragma once
 #include <cstdint>
 #include <string>

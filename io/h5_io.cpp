@@ -148,7 +148,6 @@ H5Id h5_open_file_rw(const std::string& path) {
   return H5Id(f);
 }
 
-
 void h5_require_written(long long status, H5Handle obj) {
   if (status >= 0) return;
   const std::string why = h5_failure_reason();  // first: the next HDF5 call clears the stack

@@ -2,7 +2,6 @@
 #include "train/memory_terms.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "base/error.h"
 #include "core/reserving_backend.h"

@@ -17,7 +17,10 @@ namespace vlm {
 DatasetCheck check_dataset(const DatasetReader& r, int threads) {
   DatasetCheck c;
   for (int64_t j = 0; j < r.num_captions(); ++j) {
-    r.caption(j);  // UserError naming file, dataset and caption when not UTF-8
+    const int64_t n = int64_t(r.caption(j).size());  // UserError naming file, dataset and caption when not UTF-8
+    c.caption_bytes_min = j ? std::min(c.caption_bytes_min, n) : n;
+    c.caption_bytes_max = std::max(c.caption_bytes_max, n);
+    c.caption_bytes_sum += n;
     ++c.captions;
     if (r.has_prompts()) r.prompt(j), ++c.prompts;
   }

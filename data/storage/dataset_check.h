@@ -18,6 +18,7 @@ class DatasetReader;
 
 struct DatasetCheck {
   int64_t captions = 0, prompts = 0;  // texts read (all valid: else UserError)
+  int64_t caption_bytes_min = 0, caption_bytes_max = 0, caption_bytes_sum = 0;
   int64_t images = 0;                 // images decoded (0 for raw storage)
   int64_t bad_images = 0;             // undecodable, or not of their recorded size
   std::vector<int64_t> first_bad;     // their indices, ascending, at most kShownBad
