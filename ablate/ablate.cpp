@@ -8,15 +8,15 @@
 #include <memory>
 #include <sstream>
 
+#include "ablate/ablate_eval.h"
+#include "ablate/ablate_table.h"
 #include "base/config.h"
 #include "base/error.h"
 #include "base/file_read.h"
-#include "io/atomic_file.h"
 #include "data/storage/dataset.h"
+#include "io/atomic_file.h"
 #include "parallel/groups.h"
 #include "parallel/runtime.h"
-#include "ablate/ablate_eval.h"
-#include "ablate/ablate_table.h"
 #include "runlog/run_log.h"
 #include "train/train_options.h"
 #include "train/trainer.h"

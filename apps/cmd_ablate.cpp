@@ -2,10 +2,10 @@
 // README "Ablations"). As one process or under mpirun (every rank runs every row):
 //   vlm ablate --config configs/scenes.cfg --placements replicated --lod relevance,uniform,random
 //              --budgets 64,100,200,400 [--steps N] [--out DIR]
+#include "ablate/ablate.h"
 #include "apps/command.h"
 #include "base/config.h"
 #include "parallel/runtime.h"
-#include "ablate/ablate.h"
 
 namespace vlm {
 

@@ -22,16 +22,16 @@
 #include "base/error.h"
 #include "base/file_read.h"
 #include "base/utf8.h"
-#include "io/atomic_file.h"
+#include "checkpoint/checkpoint.h"
 #include "data/image/image_pipeline.h"
 #include "data/image/png.h"
 #include "data/image/texture.h"
 #include "data/load/loader.h"
-#include "parallel/runtime.h"
-#include "checkpoint/checkpoint.h"
-#include "train/trained_model.h"
+#include "io/atomic_file.h"
 #include "model/evaluate.h"
 #include "model/generate.h"
+#include "parallel/runtime.h"
+#include "train/trained_model.h"
 
 namespace vlm {
 

@@ -22,11 +22,11 @@
 #include "apps/command.h"
 #include "base/config.h"
 #include "base/error.h"
-#include "io/atomic_file.h"
 #include "data/convert/converters.h"
 #include "data/storage/dataset.h"
 #include "data/storage/dataset_check.h"
 #include "data/text/tokenizer.h"
+#include "io/atomic_file.h"
 
 namespace vlm {
 

@@ -22,15 +22,15 @@
 #include "apps/command.h"
 #include "base/config.h"
 #include "base/error.h"
-#include "io/atomic_file.h"
 #include "base/json.h"
-#include "data/storage/dataset.h"
-#include "parallel/runtime.h"
 #include "checkpoint/checkpoint.h"
-#include "train/trained_model.h"
+#include "data/storage/dataset.h"
+#include "io/atomic_file.h"
 #include "model/evaluate.h"
+#include "parallel/runtime.h"
 #include "runlog/run_log.h"
 #include "train/train_options.h"
+#include "train/trained_model.h"
 
 namespace vlm {
 

@@ -12,11 +12,11 @@
 #include "apps/command.h"
 #include "base/config.h"
 #include "base/error.h"
-#include "parallel/runtime.h"
 #include "checkpoint/checkpoint.h"
-#include "train/trained_model.h"
 #include "checkpoint/export_hf.h"
+#include "parallel/runtime.h"
 #include "train/train_options.h"
+#include "train/trained_model.h"
 
 namespace vlm {
 

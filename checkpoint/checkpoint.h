@@ -34,10 +34,9 @@
 #include <memory>
 #include <string>
 
-#include "io/h5_io.h"
 #include "data/load/sampler.h"
 #include "data/text/tokenizer.h"
-#include "model/batch.h"
+#include "io/h5_io.h"
 #include "model/vlm_model.h"
 
 namespace vlm {

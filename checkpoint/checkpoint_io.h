@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "nn/param_table.h"
 #include "model/vlm_model.h"
+#include "nn/param_table.h"
 
 namespace vlm {
 

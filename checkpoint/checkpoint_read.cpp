@@ -1,7 +1,5 @@
 // Reading checkpoints (checkpoint/checkpoint.h): the reader, `latest`, loading a model or the
 // whole training state.
-#include <mpi.h>
-
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -9,8 +7,6 @@
 #include "base/config.h"
 #include "base/error.h"
 #include "base/file_read.h"
-#include "parallel/groups.h"
-#include "parallel/runtime.h"
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_io.h"
 #include "optim/optimizer.h"

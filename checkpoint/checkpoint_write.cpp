@@ -11,13 +11,13 @@
 
 #include "base/config.h"
 #include "base/error.h"
-#include "io/atomic_file.h"
-#include "parallel/groups.h"
-#include "parallel/runtime.h"
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_io.h"
-#include "optim/optimizer.h"
+#include "io/atomic_file.h"
 #include "io/crc32c.h"
+#include "optim/optimizer.h"
+#include "parallel/groups.h"
+#include "parallel/runtime.h"
 
 namespace vlm {
 

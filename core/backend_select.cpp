@@ -2,8 +2,8 @@
 // knows whether CUDA was compiled in.
 #include <cstdio>
 
-#include "core/backend.h"
 #include "base/error.h"
+#include "core/backend.h"
 
 namespace vlm {
 

@@ -49,8 +49,8 @@
 #include "llm/backbone.h"
 #include "llm/embedding_parallel.h"
 #include "llm/sampling.h"
-#include "scorers/stage.h"
 #include "model/front_slot.h"
+#include "scorers/stage.h"
 #include "vision/encoder.h"
 #include "vision/projector.h"
 

@@ -24,8 +24,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "parallel/communicator.h"
 #include "model/vlm_model.h"
+#include "parallel/communicator.h"
 
 namespace vlm {
 

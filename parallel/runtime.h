@@ -39,8 +39,8 @@
 #include <memory>
 #include <string>
 
-#include "core/backend.h"
 #include "base/error.h"
+#include "core/backend.h"
 #include "parallel/groups.h"
 #include "parallel/mpi/mpi_session.h"
 #include "parallel/options.h"

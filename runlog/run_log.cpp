@@ -8,9 +8,9 @@
 #include <filesystem>
 
 #include "base/error.h"
+#include "data/image/png.h"
 #include "io/append_file.h"
 #include "io/atomic_file.h"
-#include "data/image/png.h"
 #include "runlog/tb_events.h"
 
 namespace vlm {

@@ -11,10 +11,10 @@
 #include <memory>
 #include <string>
 
-#include "scheduler/streams.h"
 #include "model/batch.h"
-#include "optim/optimizer.h"
 #include "model/vlm_model.h"
+#include "optim/optimizer.h"
+#include "scheduler/streams.h"
 
 namespace vlm {
 

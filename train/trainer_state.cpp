@@ -4,9 +4,9 @@
 #include <filesystem>
 
 #include "base/error.h"
+#include "checkpoint/checkpoint.h"
 #include "core/out_of_memory.h"
 #include "parallel/runtime.h"
-#include "checkpoint/checkpoint.h"
 #include "train/trainer_state.h"
 
 namespace vlm {

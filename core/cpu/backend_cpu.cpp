@@ -31,11 +31,11 @@
 
 #include <sys/mman.h>
 
+#include "base/error.h"
 #include "core/backend.h"
 #include "core/cpu/blas.h"
 #include "core/cpu/thread_pool.h"
 #include "core/out_of_memory.h"
-#include "base/error.h"
 
 namespace vlm {
 namespace {

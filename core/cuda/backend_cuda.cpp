@@ -9,10 +9,10 @@
 #include <mutex>
 #include <new>
 
+#include "base/memory_check.h"
 #include "core/cuda/cuda_backend.h"
 #include "core/cuda/cuda_check.h"
 #include "core/out_of_memory.h"
-#include "base/memory_check.h"
 
 namespace vlm::cuda {
 

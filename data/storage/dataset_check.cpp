@@ -2,8 +2,8 @@
 #include "data/storage/dataset_check.h"
 
 #include <algorithm>
-#include <cstdint>
 #include <atomic>
+#include <cstdint>
 #include <exception>
 #include <mutex>
 #include <thread>

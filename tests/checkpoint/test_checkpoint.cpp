@@ -25,11 +25,11 @@
 #include <vector>
 
 #include "base/config.h"
-#include "io/h5_io.h"
 #include "checkpoint/checkpoint.h"
-#include "train/trained_model.h"
 #include "io/crc32c.h"
+#include "io/h5_io.h"
 #include "tests/support/cli.h"
+#include "train/trained_model.h"
 
 namespace vlm {
 namespace {

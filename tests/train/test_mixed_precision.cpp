@@ -28,11 +28,11 @@
 #include "core/ops.h"
 #include "nn/linear.h"
 #include "nn/norm.h"
+#include "optim/dp_grads.h"
+#include "optim/optimizer.h"
 #include "scheduler/streams.h"
 #include "tests/support/mpi.h"
 #include "tests/train/step_rig.h"
-#include "optim/dp_grads.h"
-#include "optim/optimizer.h"
 #include "train/step.h"
 
 namespace vlm {

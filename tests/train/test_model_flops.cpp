@@ -15,8 +15,8 @@
 #include <cmath>
 #include <string>
 
-#include "core/backend.h"
 #include "base/error.h"
+#include "core/backend.h"
 #include "tests/support/mpi.h"
 #include "train/mfu.h"
 
