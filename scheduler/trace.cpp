@@ -1,7 +1,6 @@
 // Step summaries and Chrome trace-event JSON (trace.h).
 #include "scheduler/trace.h"
 
-
 #include <algorithm>
 #include <cstdio>
 #include <utility>
