@@ -1,4 +1,4 @@
-// `vlm caption`: captions one image with a trained model (README "Captioning"):
+// `vlm caption`: captions one image with a trained model (docs/caption-and-eval.md, "Captioning"):
 //   vlm caption --checkpoint C --image X.png [--prompt "..."] [--save-relevance out.png]
 //               [--temperature T --top-k K --seed S] [--max-new N] [--tp N] [--device ...]
 // The image goes through data/'s pipeline as the loader sends it to training (decode,
@@ -37,7 +37,7 @@ namespace vlm {
 
 namespace {
 
-constexpr uint64_t kMaxImageFileBytes = uint64_t(256) << 20;  // as `vlm data build` (README "Errors")
+constexpr uint64_t kMaxImageFileBytes = uint64_t(256) << 20;  // as `vlm data build` (docs/errors.md)
 
 void caption_options(Config& cfg) {
   cfg.add_string("checkpoint", "", "checkpoint file (step_N.h5) or folder (its `latest`) of vlm train");
@@ -126,7 +126,7 @@ VLM_COMMAND(caption, {.path = "caption",
                       .usage = "--checkpoint C --image X.png [--prompt \"...\"] [--save-relevance out.png]\n"
                                "  [--temperature T --top-k K --seed S] [--max-new N] [--tp N] [--device auto|cpu|cuda]\n"
                                "Prints the caption, the visual tokens used and the mean balancer weights of the three "
-                               "scorers. Under mpirun the world is tp x dp. See README, Captioning.",
+                               "scorers. Under mpirun the world is tp x dp. See docs/caption-and-eval.md.",
                       .options = caption_options,
                       .run = caption,
                       .multi_rank = true});

@@ -1,5 +1,5 @@
 // `vlm export`: a checkpoint of `vlm train` as Hugging Face files (checkpoint/export_hf.h;
-// README "Export to Hugging Face"):
+// docs/checkpoints.md, "Export to Hugging Face"):
 //   vlm export --checkpoint runs/x/ckpt[/step_N.h5] --out DIR
 // One process, or one TP group under mpirun (world = tp; each rank reads its slices and
 // the backbone is gathered to rank 0, which writes). The inputs are checked on every
@@ -77,7 +77,7 @@ VLM_COMMAND(export_cmd, {.path = "export",
                      .usage = "--checkpoint CKPT --out DIR [--tp N] [--device auto|cpu|cuda]\n"
                               "Writes DIR/llm (AutoModelForCausalLM), DIR/vision (SiglipVisionModel) and "
                               "DIR/vlm_extra.safetensors (projector, scorers, texture map; the run's config in its "
-                              "metadata). See README, Export to Hugging Face.",
+                              "metadata). See docs/checkpoints.md.",
                      .options = export_options,
                      .run = export_hf,
                      .multi_rank = true});

@@ -1,5 +1,5 @@
 // `vlm plan`: plans a cluster run of `vlm train` on this machine, without MPI or a GPU
-// (plan/plan.h; README "Planning (`vlm plan`)"):
+// (plan/plan.h; docs/planning.md):
 //   vlm plan --config configs/siglip_qwen2_tp8.cfg --nodes 4 --gpus-per-node 8 [--gpu h100]
 // prints the requested layout's exact memory per TP rank and bytes per group, its
 // modelled step time, and every layout of the cluster ranked (fitting first, fastest
@@ -121,7 +121,7 @@ void print_ranking(const std::vector<LayoutPlan>& all, int top, const LayoutChoi
     const bool is_req = c.tp == req.tp && c.micro_batches == req.micro_batches && c.zero == req.zero &&
                         c.recompute == req.recompute && c.placement == req.placement;
     std::printf("  %3zu | %3d | %3d | %5d | %5d | %4d | %-9s | %-11s | %10s | %9.3f | %s%s\n", i + 1, c.tp, c.dp,
-                c.micro_batches, c.batch, c.zero, recompute_name(c.recompute), placement_name(c.placement),
+                c.micro_batches, c.batch, c.zero, recompute_name(c.recompute), c.placement.c_str(),
                 mb(double(p.max_bytes())).c_str(), ms(p.time.total()), why.c_str(), is_req ? " (requested)" : "");
   }
 }
@@ -166,7 +166,7 @@ VLM_COMMAND(plan, {.path = "plan",
                             "[--interconnect ndr|hdr|eth100] [--option value ...]\n"
                             "Runs without MPI or a GPU. The run's options (--tp, --train.*, --model.recompute, "
                             "--scorers.placement, ...) give the requested layout; --model.vocab_size or "
-                            "--data.tokenizer gives the vocabulary. See README, Planning.",
+                            "--data.tokenizer gives the vocabulary. See docs/planning.md.",
                    .options = plan_options,
                    .run = run_plan});
 

@@ -1,4 +1,4 @@
-// Checkpoints of `vlm train` (README "Checkpoints"): one HDF5 file per save,
+// Checkpoints of `vlm train` (docs/checkpoints.md): one HDF5 file per save,
 // <train.ckpt_dir>/step_<N>.h5, and a one-line text file <train.ckpt_dir>/latest naming the
 // newest complete one. Layout (format "vlm-checkpoint", version 1; h5py reads every name):
 //   /                          attrs format, version, step, saved_tp, saved_dp, zero,

@@ -63,7 +63,7 @@ Backend& select_backend(const std::string& which, bool log) {
   } else {
     throw UserError(cat("--device: expected auto, cpu or cuda, got '", which, "'"));
   }
-  // Logs go to stdout: stderr carries only errors (one line; README.md "Errors").
+  // Logs go to stdout: stderr carries only errors (one line; docs/errors.md).
   if (log) std::printf("vlm: backend %s [%s]\n", b->description().c_str(), why.c_str());
   return *b;
 }

@@ -1,4 +1,4 @@
-// OutOfMemory: an allocation that could not be made (docs/errors.md, "Memory"). Instead
+// OutOfMemory: an allocation that could not be made (docs/errors.md, "Out of memory"). Instead
 // of a bare std::bad_alloc (or a CUDA error code), the backends throw it with what a
 // one-line message needs: the device, the bytes asked and the backend's own account
 // (CUDA: the device's free and total memory). Arena::allocate (core/arena.h) adds the

@@ -1,7 +1,7 @@
 // AppendFile: a file that only grows and is read while it grows (metrics.jsonl, the
 // TensorBoard event files of runlog/), so it is written in place, not through an
 // AtomicFile (io/atomic_file.h). It keeps the promise of the other writers in its own
-// way (docs/errors.md, "Writing files"):
+// way (docs/errors.md, "A full disk"):
 //  - append() writes one whole piece (a JSON line, a batch of whole records) or none of
 //    it: a write that fails (a full disk, a quota, a file size limit) is undone by
 //    truncating the file back to its size before the piece, and is a UserError

@@ -7,7 +7,7 @@
 //   out.commit();                    // fsync, then rename(temp, path)
 // Destroying an AtomicFile that was not committed removes the temporary file. A process
 // killed with SIGKILL may leave one behind (its name starts with '.' and says tmp).
-// Errors (docs/errors.md, "Writing files"): a write, fsync or rename that fails (a full
+// Errors (docs/errors.md, "A full disk"): a write, fsync or rename that fails (a full
 // disk, a quota, a file size limit) is a UserError "<path>: write failed (<strerror>)"
 // naming the final path; the temporary file is removed and `path` keeps its old bytes.
 #pragma once

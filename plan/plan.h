@@ -1,6 +1,6 @@
 // `vlm plan`: a cluster run of `vlm train` planned on one machine, without MPI or a GPU
-// (README "Planning (`vlm plan`)"). For a layout (tp, dp, micro-batches, recompute,
-// placement) it gives every TP rank's exact device memory (train/memory_terms.h plan_rank), the
+// (docs/planning.md). For a layout (tp, dp, micro-batches, recompute, placement) it
+// gives every TP rank's exact device memory (train/memory_terms.h plan_rank), the
 // exact bytes of the largest step per group (plan/plan_comm.h) and a modelled step time
 // (plan/plan_time.h); it ranks every layout of the cluster that keeps the run's global
 // batch (tp, micro-batches, ZeRO-1 or not, recompute, placement), those that fit in
@@ -31,7 +31,7 @@ struct LayoutChoice {
   int tp = 1, dp = 1, micro_batches = 1, batch = 1;
   int zero = 0;  // train.zero
   Recompute recompute = Recompute::None;
-  Placement placement = Placement::Replicated;
+  std::string placement = "replicated";  // scorers.placement
   std::string str() const;  // "tp=2 dp=4 micro=1 batch=8 zero=0 recompute=none placement=replicated"
 };
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Reads a `vlm train` checkpoint (step_N.h5, layout in checkpoint/checkpoint.h and README
-"Checkpoints") with h5py, independently of the C++ reader: prints the run state, the
+"""Reads a `vlm train` checkpoint (step_N.h5, layout in checkpoint/checkpoint.h and
+docs/checkpoints.md) with h5py, independently of the C++ reader: prints the run state, the
 modules with their tensor counts and parameters, and checks that every tensor is f32,
 finite, matches its crc32c attribute (CRC-32C of its little-endian bytes), and that the
 AdamW moments have the shapes of their parameters. Exits 1 on a failed check, 2 on bad

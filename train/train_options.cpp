@@ -12,6 +12,7 @@
 #include "llm/hf_config.h"
 #include "parallel/runtime.h"
 #include "scheduler/options.h"
+#include "scorers/placement/placement.h"
 #include "vision/siglip_config.h"
 
 namespace vlm {
@@ -49,7 +50,7 @@ void register_train_options(Config& cfg) {
   cfg.add_string("train.run", "run", "run name: outputs go to <train.out_dir>/<train.run>/");
   cfg.add_string("train.out_dir", "runs", "folder of the runs");
   cfg.add_int("train.save_every", 0,
-              "checkpoint every N steps and at the end (0 = at the end only, -1 = never; README Checkpoints)", -1,
+              "checkpoint every N steps and at the end (0 = at the end only, -1 = never; docs/checkpoints.md)", -1,
               int64_t(1) << 40);
   cfg.add_int("train.keep_last", 3, "checkpoints kept in train.ckpt_dir (0 = all)", 0, 1 << 20);
   cfg.add_string("train.ckpt_dir", "", "checkpoint folder (empty = <train.out_dir>/<train.run>/checkpoints)");
@@ -59,7 +60,7 @@ void register_train_options(Config& cfg) {
   cfg.add_float("train.bucket_mb", 25, "DP gradient bucket size in MiB", 0.001, 1 << 20);
   cfg.add_choice("train.precision", "fp32", {"fp32", "bf16"},
                  "arithmetic: fp32, or bf16 mixed precision (bf16 weight copies and activations, f32 master "
-                 "weights, gradients and statistics; README Numerics)");
+                 "weights, gradients and statistics; docs/training.md)");
   cfg.add_choice("train.grad_reduce_dtype", "fp32", {"fp32", "bf16"},
                  "dtype of the DP gradient buckets on the wire (bf16 halves the traffic; the sums land in f32)");
   cfg.add_float("train.peak_tflops", 0,
@@ -184,8 +185,10 @@ VlmConfig resolve_vlm_config(const Config& cfg, const TrainOptions& t, int64_t t
               " tokens) exceeds the model's (model.vocab_size=", v.llm.vocab_size, ")");
   v.scorers = read_scorer_options(cfg);
   v.scorers.validate(v.vision.grid(), tp);
-  VLM_REQUIRE(v.scorers.scorers.placement != Placement::Tp2 || tp == 2, "--scorers.placement=tp2 needs parallel.tp=2 "
-              "when training the VLM (the pair is the TP group), got parallel.tp=", tp);
+  // A placement that splits each scorer over a group gets the TP group for it (model/front_slot.h).
+  const int group = make_placement(v.scorers.scorers.placement, tp)->split_group();
+  VLM_REQUIRE(group == 0 || tp == group, "--scorers.placement=", v.scorers.scorers.placement, " needs parallel.tp=", group,
+              " when training the VLM (its group of ", group, " ranks is the TP group), got parallel.tp=", tp);
   v.max_images = t.batch, v.max_text = t.max_text;
   v.frozen = t.frozen;
   v.precision = t.precision;

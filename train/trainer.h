@@ -1,7 +1,7 @@
-// Trainer: `vlm train` on one rank of a TP x DP layout (train/README.md, README
-// "Training"). It assembles the VLM (model/vlm_model.h) from the options, reads the
-// dataset through data/'s DP-sharded loader, runs optimizer steps through the scheduler's
-// step (train/step.h) with AdamW (optim/optimizer.h), and reports through the run log
+// Trainer: `vlm train` on one rank of a TP x DP layout (docs/training.md). It assembles
+// the VLM (model/vlm_model.h) from the options, reads the dataset through data/'s
+// DP-sharded loader, runs optimizer steps through the scheduler's step (train/step.h)
+// with AdamW (optim/optimizer.h), and reports through the run log
 // (runlog/run_log.h). After training it evaluates (model/evaluate.h).
 // Invariants:
 //  - Inputs are checked on every rank in one agreed step before any work (the error
@@ -15,7 +15,7 @@
 //    arena larger than the memory available) is a UserError naming the rank, the arena
 //    and the bytes asked, the bytes this rank held, and what `vlm plan` predicts for
 //    this rank of the layout (plan_rank, train/memory_terms.h), term by term; under
-//    mpirun every rank then ends (parallel/runtime.h; docs/errors.md, "Memory").
+//    mpirun every rank then ends (parallel/runtime.h; docs/errors.md, "Out of memory").
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -6,7 +6,7 @@
 // A text that is not UTF-8 is a UserError naming the file, the dataset and the caption
 // (as the reader's); images that fail are counted and the first few named, because the
 // loader skips them (data/load/loader.h) and the user decides what to do with them
-// (docs/errors.md, "Images").
+// (docs/errors.md, "Images that do not decode").
 #pragma once
 #include <cstdint>
 #include <string>

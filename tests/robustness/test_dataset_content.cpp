@@ -1,5 +1,5 @@
-// Datasets whose structure is valid but whose content is not (docs/errors.md, "Text" and
-// "Images"): a caption or a prompt that is not UTF-8 (the schema says UTF-8), made by
+// Datasets whose structure is valid but whose content is not (docs/errors.md, "Text that
+// is not UTF-8", "Images that do not decode"): a caption or a prompt that is not UTF-8 (the schema says UTF-8), made by
 // editing one byte of a valid file with the HDF5 C API, is refused by every command that
 // reads it (`vlm data inspect`, `vlm data tokenizer`, `vlm data tokenize`, `vlm train`)
 // in one line naming the file, the dataset and the caption; a prompt given on the command

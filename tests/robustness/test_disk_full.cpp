@@ -1,4 +1,4 @@
-// A full disk, for real (docs/errors.md, "Writing files"): each case mounts a small tmpfs
+// A full disk, for real (docs/errors.md, "A full disk"): each case mounts a small tmpfs
 // in its folder (as root: the tests run as root here and in CI; skipped with the reason
 // otherwise), puts the previous output there, fills the rest with a file until only a
 // chosen number of 4 KiB pages is free, and runs the real command, whose write then

@@ -2,8 +2,8 @@
 // against an independent count: every weight matrix of the real model's parameter tables
 // (a VlmModel built at TP = 1) times the rows it multiplies, 2 FLOPs per multiply-add, per
 // pass (forward; input gradient when something upstream trains; weight gradient when the
-// module trains; README "Training"), plus attention (QK^T and PV, the backbone's causal
-// half of the square). The convolutional stem's weights are counted at each output
+// module trains; docs/training.md, "The optimizer"), plus attention (QK^T and PV, the
+// backbone's causal half of the square). The convolutional stem's weights are counted at each output
 // position of their maps. Lookup tables (token, position, level embeddings) and vectors
 // are not products. Both sides count the same products by different routes (shapes read
 // from the tables here, closed formulas there), so they agree to double rounding: 1e-12.
@@ -17,6 +17,7 @@
 
 #include "base/error.h"
 #include "core/backend.h"
+#include "scorers/placement/placement.h"
 #include "tests/support/mpi.h"
 #include "train/mfu.h"
 
@@ -132,12 +133,12 @@ TEST(ModelFlops, IndependentOfTheLayout) {
   VlmConfig c = tiny(ModelFamily::Llama);
   const StepShape s = shape(8, 7.25, 11.625, 2);
   const ModelWork w1 = model_work(c, 1, s);
-  for (Placement pl : {Placement::Replicated, Placement::BatchSplit, Placement::Dedicated, Placement::Tp2})
+  for (const std::string& pl : placement_names())
     for (bool sp : {false, true}) {
       VlmConfig d = c;
       d.scorers.scorers.placement = pl, d.llm.sequence_parallel = sp, d.llm.recompute = Recompute::Full;
       const ModelWork w2 = model_work(d, 2, s);
-      EXPECT_NEAR(2 * w2.model_flops / w1.model_flops, 1.0, 1e-12) << placement_name(pl) << " sp " << sp;
+      EXPECT_NEAR(2 * w2.model_flops / w1.model_flops, 1.0, 1e-12) << pl << " sp " << sp;
       EXPECT_GT(2 * w2.gemm_flops, w1.gemm_flops) << "replicated work and recomputation run on every rank";
     }
 }

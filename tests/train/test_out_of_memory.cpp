@@ -1,5 +1,5 @@
 // An allocation of a planned arena that fails (core/out_of_memory.h; docs/errors.md,
-// "Memory"), injected with VLM_FAULT_ARENA_ALLOC into `vlm train` on a Fashion-MNIST
+// "Out of memory"), injected with VLM_FAULT_ARENA_ALLOC into `vlm train` on a Fashion-MNIST
 // subset with configs/tiny.cfg:
 //  - under mpirun with dp = 2, on rank 1 only (mpirun's two-program form gives only that
 //    rank the variable): exit status 2, one line naming rank 1, the arena (its name and
