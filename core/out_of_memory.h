@@ -7,7 +7,8 @@
 // it into the UserError that also names the rank and what `vlm plan` predicts for the
 // layout; elsewhere what() is the message (exit 2, parallel/runtime.h).
 // Derived from std::bad_alloc: code that catches that still catches it.
-// Fault injection (tests): VLM_FAULT_ARENA_ALLOC=<n> makes the n-th Arena::allocate of
+// Fault injection (tests): VLM_FAULT_ARENA_ALLOC=<n> makes the n-th allocation of a planned
+// arena (Arena::allocate, ParamTable::allocate: nn/param_table.h) of
 // the process throw it as if its backend had no memory left (arena_fault_due()).
 #pragma once
 #include <cstddef>
