@@ -10,7 +10,8 @@
 //    cuDNN handle is created on first use (cuDNN's initialisation is slow and most
 //    streams never run a convolution).
 //  - Each CudaStream also owns a cast buffer (cast_scratch), grown on demand: the bf16
-//    copy of an f32 operand of a mixed-precision matmul, used by one op at a time.
+//    copy of an f32 operand of a mixed-precision matmul, or the f32 copies of a staged
+//    op's bf16 operands (core/cuda/stage.h), used by one op at a time.
 //  - Streams are blocking streams (cudaStreamDefault): synchronous copies through the
 //    legacy default stream (Backend::copy) wait for the work already enqueued on them.
 #pragma once
