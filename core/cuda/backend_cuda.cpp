@@ -4,6 +4,8 @@
 // handle + workspace + lazy cuDNN handle) and CudaEvent (timing when asked).
 // device_count() is the one entry that must work without a driver: it turns any error
 // of cudaGetDeviceCount into 0 and a reason, and clears the sticky error state.
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -13,6 +15,22 @@
 #include "core/cuda/cuda_check.h"
 
 namespace vlm::cuda {
+
+namespace {
+
+std::atomic<uint64_t> g_allocations{0};
+std::atomic<size_t> g_planned_scratch{0};
+
+// Every cudaMalloc of the backend goes through here, so allocations() counts them all.
+cudaError_t device_malloc(void** p, size_t bytes) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  return cudaMalloc(p, bytes);
+}
+
+}  // namespace
+
+uint64_t allocations() { return g_allocations.load(std::memory_order_relaxed); }
+size_t planned_scratch() { return g_planned_scratch.load(std::memory_order_relaxed); }
 
 // ---- events and streams ---------------------------------------------------------------
 
@@ -49,27 +67,32 @@ CudaStream::CudaStream(std::string name, bool high_priority) : name_(std::move(n
   if (high_priority) CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamDefault, high_priority ? greatest : least));
   CUBLAS_CHECK(cublasLtCreate(&cublaslt_));
-  CUDA_CHECK(cudaMalloc(&workspace_, kWorkspaceBytes));
+  CUDA_CHECK(device_malloc(&workspace_, kWorkspaceBytes));
 }
 
 CudaStream::~CudaStream() {
-  // No checks: destructors may run after the driver began shutting down.
+  // No checks: destructors may run after the driver began shutting down. The ops' plans
+  // (cuBLASLt descriptors, cuDNN graphs) go before the handles they were built with.
+  for (auto& st : states_) st.reset();
   if (cudnn_) cudnnDestroy(cudnn_);
   if (cublaslt_) cublasLtDestroy(cublaslt_);
   if (workspace_) cudaFree(workspace_);
-  if (cast_) cudaFree(cast_);
+  if (scratch_) cudaFree(scratch_);
   if (stream_) cudaStreamDestroy(stream_);
 }
 
-void* CudaStream::cast_scratch(size_t bytes) {
-  if (bytes <= cast_bytes_) return cast_;
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
-  if (cast_) CUDA_CHECK(cudaFree(cast_));
-  cast_ = nullptr;
-  cast_bytes_ = 0;
-  CUDA_CHECK(cudaMalloc(&cast_, bytes));
-  cast_bytes_ = bytes;
-  return cast_;
+void* CudaStream::scratch(size_t bytes) {
+  if (bytes <= scratch_bytes_) return scratch_;
+  const size_t want = std::max({bytes, kScratchMinBytes, planned_scratch()});
+  if (scratch_) {  // an unplanned need: the old buffer may still be read by enqueued work
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    CUDA_CHECK(cudaFree(scratch_));
+  }
+  scratch_ = nullptr;
+  scratch_bytes_ = 0;
+  CUDA_CHECK(device_malloc(&scratch_, want));
+  scratch_bytes_ = want;
+  return scratch_;
 }
 
 void CudaStream::synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
@@ -122,7 +145,7 @@ class CudaBackend final : public Backend {
 
   void* allocate(size_t bytes) override {
     void* p = nullptr;
-    cudaError_t st = cudaMalloc(&p, bytes ? bytes : 256);  // cudaMalloc aligns to 256 bytes
+    cudaError_t st = device_malloc(&p, bytes ? bytes : 256);  // cudaMalloc aligns to 256 bytes
     if (st == cudaErrorMemoryAllocation) {
       cudaGetLastError();  // clear, so later checks do not report this failure again
       throw std::bad_alloc();
@@ -162,6 +185,11 @@ class CudaBackend final : public Backend {
   }
   std::unique_ptr<Event> create_event(bool timing = false) override { return std::make_unique<CudaEvent>(timing); }
   void synchronize() override { CUDA_CHECK(cudaDeviceSynchronize()); }
+  void reserve_scratch(size_t bytes) override {
+    size_t cur = g_planned_scratch.load();
+    while (bytes > cur && !g_planned_scratch.compare_exchange_weak(cur, bytes)) {
+    }
+  }
 
  private:
   int device_ = 0;
