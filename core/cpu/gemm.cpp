@@ -4,7 +4,8 @@
 //    batch size, a 2-D A or B is broadcast over the batch (C must then be 3-D), one BLAS
 //    call per batch entry.
 //  - Epilogue per row of C: + bias[N], then pre_gelu = C (if given), C = gelu(C)
-//    (f32 GELU through the 4-lane vec_math.h kernel).
+//    (f32 GELU through the 4-lane vec_math.h kernel); or C *= gelu'(dgelu_pre), the
+//    same kernel as gelu_backward, so the fused op equals matmul then gelu_backward.
 //  - beta == 0 never reads C (BLAS overwrites it; K == 0 zeroes it), so NaN garbage
 //    cannot leak in.
 //  - Mixed precision (A or B bf16, C f32): both operands are copied as f32 holding
@@ -44,6 +45,19 @@ void matmul_impl(const Tensor& C, const Tensor& A, const Tensor& B, const GemmOp
       continue;
     }
     blas_gemm(o.trans_a, o.trans_b, M, N, K, o.alpha, pa + i * sa, pb + i * sb, o.beta, pc + i * sc);
+  }
+  if (o.dgelu_pre) {
+    const T* x = o.dgelu_pre->ptr<T>();
+    parallel_for(nb * M, row_grain(N, kGrainMath), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        T* row = pc + r * N;
+        if constexpr (std::is_same_v<T, float>)
+          gelu_grad_f32(row, x + r * N, row, N);
+        else
+          for (int64_t j = 0; j < N; ++j) row[j] *= gelu_tanh_grad(x[r * N + j]);
+      }
+    });
+    return;
   }
   if (!o.bias && !o.gelu) return;
   const T* bias = nullptr;
