@@ -9,7 +9,9 @@ namespace {
 // 0 <= max_seqlen <= T.
 void qkv_rules(const Op& op, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& cu_seqlens,
                int max_seqlen) {
-  op.dtype(q, "q");
+  // bf16 on CUDA (cuDNN's fused attention: core/cuda/attention_cudnn.cpp).
+  constexpr Kernels kQkv{{DType::F32, DType::F64}, {DType::F32, DType::BF16}};
+  op.dtype(q, "q", kQkv);
   op.on_device(k, "k");
   VLM_ASSERT(q.ndim() == 3 && k.ndim() == 3, op.name, ": expected q[T,NH,HS], k[T,NKV,HS], got ", q.str(), " ",
              k.str());
