@@ -81,6 +81,10 @@ class TransformerStack {
   // calling it for consecutive ranges from the top runs the same ops in the same order.
   void backward_layers(TpContext& ctx, const PackedSeqs& seq, const Tensor& dres, int l0, int l1) const;
   int n_layers() const { return n_layers_; }
+  // Asks b for the device scratch of this stack's attention over up to max_T tokens, at
+  // the dtype its activations were planned in (after the plan is allocated): the
+  // model's part of "no allocation inside a step" (docs/gpu.md, "Memory inside a step").
+  void reserve_scratch(Backend& b, int64_t max_T) const;
 
  private:
   const BlockActs& saved(int l) const { return saved_[cfg_.recompute == Recompute::Full ? 0 : size_t(l)]; }

@@ -125,6 +125,7 @@ void VisionEncoder::bind_and_plan() {
   }
   acts_.add(&dres_, R::T, {d});
   acts_.allocate(backend, max_T, max_T, dtype_);
+  stack_.reserve_scratch(backend, max_T);
   out_ = readout_.post_norm ? &ln_ : &stack_.output();
 
   // Image b is tokens [b*GG, (b+1)*GG); positions are unused (no RoPE) but kept valid.
