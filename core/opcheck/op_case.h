@@ -86,11 +86,13 @@ OpCaseResult check_op_case(const OpCase& c, Backend& b);
 // CPU alone can make without a second backend).
 OpCaseResult check_op_case_finite(const OpCase& c);
 
-// The table, in four parts (core/opcheck/cases_*.cpp), and all of it.
+// The table, in five parts (core/opcheck/cases_*.cpp), and all of it.
 std::vector<OpCase> gemm_elementwise_cases();  // matmul, bias_backward, elementwise, copy
 std::vector<OpCase> nn_cases();                // norms, softmax, rope, attention, embedding
 std::vector<OpCase> loss_conv_optim_cases();   // cross-entropy, vocab pieces, conv, pool, AdamW
 std::vector<OpCase> decode_cases();            // scatter_rows, attention_decode
+std::vector<OpCase> fast_path_cases();         // the fast CUDA paths: bf16 GEMM epilogues, dGELU,
+                                               // chunked mixed GEMMs, fixed-order reductions, bf16 attention
 std::vector<OpCase> all_op_cases();
 
 }  // namespace vlm::opcheck
