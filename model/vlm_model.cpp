@@ -109,7 +109,7 @@ void VlmModel::load(Stream& s, const MicroBatch& mb, int slot) {
                 cfg_.max_text);
   FrontSlot& f = *slots_[size_t(slot)];
   cur_ = slot;
-  f.B = B, f.seed = mb.seed, f.loss_norm = mb.loss_norm;
+  f.B = B, f.seed = mb.seed, f.lod = mb.lod, f.loss_norm = mb.loss_norm;
   const int64_t S = v.image_size, G = v.grid();
   // In s's order: after the slot's last readers, which the caller orders before s
   // (train/step.h), or earlier work on s itself.
@@ -160,6 +160,7 @@ void VlmModel::scorers_prepare(Stream& s, int slot) {
   FrontSlot& f = *slots_[size_t(slot)];
   const int64_t G = cfg_.vision.grid();
   const Tensor tex = f.texture.slice(0, f.B).view(Shape{f.B, kTextureChannels, G * G});
+  f.stage().set_lod_step(f.lod);
   f.stage().forward_prepare(s, f.features(), tex, f.query.slice(0, f.B), f.has_prompt, f.seed);
 }
 

@@ -93,7 +93,8 @@ struct MicroBatch {
   const float* texture = nullptr;   // [B,13,G,G] (when vision.texture)
   std::vector<std::vector<int32_t>> prompt, caption;  // [B] each
   double loss_norm = 1.0;           // divisor of the summed loss (see above)
-  uint64_t seed = 0;                // lod.policy=random
+  uint64_t seed = 0;                // lod.policy=random, lod.explore
+  LodConfig::Step lod;              // the LOD training schedule at this step (none elsewhere)
   int64_t counted() const;          // caption tokens (= counted targets)
 };
 

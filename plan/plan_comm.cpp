@@ -61,7 +61,7 @@ StepBytes step_bytes(const VlmConfig& cfg, const RankLayout& l, const RankPlan& 
   add(t, CollKind::AllReduce, 4);  // the gradient norm's TP-split sum of squares (every group size)
 
   CommCounters& d = out.dp;
-  add(d, CollKind::AllReduce, 8 + 32);  // the trainer's host reductions (f64)
+  add(d, CollKind::AllReduce, 8 + 64);  // the trainer's host reductions (f64)
   const bool zero = l.zero > 0 && l.dp > 1;
   for (size_t i = 0; i < r.owned.size(); ++i) {
     if (r.grad_elems[i] == 0) continue;  // frozen

@@ -9,7 +9,8 @@
 // reduce-scatter + tail all-reduce + the values' all-gather), the optimizer's norm
 // (optim/optimizer.h: 4 bytes on TP, and 8 on DP under ZeRO-1) and the trainer's two
 // host reductions over DP per step (the counted tokens, 8 bytes; the loss, tokens,
-// visual tokens and images, 32 bytes).
+// visual tokens, images and the four relevance-precision sums of train/lod_metrics.h,
+// 64 bytes).
 // The step's shape decides the activation-sized terms; largest_step (model/work.h) is the
 // shape the arenas are planned for, so its bytes are what the largest step moves.
 #pragma once

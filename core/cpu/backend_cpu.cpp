@@ -36,6 +36,7 @@
 #include "core/backend.h"
 #include "core/cpu/blas.h"
 #include "core/cpu/thread_pool.h"
+#include "core/cpu_kernels.h"
 
 namespace vlm {
 namespace {
@@ -227,7 +228,7 @@ class CpuBackend final : public Backend {
   CpuBackend() : default_("default") { cpu::blas_init(); }
   DeviceKind device() const override { return DeviceKind::CPU; }
   std::string description() const override {
-    return cat("cpu (", cpu_thread_summary(), ")");
+    return cat("cpu (", cpu_thread_summary(), "; ", cpu_kernel_summary(), ")");
   }
   void* allocate(size_t bytes) override {
     g_cpu_allocations.fetch_add(1, std::memory_order_relaxed);
