@@ -50,6 +50,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt) : st_(std::make_unique<State>(c
                 "' has no captions (--data.train_split)");
     S.tok = find_tokenizer(S.data, ds);
     S.vcfg = resolve_vlm_config(cfg, S.train, *S.tok, tp);
+    S.vcfg.sharding = DpSharding{S.train.zero, dp, rt.groups().dp().rank()};  // nn/param_layout.h
     S.rule = text_rule(S.data, S.train, *S.tok);
   });
 
@@ -66,6 +67,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt) : st_(std::make_unique<State>(c
   so.mode = S.sched.mode;
   S.dpg = std::make_unique<DpGrads>(S.model->modules(), S.trainable, rt.groups().dp(), S.train.zero, S.train.bucket_mb, b,
                                      S.train.grad_reduce_bf16 ? DType::BF16 : DType::F32);
+  S.dpg->attach(*S.model);  // ZeRO-3: evaluation fetches the backbone's layers from the DP group
   S.step = std::make_unique<VlmStep>(*S.model, *S.streams, *S.dpg, S.trainable, S.train.micro_batches, so);
   S.opt = std::make_unique<AdamW>(S.model->modules(), S.trainable, *S.dpg, b, S.train.optim);
   S.plan = rank_plan(*S.model, *S.dpg, *S.opt, S.meter->live_bytes());
