@@ -33,9 +33,9 @@ class F32Views {
 void attention_forward_bf16(Stream& s, const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
                             const Tensor& v, const Tensor& cu_seqlens, int max_seqlen, bool causal) {
   const F32Views f(cuda_stream(s), {&q, &k, &v, &out});
-  for (size_t i = 0; i < 3; ++i) convert(s, f[i], i == 0 ? q : i == 1 ? k : v);
-  attention_forward(s, f[3], lse, f[0], f[1], f[2], cu_seqlens, max_seqlen, causal);
-  convert(s, out, f[3]);
+  for (size_t i = 0; i < 3; ++i) cuda::convert(s, f[i], i == 0 ? q : i == 1 ? k : v);
+  cuda::attention_forward(s, f[3], lse, f[0], f[1], f[2], cu_seqlens, max_seqlen, causal);
+  cuda::convert(s, out, f[3]);
 }
 
 void attention_backward_bf16(Stream& s, const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
@@ -43,11 +43,11 @@ void attention_backward_bf16(Stream& s, const Tensor& dq, const Tensor& dk, cons
                              const Tensor& cu_seqlens, int max_seqlen, bool causal) {
   const F32Views f(cuda_stream(s), {&dout, &q, &k, &v, &out, &dq, &dk, &dv});
   const Tensor* in[] = {&dout, &q, &k, &v, &out};
-  for (size_t i = 0; i < 5; ++i) convert(s, f[i], *in[i]);
-  attention_backward(s, f[5], f[6], f[7], f[0], f[1], f[2], f[3], f[4], lse, cu_seqlens, max_seqlen, causal);
-  convert(s, dq, f[5]);
-  convert(s, dk, f[6]);
-  convert(s, dv, f[7]);
+  for (size_t i = 0; i < 5; ++i) cuda::convert(s, f[i], *in[i]);
+  cuda::attention_backward(s, f[5], f[6], f[7], f[0], f[1], f[2], f[3], f[4], lse, cu_seqlens, max_seqlen, causal);
+  cuda::convert(s, dq, f[5]);
+  cuda::convert(s, dk, f[6]);
+  cuda::convert(s, dv, f[7]);
 }
 
 }  // namespace vlm::cuda
