@@ -3,7 +3,8 @@
 //   vlm plan --config configs/siglip_qwen2_tp8.cfg --nodes 4 --gpus-per-node 8 [--gpu h100]
 // prints the requested layout's exact memory per TP rank and bytes per group, its
 // modelled step time, and every layout of the cluster ranked (fitting first, fastest
-// first). A layout that does not fit ends with one line naming the term and the excess
+// first); with --plan.llm_seq N also the backbone alone at N tokens per sample on one GPU
+// (plan/plan_llm.h), the figure bench_llm measures. A layout that does not fit ends with one line naming the term and the excess
 // (exit 2), after the tables.
 #include <algorithm>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include "base/options.h"
 #include "data/storage/dataset.h"
 #include "plan/plan.h"
+#include "plan/plan_llm.h"
 #include "train/train_options.h"
 
 namespace vlm {
@@ -26,6 +28,8 @@ namespace {
 struct PlanInputs {
   PlanOptions plan;
   int top = 10;  // ranked layouts printed
+  int64_t llm_seq = 0;    // the backbone alone at this sequence length (0 = not): plan/plan_llm.h
+  int64_t llm_batch = 1;  // samples of llm_seq tokens per step of the backbone alone
 };
 
 const OptionSet<PlanInputs>& plan_inputs() {
@@ -53,6 +57,12 @@ const OptionSet<PlanInputs>& plan_inputs() {
     s.option("plan.reserve_gib", plan(&PlanOptions::reserve_gib), "GiB per GPU kept for the CUDA context and workspaces")
         .range(0, 1e4);
     s.option("plan.top", &PlanInputs::top, "ranked layouts printed").range(1, 1000);
+    s.option("plan.llm_seq", &PlanInputs::llm_seq,
+             "also model the backbone alone (model.*) on one GPU at this sequence length, as bench_llm runs it "
+             "(0 = not)")
+        .range(0, 1 << 24);
+    s.option("plan.llm_batch", &PlanInputs::llm_batch, "samples of plan.llm_seq tokens per step of the backbone alone")
+        .range(1, 1 << 16);
   });
   return set;
 }
@@ -147,6 +157,22 @@ void print_ranking(const std::vector<LayoutPlan>& all, int top, const LayoutChoi
   }
 }
 
+// The backbone alone at plan.llm_batch x plan.llm_seq tokens (plan/plan_llm.h).
+void print_llm_alone(const PlanInputs& in, const LayoutPlan& p, const Planner& pl) {
+  const int64_t seq = in.llm_seq, batch = in.llm_batch;
+  const bool bf16 = pl.options().bf16;
+  const ModelConfig& m = p.cfg.llm;
+  const SustainedFractions f;
+  const LlmStepPrediction r = predict_llm_step(m, batch, seq, pl.gpu(), bf16, f);
+  std::printf("\nbackbone alone (%s L%d C%lld NH%d NKV%d F%lld V%lld), batch %lld x seq %lld, %s on one %s "
+              "(sustained: matmuls %.0f%%, attention %.0f%% of the %s peak, memory %.0f%% of HBM):\n"
+              "  modelled step %.2f ms = matmul %.2f + attention %.2f + memory %.2f ms; %.4g model GFLOP; MFU %.1f%%\n",
+              m.is_llama() ? "llama" : "gpt2", m.n_layers, (long long)m.d_model, m.n_heads, m.kv_heads(),
+              (long long)m.d_ff, (long long)m.vocab_size, (long long)batch, (long long)seq, bf16 ? "bf16" : "fp32",
+              pl.gpu().name, 100 * f.gemm, 100 * f.attention, bf16 ? "bf16" : "fp32", 100 * f.memory,
+              ms(r.total_s()), ms(r.gemm_s), ms(r.attention_s), ms(r.memory_s), r.model_flops / 1e9, 100 * r.mfu);
+}
+
 int run_plan(const Config& cfg) {
   const PlanInputs in = plan_inputs().read(cfg);
   PlanOptions o = in.plan;
@@ -163,6 +189,7 @@ int run_plan(const Config& cfg) {
   print_memory(p);
   print_bytes(p);
   print_time(p, planner);
+  if (in.llm_seq > 0) print_llm_alone(in, p, planner);
   std::printf("\nplanning every layout of %d GPUs with the global batch of %lld ...\n", o.world(),
               (long long)planner.global_batch());
   std::fflush(stdout);

@@ -10,6 +10,9 @@
 //    once and its outputs are checked to be finite (check_op_case_finite); the CPU ops
 //    themselves are checked against double-precision references by the test suite
 //    (test_ops_reference, test_gradcheck). The output says which of the two was done.
+// Then, on a GPU, which path each attention shape the cases ran took: cuDNN's fused
+// attention or our kernels, and why (attention_paths, core/ops.h; docs/gpu.md,
+// "Attention").
 // Exit code 0 when every case passes, 1 otherwise (2 for a bad option, apps/command.h).
 #include <algorithm>
 #include <chrono>
@@ -23,6 +26,7 @@
 #include "core/cpu_kernels.h"
 #include "core/device_options.h"
 #include "core/opcheck/op_case.h"
+#include "core/ops.h"
 
 namespace vlm {
 namespace {
@@ -90,6 +94,12 @@ int selfcheck(const Config& cfg) {
     else std::printf("  (%s)\n", r.detail.c_str());
   }
   double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (gpu) {
+    const std::vector<std::string> paths = attention_paths(b.default_stream());
+    std::printf("attention paths (f32 attention always runs our kernels; bf16 as follows):%s\n",
+                paths.empty() ? " no bf16 attention case ran" : "");
+    for (const std::string& p : paths) std::printf("  %s\n", p.c_str());
+  }
   const int run = int(cases.size());
   std::printf("%d/%d op cases passed (%s) in %.1f s\n", run - failed, run,
               gpu ? "compared with the CPU reference" : "CPU only: finiteness", sec);

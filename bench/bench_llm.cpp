@@ -24,11 +24,13 @@
 #include "base/options.h"
 #include "bench/bench_util.h"
 #include "core/device_options.h"
+#include "core/gpu_spec.h"
 #include "core/ops.h"
 #include "llm/backbone.h"
 #include "llm/param_specs.h"
 #include "parallel/groups.h"
 #include "parallel/mpi/mpi_session.h"
+#include "plan/plan_llm.h"
 
 using namespace vlm;
 
@@ -169,6 +171,15 @@ void run_model(const std::string& name, Backend& b, Communicator& tp, const Benc
     std::printf("  AdamW %.3f s", adam_times[adam_times.size() / 2]);
   }
   std::printf("\n");
+  // The planner's prediction for this shape on this GPU (plan/plan_llm.h), and the
+  // measured MFU on the planner's model FLOPs, so the two compare directly.
+  if (const GpuSpec* g = b.device() == DeviceKind::CUDA ? gpu_spec_of_device(b.description()) : nullptr) {
+    const LlmStepPrediction p = predict_llm_step(m, B, T1, *g, args.precision == Precision::BF16);
+    std::printf("%-8s plan (vlm plan --plan.llm_seq %lld, %s, %s): step %.3f s, MFU %.1f%%; measured: step %.3f s, "
+                "MFU %.1f%% on the same model FLOPs and peak\n",
+                name.c_str(), (long long)T1, g->name, args.precision == Precision::BF16 ? "bf16" : "fp32", p.total_s(),
+                100 * p.mfu, t, 100 * p.model_flops / (p.peak_flops * t));
+  }
   std::fflush(stdout);
 }
 

@@ -53,6 +53,26 @@ if(NOT VLM_CUDA STREQUAL "OFF")
     find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_DIR}/../lib /usr/local/cuda/lib REQUIRED)
     set(VLM_HAS_CUDA ON)
     message(STATUS "VLM: CUDA backend ON (archs ${CMAKE_CUDA_ARCHITECTURES}), cuDNN ${CUDNN_LIBRARY}, NCCL ${NCCL_LIBRARY}")
+    # cuDNN's fused attention goes through the header-only cuDNN frontend, pinned here;
+    # ./run setup puts the headers of this version (PyPI's nvidia-cudnn-frontend) into
+    # third_party/cudnn_frontend/. Without them the build still works and attention
+    # runs our own kernels (docs/gpu.md, "Attention").
+    set(VLM_CUDNN_FRONTEND_VERSION 1.16.0)
+    set(_vlm_fe ${PROJECT_SOURCE_DIR}/third_party/cudnn_frontend)
+    set(VLM_CUDNN_FRONTEND_INCLUDE_DIR "")
+    if(EXISTS ${_vlm_fe}/VERSION AND EXISTS ${_vlm_fe}/include/cudnn_frontend.h)
+      file(READ ${_vlm_fe}/VERSION _vlm_fe_version)
+      string(STRIP "${_vlm_fe_version}" _vlm_fe_version)
+      if(_vlm_fe_version STREQUAL VLM_CUDNN_FRONTEND_VERSION)
+        set(VLM_CUDNN_FRONTEND_INCLUDE_DIR ${_vlm_fe}/include)
+      endif()
+    endif()
+    if(VLM_CUDNN_FRONTEND_INCLUDE_DIR)
+      message(STATUS "VLM: cuDNN frontend ${VLM_CUDNN_FRONTEND_VERSION}: attention through cuDNN's fused attention")
+    else()
+      message(STATUS "VLM: note: cuDNN frontend ${VLM_CUDNN_FRONTEND_VERSION} not in ${_vlm_fe} (./run setup "
+        "fetches it): cuDNN attention compiled out, attention runs the project's CUDA kernels")
+    endif()
   elseif(VLM_CUDA STREQUAL "ON")
     message(FATAL_ERROR "VLM_CUDA=ON but no CUDA compiler was found (set CMAKE_CUDA_COMPILER)")
   else()

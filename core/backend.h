@@ -7,6 +7,7 @@
 // was compiled in and a GPU is present, else CPU; the choice is logged in one line.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -84,6 +85,12 @@ class Backend {
   // False for a backend that only reserves address space and never backs it with memory
   // (the planner's, core/reserving_backend.h): checks of available memory do not apply to it.
   virtual bool commits_memory() const { return true; }
+  // The device scratch one op on one stream may need (cuDNN attention's workspace, for
+  // one): a model asks for its largest when it is built, so each stream allocates its
+  // scratch once, at its first use, and a step never allocates (docs/gpu.md, "Memory
+  // inside a step"). Only the largest request counts. Nothing on the CPU (its ops keep
+  // per-thread host scratch).
+  virtual void reserve_scratch(size_t bytes) { (void)bytes; }
 };
 
 Backend& cpu_backend();
@@ -99,6 +106,11 @@ int thread_budget();
 bool cuda_available();
 // Why CUDA is not available ("not compiled in", "no CUDA device: <driver message>").
 std::string cuda_unavailable_reason();
+// Device allocations the backend of kind d has made in this process: every allocate()
+// of the CPU backend; every cudaMalloc of the CUDA backend (its tensors, each stream's
+// workspace and scratch; 0 without it). A step that allocates nothing leaves it
+// unchanged (tests/train/test_step_allocations.cpp).
+uint64_t device_allocations(DeviceKind d);
 // The CUDA backend on the current device; throws UserError when not available.
 Backend& cuda_backend();
 Backend& backend_for(DeviceKind d);

@@ -11,8 +11,19 @@ namespace vlm {
 namespace cuda {
 int device_count(std::string* reason);  // core/cuda/backend_cuda.cpp
 Backend& backend();
+uint64_t allocations();
 }  // namespace cuda
 #endif
+uint64_t cpu_allocations();  // core/cpu/backend_cpu.cpp
+
+uint64_t device_allocations(DeviceKind d) {
+  if (d == DeviceKind::CPU) return cpu_allocations();
+#ifdef VLM_HAS_CUDA
+  return cuda::allocations();
+#else
+  return 0;
+#endif
+}
 
 bool cuda_available() {
 #ifdef VLM_HAS_CUDA

@@ -40,6 +40,7 @@ class CountingBackend final : public Backend {
   std::unique_ptr<Event> create_event(bool timing) override { return inner_.create_event(timing); }
   void synchronize() override { inner_.synchronize(); }
   bool commits_memory() const override { return inner_.commits_memory(); }
+  void reserve_scratch(size_t bytes) override { inner_.reserve_scratch(bytes); }
 
  private:
   Backend& inner_;

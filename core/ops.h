@@ -21,6 +21,8 @@
 //    HS head size, V vocabulary, N rows, K inner dim.
 #pragma once
 #include <array>
+#include <cstddef>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -29,7 +31,8 @@
 
 namespace vlm {
 
-// Options of matmul: C = alpha * op(A) @ op(B) + beta * C (+ bias) (-> gelu).
+// Options of matmul: C = alpha * op(A) @ op(B) + beta * C (+ bias) (-> gelu), or the
+// backward of a GELU: C = (alpha * op(A) @ op(B)) * gelu'(dgelu_pre).
 struct GemmOpts {
   bool trans_a = false;
   bool trans_b = false;
@@ -38,7 +41,13 @@ struct GemmOpts {
   const Tensor* bias = nullptr;  // [N], added to every row of C (epilogue)
   bool gelu = false;             // apply tanh-GELU after bias (epilogue)
   const Tensor* pre_gelu = nullptr;  // when gelu: receives the value before GELU (for backward)
+  // The GELU input saved by the forward (its pre_gelu; C's shape and dtype): C is then
+  // multiplied by the GELU derivative there (epilogue). Needs beta == 0, no bias, no gelu.
+  const Tensor* dgelu_pre = nullptr;
 };
+
+// The chunk of sum_squares' fixed summation order (core/ops/elementwise.inc).
+inline constexpr int64_t kSumSquaresChunk = 4096;
 
 // Options of adamw_step. Bias correction uses `step` (1-based).
 struct AdamWOpts {
@@ -72,5 +81,14 @@ namespace cuda {
 // The name of every public op, in table order (tests/core/test_conformance.cpp checks
 // that each has a conformance case).
 const std::vector<std::string_view>& op_names();
+
+// The device scratch one attention call over at most `tokens` packed rows of q[., nh, hs]
+// and k/v[., nkv, hs] of `dtype` may need on device d (CUDA bf16: cuDNN's workspace, or
+// our kernels' f32 copies; nothing otherwise): what a model reserves when it is built
+// (Backend::reserve_scratch; docs/gpu.md, "Memory inside a step").
+size_t attention_scratch_bytes(DeviceKind d, DType dtype, int64_t tokens, int64_t nh, int64_t nkv, int64_t hs);
+// One line per attention shape class run on stream s so far and the path it took
+// (cuDNN's fused attention or our kernel, and why): `vlm selfcheck` prints them.
+std::vector<std::string> attention_paths(Stream& s);
 
 }  // namespace vlm

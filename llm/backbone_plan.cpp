@@ -43,6 +43,7 @@ void Backbone::plan_activations() {
   p.add_f32(&a.dlosses, R::T);
   p.add(&a.dres, R::Ts, {C});
   p.allocate(backend_, max_tokens_, stream_rows(max_tokens_), act_);
+  stack_.reserve_scratch(backend_, max_tokens_);
   // The logits of padding columns are the constant -1e30: fill its source once here.
   if (a.pad_fill.defined()) fill(backend_.default_stream(), a.pad_fill, -1e30f);
 }

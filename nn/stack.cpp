@@ -47,6 +47,12 @@ void TransformerStack::bind(const ParamTable& t) {
   for (int l = 0; l < n_layers_; ++l) blocks_.push_back(Block::bind(cfg_, t, l, names_));
 }
 
+void TransformerStack::reserve_scratch(Backend& b, int64_t max_T) const {
+  VLM_ASSERT(planned_ && !saved_.empty() && saved_[0].attn.q.defined(), "reserve_scratch before the plan is allocated");
+  b.reserve_scratch(attention_scratch_bytes(b.device(), saved_[0].attn.q.dtype(), max_T, local_.NHl, local_.NKVl,
+                                            cfg_.head_dim));
+}
+
 void TransformerStack::plan(ActPlan& p) {
   VLM_ASSERT(!planned_, "transformer stack planned twice");
   planned_ = true;

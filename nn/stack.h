@@ -92,6 +92,10 @@ class TransformerStack {
   // calling it for consecutive ranges from the top runs the same ops in the same order.
   void backward_layers(TpContext& ctx, const PackedSeqs& seq, const Tensor& dres, int l0, int l1) const;
   int n_layers() const { return n_layers_; }
+  // Asks b for the device scratch of this stack's attention over up to max_T tokens, at
+  // the dtype its activations were planned in (after the plan is allocated): the
+  // model's part of "no allocation inside a step" (docs/gpu.md, "Memory inside a step").
+  void reserve_scratch(Backend& b, int64_t max_T) const;
   // The hook forward, forward_layers, decode and backward_layers call before each layer
   // (none by default; the training step under ZeRO-3 gathers in tasks of its own and
   // unsets it: train/step.h).

@@ -25,7 +25,8 @@ import os
 import re
 import sys
 
-SKIP_DIRS = {".git", "out", "node_modules", "__pycache__"}
+# third_party: fetched headers (./run setup: the cuDNN frontend), not the project's text.
+SKIP_DIRS = {".git", "out", "node_modules", "__pycache__", "third_party"}
 # Fixtures: the Hugging Face test checkpoints, and this tool's own broken examples (its
 # test runs it on that folder alone).
 SKIP_PATHS = {os.path.join("tests", "data", "hf_tiny"), os.path.join("tests", "docs", "fixture")}

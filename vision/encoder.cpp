@@ -127,6 +127,7 @@ void VisionEncoder::bind_and_plan() {
   acts_.add(&dres_, R::T, {d});
   if (act != dtype_) acts_.add_f32(&feat_, R::T, {d});
   acts_.allocate(backend, max_T, max_T, act);
+  stack_.reserve_scratch(backend, max_T);
   last_ = readout_.post_norm ? &ln_ : &stack_.output();
   out_ = feat_.defined() ? &feat_ : last_;
 

@@ -18,6 +18,7 @@
 // Large copies and zero fills (a gradient arena is cleared every step) are split over
 // the caller's thread pool (core/cpu/thread_pool.h), in chunks of whole cache lines.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -220,6 +221,9 @@ class AsyncCpuStream final : public Stream {
   std::thread worker_;
 };
 
+// Every allocate() of the CPU backend (device_allocations, core/backend.h).
+std::atomic<uint64_t> g_cpu_allocations{0};
+
 class CpuBackend final : public Backend {
  public:
   CpuBackend() : default_("default") { cpu::blas_init(); }
@@ -228,6 +232,7 @@ class CpuBackend final : public Backend {
     return cat("cpu (", cpu_thread_summary(), "; ", cpu_kernel_summary(), ")");
   }
   void* allocate(size_t bytes) override {
+    g_cpu_allocations.fetch_add(1, std::memory_order_relaxed);
     if (bytes >= kHugeMin) {  // 2 MiB pages: fewer TLB misses in the big arenas' sweeps
       const size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
       void* p = std::aligned_alloc(kHuge, rounded);
@@ -275,6 +280,8 @@ class CpuBackend final : public Backend {
 };
 
 }  // namespace
+
+uint64_t cpu_allocations() { return g_cpu_allocations.load(std::memory_order_relaxed); }
 
 Backend& cpu_backend() {
   static CpuBackend b;

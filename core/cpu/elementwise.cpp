@@ -5,8 +5,9 @@
 // sum_squares: f32 and f64; all operands of an op share one dtype (bias_add's bias is
 // f32 for bf16). Outputs may alias inputs where the declaration allows it (each element
 // is read before it is written).
-// sum_squares reduces in fixed chunks of kChunk elements, then adds the chunk sums in
-// order, so its result does not depend on the number of threads.
+// sum_squares sums in the fixed order of its declaration (core/ops/elementwise.inc), the
+// CUDA kernel's, so its result depends neither on the number of threads nor on the
+// backend.
 // Threads: streaming loops split into one contiguous chunk per thread of at least
 // kGrainStream elements (core/cpu/thread_pool.h); the loop bodies are plain indexed
 // loops the compiler vectorises.
@@ -32,6 +33,17 @@ void for_rows(int64_t N, int64_t C, F&& f) {
   parallel_for(N, row_grain(C, kGrainStream), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) f(r);
   });
+}
+
+// The xor butterfly over 32 lanes (o = 16, 8, 4, 2, 1: v[i] += v[i ^ o]) that a warp's
+// shuffle reduction computes; every lane ends with the same sum, returned.
+double lanes_tree_sum(double (&v)[32]) {
+  for (int o = 16; o > 0; o >>= 1) {
+    double w[32];
+    for (int i = 0; i < 32; ++i) w[i] = v[i] + v[i ^ o];
+    std::copy(w, w + 32, v);
+  }
+  return v[0];
 }
 
 }  // namespace
@@ -119,22 +131,22 @@ void unslice_cols(Stream& s, const Tensor& dst, const Tensor& src, int64_t offse
 void sum_squares(Stream& s, const Tensor& out, const Tensor& x) {
   dispatch_float(x.dtype(), "sum_squares", [&](auto tag) {
     using T = decltype(tag);
-    constexpr int64_t kChunk = 4096;
-    const int64_t n = x.numel(), nchunks = (n + kChunk - 1) / kChunk;
+    const int64_t n = x.numel(), nchunks = (n + kSumSquaresChunk - 1) / kSumSquaresChunk;
     const T* p = x.ptr<T>();
-    // Each chunk is summed in double, in order; then the chunk sums are added in order.
+    // The order of core/ops/elementwise.inc, "sum_squares" (the CUDA kernel's): each
+    // chunk in 32 lanes, then the chunk sums in 32 lanes.
     double* part = thread_scratch<double>(0, nchunks);
-    parallel_for(nchunks, kGrainStream / kChunk, [&](int64_t c0, int64_t c1) {
+    parallel_for(nchunks, kGrainStream / kSumSquaresChunk, [&](int64_t c0, int64_t c1) {
       for (int64_t ch = c0; ch < c1; ++ch) {
-        double acc = 0;
-        const int64_t e = std::min(n, (ch + 1) * kChunk);
-        for (int64_t i = ch * kChunk; i < e; ++i) acc += double(p[i]) * double(p[i]);
-        part[ch] = acc;
+        double lane[32] = {};
+        const int64_t b = ch * kSumSquaresChunk, e = std::min(n, b + kSumSquaresChunk);
+        for (int64_t i = b; i < e; ++i) lane[(i - b) % 32] += double(p[i]) * double(p[i]);
+        part[ch] = lanes_tree_sum(lane);
       }
     });
-    double total = 0;
-    for (int64_t ch = 0; ch < nchunks; ++ch) total += part[ch];
-    out.ptr<T>()[0] += T(total);
+    double lane[32] = {};
+    for (int64_t ch = 0; ch < nchunks; ++ch) lane[ch % 32] += part[ch];
+    out.ptr<T>()[0] += T(lanes_tree_sum(lane));
   });
 }
 

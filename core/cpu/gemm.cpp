@@ -4,7 +4,8 @@
 //    batch size, a 2-D A or B is broadcast over the batch (C must then be 3-D), one BLAS
 //    call per batch entry.
 //  - Epilogue per row of C: + bias[N], then pre_gelu = C (if given), C = gelu(C)
-//    (f32 GELU through the 4-lane vec_math.h kernel).
+//    (f32 GELU through the 4-lane vec_math.h kernel); or C *= gelu'(dgelu_pre), the
+//    same kernel as gelu_backward, so the fused op equals matmul then gelu_backward.
 //  - beta == 0 never reads C (BLAS overwrites it; K == 0 zeroes it), so NaN garbage
 //    cannot leak in.
 //  - Mixed precision (A or B bf16; an f32 operand is rounded to bf16): on a CPU with
@@ -50,12 +51,25 @@ void batched_gemm(const GemmShape& g, const TA* pa, const TA* pb, T* pc, const G
   }
 }
 
-// + bias, then GELU (keeping pre_gelu), on every row of C.
+// + bias, then GELU (keeping pre_gelu), on every row of C; or C *= gelu'(dgelu_pre).
 template <typename T>
 void epilogue(const Tensor& C, const GemmShape& g, const GemmOpts& o) {
-  if (!o.bias && !o.gelu) return;
   const int64_t N = g.N, nb = g.batch, M = g.M;
   T* pc = C.ptr<T>();
+  if (o.dgelu_pre) {  // C *= gelu'(dgelu_pre): gelu_backward's kernel
+    const T* x = o.dgelu_pre->ptr<T>();
+    parallel_for(nb * M, row_grain(N, kGrainMath), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        T* row = pc + r * N;
+        if constexpr (std::is_same_v<T, float>)
+          gelu_grad_f32(row, x + r * N, row, N);
+        else
+          for (int64_t j = 0; j < N; ++j) row[j] *= gelu_tanh_grad(x[r * N + j]);
+      }
+    });
+    return;
+  }
+  if (!o.bias && !o.gelu) return;
   const T* bias = nullptr;
   if (o.bias) bias = o.bias->ptr<T>();
   T* pre = nullptr;

@@ -10,7 +10,7 @@
 // needed (one dot product per row and tile) instead of stored in a workspace.
 // dq, dk, dv are overwritten; tokens outside every sample get 0.
 #include "core/cuda/attention_common.cuh"
-#include "core/cuda/stage.h"
+#include "core/cuda/attention_cudnn.h"
 
 namespace vlm::cuda {
 namespace {
@@ -253,14 +253,11 @@ void launch_backward(cudaStream_t st, int B, int max_seqlen, const Params& P, co
 void attention_backward(Stream& s, const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
                         const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
                         const Tensor& cu_seqlens, int max_seqlen, bool causal) {
-  if (any_bf16({&dq, &dk, &dv, &dout, &q, &k, &v, &out}))  // bf16 through f32 staging (core/cuda/stage.h)
-    return run_staged(s,
-                      {{&dq, true}, {&dk, true}, {&dv, true}, {&dout, false}, {&q, false}, {&k, false}, {&v, false},
-                       {&out, false}},
-                      [&](const std::vector<Tensor>& t) {
-                        cuda::attention_backward(s, t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], lse, cu_seqlens,
-                                           max_seqlen, causal);
-                      });
+  if (q.dtype() == DType::BF16) {  // the routes of attention_cudnn.h
+    if (!cudnn_attention_backward(s, dq, dk, dv, dout, q, k, v, out, lse, cu_seqlens, max_seqlen, causal))
+      attention_backward_bf16(s, dq, dk, dv, dout, q, k, v, out, lse, cu_seqlens, max_seqlen, causal);
+    return;
+  }
   const char* op = "attention_backward";
   const int B = check_limits(op, q, cu_seqlens);
   cudaStream_t st = stream_of(s);

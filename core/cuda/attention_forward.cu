@@ -4,12 +4,10 @@
 // Grid: (ceil(max_seqlen/16), NH, B); blocks past their sample's end exit at once.
 // Tokens outside every sample (T > cu_seqlens[B]) get out = 0 and lse = 0.
 //
-// Future work: a cuDNN fused-SDPA path (cudnn frontend graph with ragged offsets) or a
-// tensor-core kernel would be several times faster; it is not written yet because it
-// needs a GPU to validate against this kernel, and none was available when it was
-// written. This kernel is the simple, obviously-correct reference for it.
+// Routes (attention_cudnn.h): bf16 goes to cuDNN's fused attention when it takes the
+// shape, else through this kernel on f32 copies (attention_bf16.cu); f32 runs here.
 #include "core/cuda/attention_common.cuh"
-#include "core/cuda/stage.h"
+#include "core/cuda/attention_cudnn.h"
 
 namespace vlm::cuda {
 namespace {
@@ -120,10 +118,11 @@ void launch_forward(cudaStream_t st, dim3 grid, const Params& P, float* out, flo
 
 void attention_forward(Stream& s, const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
                        const Tensor& v, const Tensor& cu_seqlens, int max_seqlen, bool causal) {
-  if (any_bf16({&out, &q, &k, &v}))  // f32 kernel; bf16 through f32 staging (core/cuda/stage.h)
-    return run_staged(s, {{&out, true}, {&q, false}, {&k, false}, {&v, false}}, [&](const std::vector<Tensor>& t) {
-      cuda::attention_forward(s, t[0], lse, t[1], t[2], t[3], cu_seqlens, max_seqlen, causal);
-    });
+  if (q.dtype() == DType::BF16) {
+    if (!cudnn_attention_forward(s, out, lse, q, k, v, cu_seqlens, max_seqlen, causal))
+      attention_forward_bf16(s, out, lse, q, k, v, cu_seqlens, max_seqlen, causal);
+    return;
+  }
   const char* op = "attention_forward";
   const int B = check_limits(op, q, cu_seqlens);
   cudaStream_t st = stream_of(s);

@@ -4,6 +4,8 @@
 // handle + workspace + lazy cuDNN handle) and CudaEvent (timing when asked).
 // device_count() is the one entry that must work without a driver: it turns any error
 // of cudaGetDeviceCount into 0 and a reason, and clears the sticky error state.
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -15,6 +17,16 @@
 #include "core/out_of_memory.h"
 
 namespace vlm::cuda {
+
+namespace {
+
+std::atomic<uint64_t> g_allocations{0};
+std::atomic<size_t> g_planned_scratch{0};
+
+}  // namespace
+
+uint64_t allocations() { return g_allocations.load(std::memory_order_relaxed); }
+size_t planned_scratch() { return g_planned_scratch.load(std::memory_order_relaxed); }
 
 // ---- events and streams ---------------------------------------------------------------
 
@@ -49,8 +61,10 @@ float CudaEvent::elapsed_ms(const Event& start) {
 // cudaMalloc of `bytes` on the current device; when the device has no room, OutOfMemory
 // (core/out_of_memory.h) with `what` it was for and the device's free and total memory,
 // never a bare CUDA error code.
+// Every cudaMalloc of the backend goes through here, so allocations() counts them all.
 static void* cuda_malloc(size_t bytes, const std::string& what) {
   void* p = nullptr;
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
   const cudaError_t st = cudaMalloc(&p, bytes);
   if (st == cudaErrorMemoryAllocation) {
     cudaGetLastError();  // clear, so later checks do not report this failure again
@@ -76,23 +90,42 @@ CudaStream::CudaStream(std::string name, bool high_priority) : name_(std::move(n
 }
 
 CudaStream::~CudaStream() {
-  // No checks: destructors may run after the driver began shutting down.
+  // No checks: destructors may run after the driver began shutting down. The ops' plans
+  // (cuBLASLt descriptors, cuDNN graphs) go before the handles they were built with.
+  for (auto& st : states_) st.reset();
   if (cudnn_) cudnnDestroy(cudnn_);
   if (cublaslt_) cublasLtDestroy(cublaslt_);
   if (workspace_) cudaFree(workspace_);
-  if (cast_) cudaFree(cast_);
+  if (scratch_) cudaFree(scratch_);
+  if (stage_) cudaFree(stage_);
   if (stream_) cudaStreamDestroy(stream_);
 }
 
-void* CudaStream::cast_scratch(size_t bytes) {
-  if (bytes <= cast_bytes_) return cast_;
-  CUDA_CHECK(cudaStreamSynchronize(stream_));
-  if (cast_) CUDA_CHECK(cudaFree(cast_));
-  cast_ = nullptr;
-  cast_bytes_ = 0;
-  cast_ = cuda_malloc(bytes, cat("the cast scratch of stream '", name_, "'"));
-  cast_bytes_ = bytes;
-  return cast_;
+void* CudaStream::scratch(size_t bytes) {
+  if (bytes <= scratch_bytes_) return scratch_;
+  const size_t want = std::max({bytes, kScratchMinBytes, planned_scratch()});
+  if (scratch_) {  // an unplanned need: the old buffer may still be read by enqueued work
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    CUDA_CHECK(cudaFree(scratch_));
+  }
+  scratch_ = nullptr;
+  scratch_bytes_ = 0;
+  scratch_ = cuda_malloc(want, cat("the scratch of stream '", name_, "'"));
+  scratch_bytes_ = want;
+  return scratch_;
+}
+
+void* CudaStream::stage_scratch(size_t bytes) {
+  if (bytes <= stage_bytes_) return stage_;
+  if (stage_) {  // the old buffer may still be read by enqueued work
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    CUDA_CHECK(cudaFree(stage_));
+  }
+  stage_ = nullptr;
+  stage_bytes_ = 0;
+  stage_ = cuda_malloc(bytes, cat("the stage buffer of stream '", name_, "'"));
+  stage_bytes_ = bytes;
+  return stage_;
 }
 
 void CudaStream::synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
@@ -178,6 +211,11 @@ class CudaBackend final : public Backend {
   }
   std::unique_ptr<Event> create_event(bool timing = false) override { return std::make_unique<CudaEvent>(timing); }
   void synchronize() override { CUDA_CHECK(cudaDeviceSynchronize()); }
+  void reserve_scratch(size_t bytes) override {
+    size_t cur = g_planned_scratch.load();
+    while (bytes > cur && !g_planned_scratch.compare_exchange_weak(cur, bytes)) {
+    }
+  }
 
  private:
   int device_ = 0;

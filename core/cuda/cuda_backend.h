@@ -9,9 +9,19 @@
 //    cuBLASLt and cuDNN; work on one stream is ordered, so they never overlap. The
 //    cuDNN handle is created on first use (cuDNN's initialisation is slow and most
 //    streams never run a convolution).
-//  - Each CudaStream also owns a cast buffer (cast_scratch), grown on demand: the bf16
-//    copy of an f32 operand of a mixed-precision matmul, or the f32 copies of a staged
-//    op's bf16 operands (core/cuda/stage.h), used by one op at a time.
+//  - Each CudaStream also owns a scratch buffer (scratch()): the ops' own device scratch
+//    (cuDNN attention's workspace, the bf16 chunks of a mixed-precision matmul's f32
+//    operand, the keys and partial sums of the deterministic reductions), used by one op
+//    at a time. It is allocated at its first use at the size planned when the model was
+//    built (Backend::reserve_scratch), at least kScratchMinBytes, so a run allocates it
+//    once per stream; a need beyond it (an unplanned shape) grows it, waiting for the
+//    stream first (docs/gpu.md, "Memory inside a step").
+//  - Each CudaStream keeps the plans its ops built (the cuBLASLt matmul plans, the cuDNN
+//    attention graphs: core/plan_cache.h) in its state slots, destroyed before its
+//    handles.
+//  - Each CudaStream also owns a stage buffer (stage_scratch), grown on demand (in the
+//    first step): the f32 copies of a staged op's bf16 operands (core/cuda/stage.h). It
+//    is apart from scratch() because the f32 op a staged op runs may use scratch().
 //  - Streams are blocking streams (cudaStreamDefault): synchronous copies through the
 //    legacy default stream (Backend::copy) wait for the work already enqueued on them.
 #pragma once
@@ -20,6 +30,8 @@
 #include <cudnn.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <string>
 
 #include "core/backend.h"
@@ -27,6 +39,18 @@
 namespace vlm::cuda {
 
 inline constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+inline constexpr size_t kScratchMinBytes = size_t(16) << 20;
+
+// What an op file keeps per stream (its plan caches); see CudaStream::state.
+struct StreamState {
+  virtual ~StreamState() = default;
+};
+enum class StreamSlot { Gemm, Attention, Count };
+
+// How often an op's plan cache built a plan (ran a heuristic) and reused one.
+struct PlanCounts {
+  uint64_t builds = 0, hits = 0, plans = 0;
+};
 
 // A cudaEvent_t on the current device, created with timing only when asked (timing
 // events are slower to record). Also the completion event NCCL operations share, by
@@ -69,9 +93,16 @@ class CudaStream final : public Stream {
   cudnnHandle_t cudnn();  // created on first call, bound to this stream
   void* workspace() const { return workspace_; }
   size_t workspace_bytes() const { return kWorkspaceBytes; }
-  // At least `bytes` of device memory for the op running on this stream; growing it
-  // first waits for the stream's work (the old buffer may still be read).
-  void* cast_scratch(size_t bytes);
+  // At least `bytes` of device scratch for the op running on this stream (see the
+  // header comment); growing it first waits for the stream's work (the old buffer may
+  // still be read).
+  void* scratch(size_t bytes);
+  size_t scratch_bytes() const { return scratch_bytes_; }
+  // At least `bytes` for staged operands (see the header comment); growing it first waits
+  // for the stream's work.
+  void* stage_scratch(size_t bytes);
+  // The state an op file keeps on this stream (created by it on first use).
+  std::unique_ptr<StreamState>& state(StreamSlot s) { return states_[size_t(s)]; }
 
  private:
   std::string name_;
@@ -79,8 +110,11 @@ class CudaStream final : public Stream {
   cublasLtHandle_t cublaslt_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;
   void* workspace_ = nullptr;
-  void* cast_ = nullptr;
-  size_t cast_bytes_ = 0;
+  void* scratch_ = nullptr;
+  size_t scratch_bytes_ = 0;
+  void* stage_ = nullptr;
+  size_t stage_bytes_ = 0;
+  std::unique_ptr<StreamState> states_[size_t(StreamSlot::Count)];
 };
 
 // The CudaStream behind a Stream of the CUDA backend (internal error otherwise).
@@ -92,5 +126,11 @@ inline cudaStream_t stream_of(Stream& s) { return cuda_stream(s).handle(); }
 int device_count(std::string* reason);
 // The process-wide CUDA backend (created on first call; needs device_count() > 0).
 Backend& backend();
+// cudaMalloc calls of the backend so far (vlm::device_allocations, core/backend.h).
+uint64_t allocations();
+// The scratch size planned so far (the largest Backend::reserve_scratch).
+size_t planned_scratch();
+// The plan caches of a stream (core/cuda/gemm.cu, core/cuda/attention_cudnn.cpp).
+PlanCounts gemm_plan_counts(CudaStream& s);
 
 }  // namespace vlm::cuda

@@ -3,9 +3,10 @@
 // f32 kernels (bf16 activations through f32 staging: core/cuda/stage.h) except convert
 // (any pair of f32, bf16, f64). Grid-stride loops over int64
 // element counts; each element is read and written by one thread, so every op whose
-// declaration allows aliasing (out == a, out == in) is safe. sum_squares reduces per
-// block in f32 and adds each block's part to out[0] with one atomicAdd (the order of
-// the block parts varies, so the last bits may differ between runs).
+// declaration allows aliasing (out == a, out == in) is safe. sum_squares sums in the
+// fixed order of its declaration (core/ops/elementwise.inc): one warp per chunk, the
+// chunk sums (double) in the stream's scratch, then one warp over them; no atomics, so
+// every run and the CPU give the same bits.
 #include <type_traits>
 
 #include "core/cuda/cuda_util.cuh"
@@ -45,11 +46,34 @@ __global__ void round_bf16_kernel(float* x, int64_t n) {
   VLM_GRID_STRIDE(i, n) x[i] = __bfloat162float(__float2bfloat16(x[i]));
 }
 
-__global__ void sum_squares_kernel(float* out, const float* x, int64_t n) {
-  float acc = 0.f;
-  VLM_GRID_STRIDE(i, n) acc += x[i] * x[i];
-  acc = block_sum(acc);
-  if (threadIdx.x == 0) atomicAdd(out, acc);
+// The xor butterfly of the 32 lanes (every lane ends with the same sum).
+__device__ __forceinline__ double warp_sum_d(double v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// part[ch] = the sum of squares of chunk ch: one warp per chunk, lane l adds elements
+// l, l+32, ... (an f32 square is exact in double, so a fused multiply-add rounds alike).
+__global__ void sum_squares_chunks_kernel(double* part, const float* x, int64_t n, int64_t nchunks) {
+  const int64_t ch = int64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  if (ch >= nchunks) return;  // warp-uniform
+  const int lane = threadIdx.x & 31;
+  const int64_t b = ch * kSumSquaresChunk, e = min(n, b + kSumSquaresChunk);
+  double acc = 0;
+  for (int64_t i = b + lane; i < e; i += 32) {
+    const double v = x[i];
+    acc += v * v;
+  }
+  acc = warp_sum_d(acc);
+  if (lane == 0) part[ch] = acc;
+}
+
+// out[0] += the chunk sums, combined as the chunks' elements were (one warp).
+__global__ void sum_squares_total_kernel(float* out, const double* part, int64_t nchunks) {
+  double acc = 0;
+  for (int64_t i = threadIdx.x; i < nchunks; i += 32) acc += part[i];
+  acc = warp_sum_d(acc);
+  if (threadIdx.x == 0) out[0] += float(acc);
 }
 
 // Conversions: f64 -> f64 is exact, everything else goes through f32 (bf16 rounds to
@@ -178,9 +202,16 @@ void unslice_cols(Stream& s, const Tensor& dst, const Tensor& src, int64_t offse
 }
 
 void sum_squares(Stream& s, const Tensor& out, const Tensor& x) {
-  if (x.numel() == 0) return;
-  const unsigned blocks = std::min(grid_1d(x.numel()), 1024u);
-  sum_squares_kernel<<<blocks, kThreads, 0, stream_of(s)>>>(f32p(out), f32p(x), x.numel());
+  const int64_t n = x.numel();
+  if (n == 0) return;  // out += 0
+  CudaStream& cs = cuda_stream(s);
+  const int64_t nchunks = (n + kSumSquaresChunk - 1) / kSumSquaresChunk;
+  auto* part = static_cast<double*>(cs.scratch(size_t(nchunks) * sizeof(double)));
+  const int64_t warps = kThreads / 32;
+  sum_squares_chunks_kernel<<<unsigned((nchunks + warps - 1) / warps), kThreads, 0, cs.handle()>>>(part, f32p(x), n,
+                                                                                                   nchunks);
+  CUDA_CHECK_LAUNCH();
+  sum_squares_total_kernel<<<1, 32, 0, cs.handle()>>>(f32p(out), part, nchunks);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -4,43 +4,52 @@
 //    "A" is our B and its "B" is our A, with m = N, n = M (no copies, no transposes).
 //  - Batched: strided batches; a 2-D operand is broadcast with batch stride 0. The
 //    common case A[b,M,K] x B[K,N] (no trans_a) is folded into one 2-D GEMM of b*M rows.
-//  - Types: f32 compute (CUBLAS_COMPUTE_32F, exact f32, no TF32) with A/B f32 -> C f32,
-//    or A/B bf16 -> C f32 or bf16. Mixed (one of A/B bf16, the other f32): the f32
-//    operand is converted to bf16 into the stream's cast buffer first, then the bf16
-//    GEMM runs (C f32 or bf16).
-//  - Epilogues: bias -> CUBLASLT_EPILOGUE_BIAS, bias+gelu -> GELU_BIAS, with pre_gelu ->
-//    GELU_AUX_BIAS (cuBLASLt's GELU is the tanh approximation, as ours). They are used
-//    only where cuBLASLt documents the combination (bias and pre_gelu of C's dtype, the
-//    aux leading dimension N divisible by 8); otherwise, or when cuBLASLt finds no
-//    algorithm for it, a plain GEMM is followed by our own epilogue kernel. Same result.
+//  - Types: f32 compute (CUBLAS_COMPUTE_32F) with A/B f32 -> C f32 (exact f32, no TF32),
+//    or A/B bf16 -> C f32 or bf16 straight from the bf16 operands (tensor cores, f32
+//    accumulation; a weight gradient accumulates into its f32 gradient with beta = 1).
+//    Mixed (one of A/B bf16, the other f32; C f32): the f32 operand goes to bf16 in
+//    chunks of rows through the stream's scratch (at most kCastChunkBytes each), one
+//    bf16 GEMM per chunk (along M or N: the chunk's rows of C; along K: accumulated
+//    into C), so no buffer grows with the operand.
+//  - Plans (docs/gpu.md, "GEMMs"): the descriptors, the layouts and the algorithm of a
+//    call are built once per GemmKey (shape, batch strides, leading dimensions,
+//    transposes, dtypes, epilogue, alignments: core/gemm_key.h) and cached on the stream
+//    (core/plan_cache.h); a call with a known key sets its pointers and runs. A key for
+//    which cuBLASLt has no algorithm is cached as such, and the call takes the plain
+//    GEMM and our epilogue kernel, every time, without asking again.
+//  - Epilogues: bias -> BIAS, bias+gelu -> GELU_BIAS, with pre_gelu -> GELU_AUX_BIAS
+//    (cuBLASLt's GELU is the tanh approximation, as ours), dgelu_pre -> DGELU (C times
+//    the GELU derivative at the saved input). Used where cuBLASLt documents the
+//    combination: the aux of C's dtype with its leading dimension divisible by 8; the
+//    bias of C's dtype, or f32 for a bf16 C (BIAS_DATA_TYPE); bias and aux 16-byte
+//    aligned (no preference tells the heuristic about them). Otherwise, or when
+//    cuBLASLt finds no algorithm, a plain GEMM is followed by our epilogue kernel.
 //  - beta == 0 never reads C (BLAS semantics), so garbage in C cannot leak in.
 //  - bias_backward: a deterministic column-sum kernel (no atomics), dbias += .
 #include <cstdint>
+#include <optional>
 
 #include "core/cuda/cuda_util.cuh"
 #include "core/cuda/stage.h"
+#include "core/gemm_key.h"
 #include "core/ops/gemm_shape.h"
+#include "core/plan_cache.h"
 
 namespace vlm::cuda {
 namespace {
 
+constexpr size_t kCastChunkBytes = size_t(16) << 20;  // <= kScratchMinBytes: never grows the scratch
+
 cudaDataType_t lt_type(DType t) { return t == DType::BF16 ? CUDA_R_16BF : CUDA_R_32F; }
 
-// Largest power of two (<= 256) dividing the address: cuBLASLt's heuristic assumes 256
-// unless told, and arena views may be less aligned.
-uint32_t alignment_of(const void* p) {
-  uint32_t a = 256;
-  while (a > 1 && (reinterpret_cast<uintptr_t>(p) % a) != 0) a /= 2;
-  return a;
-}
-
-// RAII owners of the cuBLASLt descriptors of one call.
+// RAII owners of the cuBLASLt descriptors of a plan.
 struct Layout {
   cublasLtMatrixLayout_t h = nullptr;
-  Layout(cudaDataType_t t, int64_t rows, int64_t cols, int64_t ld, int32_t batch, int64_t stride) {
+  Layout(cudaDataType_t t, int64_t rows, int64_t cols, int64_t ld, int64_t batch, int64_t stride) {
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&h, t, uint64_t(rows), uint64_t(cols), ld));
     if (batch > 1) {
-      CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(h, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof batch));
+      const int32_t b = int32_t(batch);
+      CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(h, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &b, sizeof b));
       CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(h, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
                                                     sizeof stride));
     }
@@ -74,61 +83,93 @@ struct Pref {
   }
 };
 
-// One GEMM problem in row-major terms (see the file comment for the mapping).
-struct Problem {
-  bool ta, tb;
-  int64_t M, N, K;
-  int32_t batch;
-  int64_t stride_a, stride_b, stride_c;  // elements; 0 = broadcast
-  const void* a;
-  const void* b;
-  void* c;
-  cudaDataType_t ab_type, c_type;
-  float alpha, beta;
+using Problem = GemmProblem;
+using Epilogue = GemmEpilogueArgs;
+
+// A cached plan: descriptors, layouts and the heuristic's algorithm (ok = found one).
+struct LtPlan {
+  OpDesc desc;
+  std::optional<Layout> la, lb, lc;
+  cublasLtMatmulAlgo_t algo{};
+  bool ok = false;
 };
 
-// Runs the GEMM with the given epilogue. Returns false (having done nothing) when
-// cuBLASLt supports no algorithm for this epilogue; any other failure aborts.
-bool lt_matmul(CudaStream& cs, const Problem& p, cublasLtEpilogue_t epi, const void* bias, void* aux) {
-  OpDesc desc;
-  const cublasOperation_t op_a = p.tb ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLASLt's A = our B
-  const cublasOperation_t op_b = p.ta ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLASLt's B = our A
-  desc.set(CUBLASLT_MATMUL_DESC_TRANSA, op_a);
-  desc.set(CUBLASLT_MATMUL_DESC_TRANSB, op_b);
-  desc.set(CUBLASLT_MATMUL_DESC_EPILOGUE, epi);
-  if (bias) desc.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
-  if (aux) {
-    desc.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux);
-    desc.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, p.N);
-    if (p.batch > 1) desc.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, p.stride_c);
+struct GemmPlans final : StreamState {
+  PlanCache<GemmKey, LtPlan, GemmKeyHash> cache;
+};
+
+GemmPlans& plans_of(CudaStream& cs) {
+  std::unique_ptr<StreamState>& st = cs.state(StreamSlot::Gemm);
+  if (!st) st = std::make_unique<GemmPlans>();
+  return static_cast<GemmPlans&>(*st);
+}
+
+cublasLtEpilogue_t lt_epilogue(GemmEpilogue e) {
+  switch (e) {
+    case GemmEpilogue::None: return CUBLASLT_EPILOGUE_DEFAULT;
+    case GemmEpilogue::Bias: return CUBLASLT_EPILOGUE_BIAS;
+    case GemmEpilogue::Gelu: return CUBLASLT_EPILOGUE_GELU;
+    case GemmEpilogue::GeluBias: return CUBLASLT_EPILOGUE_GELU_BIAS;
+    case GemmEpilogue::GeluAux: return CUBLASLT_EPILOGUE_GELU_AUX;
+    case GemmEpilogue::GeluAuxBias: return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    case GemmEpilogue::DGelu: return CUBLASLT_EPILOGUE_DGELU;
   }
-  // Stored (pre-op) column-major shapes: our B is [K,N] row-major = N x K col-major
-  // (ld N), or [N,K] = K x N (ld K) when trans_b; likewise our A; C is N x M (ld N).
-  Layout la(p.ab_type, p.tb ? p.K : p.N, p.tb ? p.N : p.K, p.tb ? p.K : p.N, p.batch, p.stride_b);
-  Layout lb(p.ab_type, p.ta ? p.M : p.K, p.ta ? p.K : p.M, p.ta ? p.M : p.K, p.batch, p.stride_a);
-  Layout lc(p.c_type, p.N, p.M, p.N, p.batch, p.stride_c);
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+// Descriptors and the heuristic's first algorithm for key k (ok = false when none).
+std::unique_ptr<LtPlan> build_plan(CudaStream& cs, const GemmKey& k) {
+  auto plan = std::make_unique<LtPlan>();
+  OpDesc& d = plan->desc;
+  d.set(CUBLASLT_MATMUL_DESC_TRANSA, k.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N);  // cuBLASLt's A = our B
+  d.set(CUBLASLT_MATMUL_DESC_TRANSB, k.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N);  // cuBLASLt's B = our A
+  d.set(CUBLASLT_MATMUL_DESC_EPILOGUE, lt_epilogue(k.epilogue));
+  if (epilogue_has_bias(k.epilogue)) d.set(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, lt_type(k.bias));
+  if (epilogue_has_aux(k.epilogue)) {
+    d.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, k.ldc);
+    if (k.batch > 1) d.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, k.stride_c);
+  }
+  // Stored (pre-op) column-major shapes: our B is [K,N] row-major = N x K col-major, or
+  // [N,K] = K x N when trans_b; likewise our A; C is N x M.
+  plan->la.emplace(lt_type(k.ab), k.trans_b ? k.K : k.N, k.trans_b ? k.N : k.K, k.ldb, k.batch, k.stride_b);
+  plan->lb.emplace(lt_type(k.ab), k.trans_a ? k.M : k.K, k.trans_a ? k.K : k.M, k.lda, k.batch, k.stride_a);
+  plan->lc.emplace(lt_type(k.c), k.N, k.M, k.ldc, k.batch, k.stride_c);
 
   Pref pref;
-  const uint64_t ws = cs.workspace_bytes();
-  pref.set(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, ws);
-  pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment_of(p.b));
-  pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment_of(p.a));
-  pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment_of(p.c));
-  pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment_of(p.c));
-
+  pref.set(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, uint64_t(cs.workspace_bytes()));
+  pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, uint32_t(k.align_b));
+  pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, uint32_t(k.align_a));
+  pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, uint32_t(k.align_c));
+  pref.set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, uint32_t(k.align_c));
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  cublasStatus_t st =
-      cublasLtMatmulAlgoGetHeuristic(cs.cublaslt(), desc.h, la.h, lb.h, lc.h, lc.h, pref.h, 1, &result, &found);
-  if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && found == 0)) {
-    VLM_ASSERT(epi != CUBLASLT_EPILOGUE_DEFAULT, "matmul: cuBLASLt has no algorithm for M=", p.M, " N=", p.N,
-               " K=", p.K, " batch=", p.batch);
+  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(cs.cublaslt(), d.h, plan->la->h, plan->lb->h,
+                                                           plan->lc->h, plan->lc->h, pref.h, 1, &result, &found);
+  if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && found == 0)) return plan;  // ok = false
+  CUBLAS_CHECK(st);
+  plan->algo = result.algo;
+  plan->ok = true;
+  return plan;
+}
+
+// Runs p with epilogue e through its cached plan. Returns false (having done nothing)
+// when cuBLASLt has no algorithm for this epilogue; a plain GEMM without one aborts.
+bool lt_matmul(CudaStream& cs, const Problem& p, GemmEpilogue e, const Epilogue& ep) {
+  const GemmKey k = gemm_key(p, e, ep.bias_dtype);
+  LtPlan& plan = plans_of(cs).cache.get(k, [&] { return build_plan(cs, k); });
+  if (!plan.ok) {
+    VLM_ASSERT(e != GemmEpilogue::None, "matmul: cuBLASLt has no algorithm for ", k.str());
     return false;
   }
-  CUBLAS_CHECK(st);
-  st = cublasLtMatmul(cs.cublaslt(), desc.h, &p.alpha, p.b, la.h, p.a, lb.h, &p.beta, p.c, lc.h, p.c, lc.h,
-                      &result.algo, cs.workspace(), ws, cs.handle());
-  if (st == CUBLAS_STATUS_NOT_SUPPORTED && epi != CUBLASLT_EPILOGUE_DEFAULT) return false;
+  if (epilogue_has_bias(e)) plan.desc.set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, ep.bias);
+  if (epilogue_has_aux(e)) plan.desc.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, static_cast<const void*>(ep.aux));
+  const cublasStatus_t st =
+      cublasLtMatmul(cs.cublaslt(), plan.desc.h, &p.alpha, p.b, plan.la->h, p.a, plan.lb->h, &p.beta, p.c,
+                     plan.lc->h, p.c, plan.lc->h, &plan.algo, cs.workspace(), cs.workspace_bytes(), cs.handle());
+  if (st == CUBLAS_STATUS_NOT_SUPPORTED && e != GemmEpilogue::None) {
+    plan.ok = false;  // never asked again for this key
+    return false;
+  }
   CUBLAS_CHECK(st);
   return true;
 }
@@ -143,23 +184,37 @@ __device__ __forceinline__ void store_f(void* p, bool bf, int64_t i, float v) {
     static_cast<float*>(p)[i] = v;
 }
 
-// c[rows, n] = gelu?(c + bias) with pre = c + bias saved before GELU (fallback epilogue).
-__global__ void epilogue_kernel(void* c, bool c_bf, const void* bias, bool bias_bf, void* pre, bool pre_bf,
-                                bool gelu, int64_t total, int64_t n) {
+// Our epilogue on rows x n of c (row stride ldc; aux shares it): c = gelu?(c + bias)
+// saving aux = c + bias before the GELU, or c *= gelu'(aux) (dgelu).
+__global__ void epilogue_kernel(void* c, bool c_bf, int64_t ldc, const void* bias, bool bias_bf, void* aux,
+                                bool gelu, bool dgelu, int64_t total, int64_t n) {
   VLM_GRID_STRIDE(i, total) {
-    float x = load_f(c, c_bf, i);
-    if (bias) x += load_f(bias, bias_bf, i % n);
-    if (gelu) {
-      if (pre) store_f(pre, pre_bf, i, x);
-      x = gelu_f(x);
+    const int64_t at = (i / n) * ldc + i % n;
+    float x = load_f(c, c_bf, at);
+    if (dgelu) {
+      x *= gelu_grad_f(load_f(aux, c_bf, at));
+    } else {
+      if (bias) x += load_f(bias, bias_bf, i % n);
+      if (gelu) {
+        if (aux) store_f(aux, c_bf, at, x);
+        x = gelu_f(x);
+      }
     }
-    store_f(c, c_bf, i, x);
+    store_f(c, c_bf, at, x);
   }
 }
 
 // c = beta * c (beta == 0 writes zeros without reading): the K == 0 case.
-__global__ void scale_c_kernel(void* c, bool c_bf, float beta, int64_t total) {
-  VLM_GRID_STRIDE(i, total) store_f(c, c_bf, i, beta == 0.f ? 0.f : beta * load_f(c, c_bf, i));
+__global__ void scale_c_kernel(void* c, bool c_bf, int64_t ldc, float beta, int64_t total, int64_t n) {
+  VLM_GRID_STRIDE(i, total) {
+    const int64_t at = (i / n) * ldc + i % n;
+    store_f(c, c_bf, at, beta == 0.f ? 0.f : beta * load_f(c, c_bf, at));
+  }
+}
+
+// dst[i] = bf16(src[i]) (round to nearest even, as convert).
+__global__ void cast_bf16_kernel(__nv_bfloat16* dst, const float* src, int64_t n) {
+  VLM_GRID_STRIDE(i, n) dst[i] = __float2bfloat16(src[i]);
 }
 
 // dbias[col] += sum over rows of dout[row, col]: one block per 32 columns, 16 row lanes,
@@ -179,65 +234,134 @@ __global__ void bias_backward_kernel(float* dbias, const float* dout, int64_t ro
   }
 }
 
-}  // namespace
-
-void matmul(Stream& s, const Tensor& C, const Tensor& A, const Tensor& B, const GemmOpts& o) {
-  if (A.dtype() != B.dtype()) {  // mixed precision: cast the f32 operand (file comment)
-    const bool a_f32 = A.dtype() == DType::F32;
-    const Tensor& f = a_f32 ? A : B;
-    Tensor cast(cuda_stream(s).cast_scratch(size_t(f.numel()) * 2), f.shape(), DType::BF16, DeviceKind::CUDA);
-    cuda::convert(s, cast, f);
-    return a_f32 ? cuda::matmul(s, C, cast, B, o) : cuda::matmul(s, C, A, cast, o);
-  }
-  const GemmShape g = gemm_shape(C, A, B, o);
-  const int64_t M = g.M, N = g.N, K = g.K, nb = g.batch;
-  const Tensor* bias = o.bias;
-  const Tensor* pre = (o.gelu && o.pre_gelu) ? o.pre_gelu : nullptr;
-  if (M == 0 || N == 0 || nb == 0) return;
-  CudaStream& cs = cuda_stream(s);
-  const bool c_bf = C.dtype() == DType::BF16;
-  const int64_t total = nb * M * N;
-
-  bool fused = false;  // the epilogue ran inside cuBLASLt
-  if (K == 0) {  // no product: C = beta C, then the epilogue below
-    scale_c_kernel<<<grid_1d(total), kThreads, 0, cs.handle()>>>(C.data(), c_bf, o.beta, total);
+// C = alpha op(A) op(B) + beta C, then the epilogue: fused when cuBLASLt can, else our
+// kernel after the plain GEMM. A and B of one dtype.
+void gemm(CudaStream& cs, const Problem& p, const Epilogue& ep) {
+  if (p.M == 0 || p.N == 0 || p.batch == 0) return;
+  const bool c_bf = p.c_dtype == DType::BF16;
+  const int64_t rows = p.batch * p.M, total = rows * p.N;
+  bool fused = false;
+  if (p.K == 0) {  // no product: C = beta C, then the epilogue below
+    VLM_ASSERT(p.batch == 1 || p.stride_c == p.M * p.ldc, "matmul: K == 0 with a strided C");
+    scale_c_kernel<<<grid_1d(total), kThreads, 0, cs.handle()>>>(p.c, c_bf, p.ldc, p.beta, total, p.N);
     CUDA_CHECK_LAUNCH();
   } else {
-    Problem p{o.trans_a, o.trans_b, M, N, K, 1, 0, 0, 0, A.data(), B.data(), C.data(),
-              lt_type(A.dtype()), lt_type(C.dtype()), o.alpha, o.beta};
-    if (nb > 1 && A.ndim() == 3 && B.ndim() == 2 && !o.trans_a) {
-      p.M = nb * M;  // [b,M,K] x [K,N]: rows of all batches are one [b*M,K] matrix
-    } else if (nb > 1) {
-      VLM_ASSERT(nb <= INT32_MAX, "matmul: batch too large");
-      p.batch = int32_t(nb);
-      p.stride_a = g.stride_a;
-      p.stride_b = g.stride_b;
-      p.stride_c = g.stride_c;
-    }
-    // Epilogue in cuBLASLt where documented: bias/aux of C's dtype, aux ld % 8 == 0.
-    // The bias and aux pointers also need 16-byte alignment (no preference attribute
-    // tells the heuristic about them, and a misaligned one fails in cublasLtMatmul with
-    // an error other than NOT_SUPPORTED, or faults); arena views may be less aligned,
-    // so those take our epilogue kernel instead.
-    const bool bias_ok = !bias || (bias->dtype() == C.dtype() && alignment_of(bias->data()) >= 16);
-    const bool aux_ok = !pre || (pre->dtype() == C.dtype() && N % 8 == 0 && alignment_of(pre->data()) >= 16);
-    cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
-    if (bias_ok && aux_ok) {
-      if (o.gelu)
-        epi = pre ? (bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX)
-                  : (bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU);
-      else if (bias)
-        epi = CUBLASLT_EPILOGUE_BIAS;
-    }
-    if (epi != CUBLASLT_EPILOGUE_DEFAULT)
-      fused = lt_matmul(cs, p, epi, bias ? bias->data() : nullptr, pre ? pre->data() : nullptr);
-    if (!fused) lt_matmul(cs, p, CUBLASLT_EPILOGUE_DEFAULT, nullptr, nullptr);
+    const GemmEpilogue e = fused_epilogue(p, ep);
+    if (e != GemmEpilogue::None) fused = lt_matmul(cs, p, e, ep);
+    if (!fused) lt_matmul(cs, p, GemmEpilogue::None, Epilogue{});
   }
-  if ((bias || o.gelu) && !fused) {
-    epilogue_kernel<<<grid_1d(total), kThreads, 0, cs.handle()>>>(
-        C.data(), c_bf, bias ? bias->data() : nullptr, bias && bias->dtype() == DType::BF16,
-        pre ? pre->data() : nullptr, pre && pre->dtype() == DType::BF16, o.gelu, total, N);
+  if (ep.any() && !fused) {
+    epilogue_kernel<<<grid_1d(total), kThreads, 0, cs.handle()>>>(p.c, c_bf, p.ldc, ep.bias,
+                                                                   ep.bias_dtype == DType::BF16, ep.aux, ep.gelu,
+                                                                   ep.dgelu, total, p.N);
     CUDA_CHECK_LAUNCH();
+  }
+}
+
+const char* offset(const void* p, int64_t elems, DType t) {
+  return static_cast<const char*>(p) + elems * int64_t(dtype_size(t));
+}
+char* offset(void* p, int64_t elems, DType t) { return static_cast<char*>(p) + elems * int64_t(dtype_size(t)); }
+
+// A 2-D problem (batch 1) whose A (a_f32) or B is f32, the other bf16, C f32: the f32
+// operand's stored rows go to bf16 in chunks through the scratch, one bf16 GEMM each
+// (see the file comment). Chunks along K accumulate into C, so the epilogue then runs
+// once, after the last chunk, in our kernel.
+void gemm_mixed(CudaStream& cs, Problem p, const Epilogue& ep, bool a_f32) {
+  const int64_t rows = a_f32 ? (p.ta ? p.K : p.M) : (p.tb ? p.N : p.K);  // stored rows of the f32 operand
+  const int64_t cols = a_f32 ? (p.ta ? p.M : p.K) : (p.tb ? p.K : p.N);
+  const int64_t ld = a_f32 ? p.lda : p.ldb;
+  VLM_ASSERT(ld == cols, "matmul: a strided f32 operand in a mixed-precision GEMM");
+  if (rows == 0 || p.M == 0 || p.N == 0) return gemm(cs, p, ep);  // nothing to cast (K == 0: C = beta C)
+  const int64_t chunk = std::max<int64_t>(1, int64_t(kCastChunkBytes / 2) / std::max<int64_t>(cols, 1));
+  VLM_ASSERT(cols * 2 <= int64_t(kCastChunkBytes), "matmul: a row of ", cols, " elements exceeds the cast chunk");
+  auto* cast = static_cast<__nv_bfloat16*>(cs.scratch(size_t(std::min(rows, chunk) * cols) * 2));
+  const float* f = static_cast<const float*>(a_f32 ? p.a : p.b);
+  // The f32 operand's rows are M (A, no trans_a) or N (B, trans_b): the chunks are rows or
+  // columns of C; otherwise they are K: the chunks add up in C.
+  const bool along_k = a_f32 ? p.ta : !p.tb;
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+    const int64_t r1 = std::min(rows, r0 + chunk), n = r1 - r0;
+    cast_bf16_kernel<<<grid_1d(n * cols), kThreads, 0, cs.handle()>>>(cast, f + r0 * cols, n * cols);
+    CUDA_CHECK_LAUNCH();
+    Problem q = p;
+    q.ab = DType::BF16;
+    Epilogue e = ep;
+    if (a_f32) q.a = cast; else q.b = cast;
+    if (along_k) {
+      q.K = n;
+      // The other operand's K slice: rows of a [K,*] layout, columns of a [*,K] one.
+      if (a_f32)
+        q.b = offset(p.b, p.tb ? r0 : r0 * p.ldb, DType::BF16);
+      else
+        q.a = offset(p.a, p.ta ? r0 * p.lda : r0, DType::BF16);
+      if (r0 > 0) q.beta = 1.f;
+      e = Epilogue{};
+    } else if (a_f32) {  // rows r0..r1 of C
+      q.M = n;
+      q.c = offset(p.c, r0 * p.ldc, p.c_dtype);
+      if (ep.aux) e.aux = offset(ep.aux, r0 * p.ldc, p.c_dtype);
+    } else {  // columns r0..r1 of C
+      q.N = n;
+      q.c = offset(p.c, r0, p.c_dtype);
+      if (ep.bias) e.bias = offset(ep.bias, r0, ep.bias_dtype);
+      if (ep.aux) e.aux = offset(ep.aux, r0, p.c_dtype);
+    }
+    gemm(cs, q, e);
+  }
+  if (along_k && ep.any()) {  // the epilogue on the accumulated C
+    const int64_t total = p.M * p.N;
+    epilogue_kernel<<<grid_1d(total), kThreads, 0, cs.handle()>>>(p.c, p.c_dtype == DType::BF16, p.ldc, ep.bias,
+                                                                   ep.bias_dtype == DType::BF16, ep.aux, ep.gelu,
+                                                                   ep.dgelu, total, p.N);
+    CUDA_CHECK_LAUNCH();
+  }
+}
+
+}  // namespace
+
+PlanCounts gemm_plan_counts(CudaStream& s) {
+  const GemmPlans& g = plans_of(s);
+  return PlanCounts{g.cache.builds(), g.cache.hits(), g.cache.size()};
+}
+
+void matmul(Stream& s, const Tensor& C, const Tensor& A, const Tensor& B, const GemmOpts& o) {
+  const GemmShape g = gemm_shape(C, A, B, o);
+  CudaStream& cs = cuda_stream(s);
+  Problem p;
+  p.ta = o.trans_a, p.tb = o.trans_b;
+  p.M = g.M, p.N = g.N, p.K = g.K;
+  p.lda = o.trans_a ? g.M : g.K, p.ldb = o.trans_b ? g.K : g.N, p.ldc = g.N;
+  p.a = A.data(), p.b = B.data(), p.c = C.data();
+  p.ab = A.dtype(), p.c_dtype = C.dtype();
+  p.alpha = o.alpha, p.beta = o.beta;
+  if (g.batch > 1 && A.ndim() == 3 && B.ndim() == 2 && !o.trans_a) {
+    p.M = g.batch * g.M;  // [b,M,K] x [K,N]: rows of all batches are one [b*M,K] matrix
+  } else if (g.batch > 1) {
+    VLM_ASSERT(g.batch <= INT32_MAX, "matmul: batch too large");
+    p.batch = g.batch;
+    p.stride_a = g.stride_a, p.stride_b = g.stride_b, p.stride_c = g.stride_c;
+  }
+  Epilogue ep;
+  if (o.bias) ep.bias = o.bias->data(), ep.bias_dtype = o.bias->dtype();
+  ep.gelu = o.gelu;
+  if (o.gelu && o.pre_gelu) ep.aux = o.pre_gelu->data();
+  if (o.dgelu_pre) ep.aux = o.dgelu_pre->data(), ep.dgelu = true;
+
+  if (A.dtype() == B.dtype()) return gemm(cs, p, ep);
+  // Mixed precision (file comment): batch entries one by one, each a 2-D problem.
+  const bool a_f32 = A.dtype() == DType::F32;
+  p.ab = DType::BF16;
+  Problem one = p;
+  one.batch = 1, one.stride_a = one.stride_b = one.stride_c = 0;
+  for (int64_t i = 0; i < p.batch; ++i) {
+    Problem q = one;
+    q.a = offset(p.a, i * p.stride_a, A.dtype());
+    q.b = offset(p.b, i * p.stride_b, B.dtype());
+    q.c = offset(p.c, i * p.stride_c, C.dtype());
+    Epilogue e = ep;
+    if (ep.aux) e.aux = offset(ep.aux, i * p.stride_c, C.dtype());
+    gemm_mixed(cs, q, e, a_f32);
   }
 }
 

@@ -15,7 +15,7 @@ bool any_bf16(std::initializer_list<const Tensor*> ts) {
 void run_staged(Stream& s, std::initializer_list<Staged> operands,
                 const std::function<void(const std::vector<Tensor>&)>& op) {
   constexpr size_t kAlign = 256;
-  // Offsets in the cast buffer: one copy per distinct bf16 memory (same data, same size).
+  // Offsets in the stage buffer: one copy per distinct bf16 memory (same data, same size).
   std::vector<const Tensor*> ops;
   std::vector<int> copy_of;  // index into `distinct`, -1 = passes through
   std::vector<const Tensor*> distinct;
@@ -41,7 +41,7 @@ void run_staged(Stream& s, std::initializer_list<Staged> operands,
     if (o.written) written[size_t(found)] = true;
     copy_of.push_back(found);
   }
-  char* base = bytes ? static_cast<char*>(cuda_stream(s).cast_scratch(bytes)) : nullptr;
+  char* base = bytes ? static_cast<char*>(cuda_stream(s).stage_scratch(bytes)) : nullptr;
   std::vector<Tensor> f32(distinct.size());
   for (size_t d = 0; d < distinct.size(); ++d) {
     f32[d] = Tensor(base + offset[d], distinct[d]->shape(), DType::F32, DeviceKind::CUDA);

@@ -1,7 +1,7 @@
 // bf16 activations on CUDA through f32 staging (docs/gpu.md, "bf16 activations"): an op
 // whose CUDA kernel reads and writes f32 takes bf16 tensors by converting each bf16
-// operand into an f32 copy in the stream's cast buffer (CudaStream::cast_scratch, one
-// op at a time; no staged op runs a matmul, whose cast the buffer also holds), running
+// operand into an f32 copy in the stream's stage buffer (CudaStream::stage_scratch, one
+// op at a time, apart from the ops' scratch()), running
 // the f32 kernel on the copies, then rounding the copies of the written operands back
 // into their bf16 tensors: the f32 op rounded once, as on the CPU. Operands that share
 // memory (in place: out == in) share one copy. f32 and undefined operands pass through.

@@ -106,7 +106,8 @@ OpCaseResult check_op_case_finite(const OpCase& c) {
 
 std::vector<OpCase> all_op_cases() {
   std::vector<OpCase> all;
-  for (auto* part : {&gemm_elementwise_cases, &nn_cases, &loss_conv_optim_cases, &decode_cases, &bf16_fused_cases}) {
+  for (auto* part : {&gemm_elementwise_cases, &nn_cases, &loss_conv_optim_cases, &decode_cases, &bf16_fused_cases,
+                     &fast_path_cases}) {
     std::vector<OpCase> v = part();
     all.insert(all.end(), v.begin(), v.end());
   }

@@ -92,6 +92,8 @@ std::vector<OpCase> nn_cases();                // norms, softmax, rope, attentio
 std::vector<OpCase> loss_conv_optim_cases();   // cross-entropy, vocab pieces, conv, pool, AdamW
 std::vector<OpCase> decode_cases();            // scatter_rows, attention_decode
 std::vector<OpCase> bf16_fused_cases();        // bf16 activations of every op that takes them; the fused ops
+std::vector<OpCase> fast_path_cases();         // the fast CUDA paths: bf16 GEMM epilogues, dGELU,
+                                               // chunked mixed GEMMs, fixed-order reductions, bf16 attention
 std::vector<OpCase> all_op_cases();
 
 }  // namespace vlm::opcheck

@@ -9,6 +9,7 @@ namespace {
 // 0 <= max_seqlen <= T.
 void qkv_rules(const Op& op, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& cu_seqlens,
                int max_seqlen) {
+  // bf16 on both backends; on CUDA cuDNN's fused attention (core/cuda/attention_cudnn.cpp).
   op.dtype(q, "q", kAct);
   op.on_device(k, "k");
   VLM_ASSERT(q.ndim() == 3 && k.ndim() == 3, op.name, ": expected q[T,NH,HS], k[T,NKV,HS], got ", q.str(), " ",

@@ -31,6 +31,11 @@ void matmul(const Op& op, const Tensor& C, const Tensor& A, const Tensor& B, con
                "] of C's dtype (or f32 for a bf16 C), C is ", C.str());
   }
   if (o.gelu && o.pre_gelu) op.same(*o.pre_gelu, C, "pre_gelu");
+  if (o.dgelu_pre) {
+    op.same(*o.dgelu_pre, C, "dgelu_pre");
+    VLM_ASSERT(o.beta == 0.f && !o.bias && !o.gelu, "matmul: dgelu_pre needs beta == 0, no bias and no gelu");
+    op.disjoint(C, "C", *o.dgelu_pre, "dgelu_pre");
+  }
 }
 
 void bias_backward(const Op& op, const Tensor& dbias, const Tensor& dout) {

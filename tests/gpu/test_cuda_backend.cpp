@@ -2,15 +2,18 @@
 // direction, zero-filled tensors, ordering across streams through events, event query,
 // synchronize and elapsed time around the copy op, f32 <-> bf16 conversion against the
 // host rounding of core/dtype.h, and one cuBLASLt matmul with
-// the bias+GELU epilogue against a host reference. Each test skips with the driver's
+// the bias+GELU epilogue against a host reference; the GEMM plan cache (one heuristic
+// call per key). Each test skips with the driver's
 // reason when no GPU is visible (so CI without a GPU passes and says why).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "core/backend.h"
+#include "core/cuda/cuda_backend.h"
 #include "core/ops.h"
 #include "core/tensor.h"
 
@@ -166,6 +169,39 @@ TEST(CudaBackend, MatmulBf16BiasGeluEpilogue) {
       EXPECT_NEAR(got_pre[size_t(i * N + j)], acc, 1e-4 * (1.0 + std::fabs(acc))) << i << "," << j;
       EXPECT_NEAR(got[size_t(i * N + j)], g, 1e-3 * (1.0 + std::fabs(g))) << i << "," << j;
     }
+}
+
+// The GEMM plan cache on the device (docs/gpu.md, "GEMMs"): the first call of a key runs
+// cuBLASLt's heuristic (a build), repeated calls reuse it (hits), another shape or
+// another epilogue is another key, and a cached plan gives the same bits.
+TEST(CudaBackend, GemmPlansBuiltOncePerKey) {
+  REQUIRE_GPU();
+  Backend& gpu = cuda_backend();
+  std::unique_ptr<Stream> s = gpu.create_stream("plans");  // a fresh stream: an empty cache
+  cuda::CudaStream& cs = cuda::cuda_stream(*s);
+  const int64_t M = 64, N = 96, K = 128;
+  Tensor a = to_backend(gpu, Tensor::from_vector(iota_values(size_t(M * K), 0.01f), Shape{M, K}));
+  Tensor b = to_backend(gpu, Tensor::from_vector(iota_values(size_t(K * N), 0.02f), Shape{K, N}));
+  Tensor c = Tensor::empty(gpu, Shape{M, N}), bias = Tensor::zeros(gpu, Shape{N});
+  matmul(*s, c, a, b, GemmOpts{});
+  s->synchronize();
+  const std::vector<float> first = to_vector_f32(c);
+  const cuda::PlanCounts one = cuda::gemm_plan_counts(cs);
+  EXPECT_EQ(one.builds, 1u);
+  for (int i = 0; i < 5; ++i) matmul(*s, c, a, b, GemmOpts{});
+  s->synchronize();
+  const cuda::PlanCounts same = cuda::gemm_plan_counts(cs);
+  EXPECT_EQ(same.builds, 1u) << "the heuristic ran again for a known key";
+  EXPECT_EQ(same.hits, 5u);
+  EXPECT_EQ(to_vector_f32(c), first);
+  GemmOpts withbias;
+  withbias.bias = &bias;
+  matmul(*s, c, a, b, withbias);  // another epilogue: another key
+  Tensor c2 = Tensor::empty(gpu, Shape{M - 1, N});
+  matmul(*s, c2, a.slice(0, M - 1), b, GemmOpts{});  // another shape
+  s->synchronize();
+  EXPECT_EQ(cuda::gemm_plan_counts(cs).builds, 3u);
+  EXPECT_EQ(cuda::gemm_plan_counts(cs).plans, 3u);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The time model of `vlm plan` (plan/plan_time.h) against hand-computed figures: ring
 // collective times, the roofline with peaks and with a measured op table, the op
-// table's refusals (one UserError naming the file and line), unknown GPU and link names.
+// table's refusals (one UserError naming the file and line), unknown GPU and link names;
+// the backbone alone at bench_llm's shape (plan/plan_llm.h) against its formula.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "plan/plan_llm.h"
 #include "plan/plan_time.h"
 
 namespace vlm {
@@ -80,6 +82,37 @@ TEST(PlanTime, Refusals) {
   EXPECT_NE(message([] { gpu_spec("v100"); }).find("expected h100, h200 or a100"), std::string::npos);
   EXPECT_NE(message([] { interconnect_gbs("carrier-pigeon"); }).find("expected ndr, hdr or eth100"), std::string::npos);
   EXPECT_DOUBLE_EQ(interconnect_gbs("ndr"), 50);
+}
+
+// The ~1B Llama (configs/llama1b.cfg) at 1 x 2048 tokens in bf16 on an H100, by hand:
+// matmul FLOPs 6 T (L (2C^2 + 2 C NKV HS + 3 C F) + V C), attention 3 L 2 n^2 NH HS (the
+// causal half of QK^T and PV, forward and the two backward products), the memory
+// traffic of plan_llm.h, each at its sustained rate.
+TEST(PlanTime, BackboneAloneAgainstTheFormula) {
+  ModelConfig m;
+  m.family = ModelFamily::Llama, m.vocab_size = 32000, m.d_model = 2048, m.n_layers = 22, m.n_heads = 32;
+  m.n_kv_heads = 4, m.d_ff = 5632, m.max_pos = 2048, m.tied_embeddings = false;
+  const double T = 2048, C = 2048, L = 22, NH = 32, NKV = 4, HS = 64, F = 5632, V = 32000;
+  const GpuSpec& g = gpu_spec("h100");
+  const LlmStepPrediction p = predict_llm_step(m, 1, 2048, g, true);
+  const double gemm = 6 * T * (L * (2 * C * C + 2 * C * NKV * HS + 3 * C * F) + V * C);
+  const double attn = 3 * L * 2 * T * T * NH * HS;
+  EXPECT_NEAR(p.gemm_flops / gemm, 1, 1e-12);
+  EXPECT_NEAR(p.attention_flops / attn, 1, 1e-12);
+  EXPECT_NEAR(p.model_flops / (gemm + attn), 1, 1e-12);
+  const double per_layer = 4 * C + 6 * C + 2 * (NH + NKV) * HS + 3 * F;
+  const double params = L * (2 * C * C + 2 * C * NKV * HS + 3 * C * F) + 2 * V * C;
+  const double bytes = T * (3 * per_layer * 2 * L + 16 * V) + 34 * params;
+  EXPECT_NEAR(p.memory_bytes / bytes, 1, 1e-12);
+  const double peak = 989.5e12;
+  const double t = gemm / (0.70 * peak) + attn / (0.35 * peak) + bytes / (0.80 * 3350e9);
+  EXPECT_NEAR(p.total_s() / t, 1, 1e-12);
+  EXPECT_NEAR(p.mfu, (gemm + attn) / (peak * t), 1e-12);
+  EXPECT_GT(p.mfu, 0.3);  // what the figures give: matmul-bound, the target's neighbourhood
+  EXPECT_LT(p.mfu, 0.7);
+  // fp32: the fp32 peak and 4-byte activations.
+  const LlmStepPrediction f = predict_llm_step(m, 1, 2048, g, false);
+  EXPECT_NEAR(f.gemm_s, gemm / (0.70 * 67e12), 1e-12 * f.gemm_s);
 }
 
 }  // namespace
