@@ -2,7 +2,7 @@
 // (plan/plan.h; README "Planning (`vlm plan`)"):
 //   vlm plan --config configs/siglip_qwen2_tp8.cfg --nodes 4 --gpus-per-node 8 [--gpu h100]
 // prints the requested layout's exact memory per TP rank and bytes per group, its
-// modelled step time, and every layout of the cluster ranked (fitting first, fastest
+// modelled step time, the bytes of its checkpoint and of each rank's shard, and every layout of the cluster ranked (fitting first, fastest
 // first). A layout that does not fit ends with one line naming the term and the excess
 // (exit 2), after the tables.
 #include <algorithm>
@@ -88,6 +88,27 @@ void print_bytes(const LayoutPlan& p) {
   row("dp", c.dp, p.bytes.dp, p.links.dp_name, p.links.dp_gbs, p.time.dp_s);
 }
 
+void print_checkpoint(const LayoutPlan& p, const Planner& pl) {
+  const std::vector<std::vector<int64_t>> bytes = pl.checkpoint_bytes(p);
+  int64_t total = 0, most = 0;
+  for (const std::vector<int64_t>& r : bytes)
+    for (int64_t b : r) total += b, most = std::max(most, b);
+  const int dp = p.choice.dp;
+  std::printf("\ncheckpoint (exact: the pieces vlm train writes, every rank its own shard; docs/checkpoints.md): %s of "
+              "tensor data (%lld B) in %d shards; the most one rank writes: %s\n",
+              mb(double(total)).c_str(), (long long)total, p.choice.tp * dp, mb(double(most)).c_str());
+  std::printf("  %-7s | %16s", "tp rank", "dp rank 0 B");
+  if (dp > 1) std::printf(" | %16s | %16s", cat("dp 1..", dp - 1, " min B").c_str(), "max B");
+  std::printf("\n");
+  for (size_t r = 0; r < bytes.size(); ++r) {
+    std::printf("  %-7zu | %16lld", r, (long long)bytes[r][0]);
+    if (dp > 1)
+      std::printf(" | %16lld | %16lld", (long long)*std::min_element(bytes[r].begin() + 1, bytes[r].end()),
+                  (long long)*std::max_element(bytes[r].begin() + 1, bytes[r].end()));
+    std::printf("\n");
+  }
+}
+
 void print_time(const LayoutPlan& p, const Planner& pl) {
   const StepTime& t = p.time;
   const double peak = (pl.options().bf16 ? pl.gpu().bf16_tflops : pl.gpu().fp32_tflops) * 1e12;
@@ -145,6 +166,7 @@ int run_plan(const Config& cfg) {
   print_memory(p);
   print_bytes(p);
   print_time(p, planner);
+  print_checkpoint(p, planner);
   std::printf("\nplanning every layout of %d GPUs with the global batch of %lld ...\n", o.world(),
               (long long)planner.global_batch());
   std::fflush(stdout);

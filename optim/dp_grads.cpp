@@ -15,7 +15,7 @@ Tensor flat_f32(const Arena& a) {
 
 DpGrads::DpGrads(const std::vector<ModuleParams>& modules, const std::vector<bool>& trainable, Communicator& dp,
                  int zero, double bucket_mb, Backend& backend, DType wire)
-    : modules_(modules), dp_(dp), zero_(dp.size() > 1 ? zero : 0), bucket_mb_(bucket_mb), wire_(wire) {  // ZeRO over one rank = none
+    : modules_(modules), dp_(dp), zero_(effective_zero(zero, dp.size())), bucket_mb_(bucket_mb), wire_(wire) {
   VLM_ASSERT(wire == DType::F32 || wire == DType::BF16, "DP gradient wire dtype ", dtype_name(wire));
   const int64_t p = dp.size(), r = dp.rank();
   VLM_ASSERT(trainable.size() == modules.size(), "one trainable flag per module");
@@ -31,9 +31,9 @@ DpGrads::DpGrads(const std::vector<ModuleParams>& modules, const std::vector<boo
     if (zero_ == 0) {
       o.begin = 0, o.end = n, o.grad = flat_f32(m.table->grad_arena());
     } else {
-      const int64_t s = n / p;
-      o.begin = r * s, o.end = (r + 1) * s, o.tail_begin = p * s, o.tail_end = n;
-      o.grad = Tensor::zeros(backend, Shape{s + (n - p * s)});
+      const DpShare d = dp_share(n, int(p), int(r));
+      o.begin = d.block.begin, o.end = d.block.end, o.tail_begin = d.tail.begin, o.tail_end = d.tail.end;
+      o.grad = Tensor::zeros(backend, Shape{d.block.size() + d.tail.size()});
     }
     // BF16: the gradients' bf16 copy, then (zero = 1) room for the reduced shard.
     const bool bf = wire_ == DType::BF16 && p > 1;

@@ -5,12 +5,13 @@
 //  - zero = 0: all-reduce (sum) of the whole arena over DP, in buckets of bucket_mb,
 //    posted together then waited; or of sub-ranges of it (reduce_range), each in
 //    buckets of at most bucket_mb.
-//  - zero = 1: DP rank r owns elements [r*s, (r+1)*s), s = floor(n / dp), and everyone
-//    owns the tail [dp*s, n) (fewer than dp elements). The gradients are reduce-scattered
-//    into shard_grad (r's block summed over DP), the tail all-reduced in place; after the
-//    optimizer has updated the owned values, gather_values all-gathers every rank's
-//    block back into the value arena. So optimizer state exists only for s + tail
-//    elements per module (optim/optimizer.h), 1/dp of the unsharded state.
+//  - zero = 1: DP rank r owns its block of the arena, about n / dp elements, and
+//    everyone owns the tail (optim/ownership.h: dp_share). The gradients are
+//    reduce-scattered into shard_grad (r's block summed over DP), the tail all-reduced
+//    in place; after the optimizer has updated the owned values, gather_values
+//    all-gathers every rank's block back into the value arena. So optimizer state
+//    exists only for the block + tail per module (optim/optimizer.h), 1/dp of the
+//    unsharded state.
 // wire (train.grad_reduce_dtype): F32 (the default) reduces the f32 gradients as they
 // are; BF16 converts them into a bf16 copy (wire_, n elements, allocated once), reduces
 // that (half the bytes; each reduction step rounds to bf16) and converts the sums back
@@ -24,6 +25,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "optim/ownership.h"
 #include "parallel/communicator.h"
 #include "model/vlm_model.h"
 

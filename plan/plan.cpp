@@ -7,6 +7,7 @@
 #include "base/config.h"
 #include "base/error.h"
 #include "parallel/options.h"
+#include "plan/plan_memory.h"
 
 namespace vlm {
 
@@ -64,7 +65,7 @@ Links Planner::links(int tp, int dp) const {
 LayoutChoice Planner::requested() const {
   LayoutChoice c;
   c.tp = tp_, c.dp = o_.world() / tp_, c.micro_batches = train_.micro_batches, c.batch = train_.batch;
-  c.zero = c.dp > 1 ? train_.zero : 0;  // ZeRO over one DP rank is none (optim/dp_grads.h)
+  c.zero = effective_zero(train_.zero, c.dp);
   const VlmConfig v = resolve_vlm_config(cfg_, train_, vocab_, tp_);
   c.recompute = v.llm.recompute, c.placement = v.scorers.scorers.placement;
   return c;
@@ -100,6 +101,14 @@ LayoutPlan Planner::plan(const LayoutChoice& c) const {
   std::snprintf(d, sizeof d, "an %s (%.0f GiB less a %.1f GiB reserve)", gpu_.name, gpu_.memory_gib, o_.reserve_gib);
   p.device = d;
   return p;
+}
+
+std::vector<std::vector<int64_t>> Planner::checkpoint_bytes(const LayoutPlan& p) const {
+  RankLayout l;
+  l.tp = p.choice.tp, l.dp = p.choice.dp, l.zero = p.choice.zero;
+  std::vector<std::vector<int64_t>> bytes;
+  for (l.tp_rank = 0; l.tp_rank < l.tp; ++l.tp_rank) bytes.push_back(plan_checkpoint_bytes(p.cfg, l));
+  return bytes;
 }
 
 std::vector<LayoutPlan> Planner::ranked(std::vector<std::string>* skipped) const {

@@ -63,6 +63,10 @@ class Planner {
   // scorers.placement) on nodes x gpus_per_node; UserError when it cannot run there.
   LayoutChoice requested() const;
   LayoutPlan plan(const LayoutChoice& c) const;  // UserError when the model refuses c.tp
+  // The bytes of tensor data each rank of p writes to a checkpoint, [TP rank][DP rank]
+  // (plan/plan_memory.h: plan_checkpoint_bytes; exact). Separate from plan(): the
+  // ranking does not need it.
+  std::vector<std::vector<int64_t>> checkpoint_bytes(const LayoutPlan& p) const;
   // Every layout of the cluster with the run's global batch, ranked (fitting, then step
   // time, then memory); `skipped` gets one line per tp the model refuses.
   std::vector<LayoutPlan> ranked(std::vector<std::string>* skipped) const;

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "base/error.h"
+#include "checkpoint/checkpoint_pieces.h"
 
 namespace vlm {
 
@@ -85,18 +86,34 @@ class StandInCommunicator final : public Communicator {
   int size_, rank_;
 };
 
+std::vector<bool> trainable_of(const VlmConfig& cfg) {
+  std::vector<bool> trainable;
+  for (int m = 0; m < kNumModules; ++m) trainable.push_back(!cfg.frozen[size_t(m)]);
+  return trainable;
+}
+
 }  // namespace
 
 RankPlan plan_rank(const VlmConfig& cfg, const RankLayout& l, const OptimOptions& o) {
   ReservingBackend b;
   StandInCommunicator tp("tp", l.tp, l.tp_rank), dp("dp", l.dp, l.dp_rank), self("self", 1, 0);
   VlmModel model(cfg, b, tp, self);
-  std::vector<bool> trainable;
-  for (int m = 0; m < kNumModules; ++m) trainable.push_back(!cfg.frozen[size_t(m)]);
+  const std::vector<bool> trainable = trainable_of(cfg);
   const std::vector<ModuleParams> mods = model.modules();
   DpGrads dpg(mods, trainable, dp, l.zero, l.bucket_mb, b, l.grad_wire);
   AdamW opt(mods, trainable, dpg, b, o);
   return rank_plan(model, dpg, opt, b.allocated());
+}
+
+std::vector<int64_t> plan_checkpoint_bytes(const VlmConfig& cfg, const RankLayout& l) {
+  ReservingBackend b;
+  StandInCommunicator tp("tp", l.tp, l.tp_rank), self("self", 1, 0);
+  VlmModel model(cfg, b, tp, self);
+  std::vector<int64_t> bytes;
+  StateOwner place = l;
+  for (place.dp_rank = 0; place.dp_rank < l.dp; ++place.dp_rank)
+    bytes.push_back(pieces_bytes(written_pieces(model.modules(), trainable_of(cfg), place)));
+  return bytes;
 }
 
 }  // namespace vlm

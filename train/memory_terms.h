@@ -42,10 +42,9 @@ struct MemoryTerms {
 // model, the DP reduction and the optimizer (their sum; `buffers` is the rest).
 MemoryTerms memory_terms(VlmModel& model, const DpGrads& dp, const AdamW& opt, size_t allocated);
 
-// A rank of a TP x DP layout.
-struct RankLayout {
-  int tp = 1, tp_rank = 0, dp = 1, dp_rank = 0;
-  int zero = 0;           // train.zero
+// A rank of a TP x DP layout: its place (tp, tp_rank, dp, dp_rank, train.zero:
+// optim/ownership.h) and the options of its DP reduction.
+struct RankLayout : StateOwner {
   double bucket_mb = 25;  // train.bucket_mb
   DType grad_wire = DType::F32;  // train.grad_reduce_dtype
 };
