@@ -48,13 +48,13 @@ void register_train_options(Config& cfg) {
   cfg.add_string("train.run", "run", "run name: outputs go to <train.out_dir>/<train.run>/");
   cfg.add_string("train.out_dir", "runs", "folder of the runs");
   cfg.add_int("train.save_every", 0,
-              "checkpoint every N steps and at the end (0 = at the end only, -1 = never; README Checkpoints)", -1,
+              "checkpoint every N steps and at the end (0 = at the end only, -1 = never; docs/checkpoints.md)", -1,
               int64_t(1) << 40);
-  cfg.add_int("train.keep_last", 3, "checkpoints kept in train.ckpt_dir (0 = all)", 0, 1 << 20);
+  cfg.add_int("train.keep_last", 3, "saves kept in train.ckpt_dir (0 = all)", 0, 1 << 20);
   cfg.add_string("train.ckpt_dir", "", "checkpoint folder (empty = <train.out_dir>/<train.run>/checkpoints)");
   cfg.add_string("train.resume", "",
-                 "resume from a checkpoint: auto (the newest in train.ckpt_dir, when there is one), a step_N.h5 "
-                 "file or a checkpoint folder; empty = start afresh");
+                 "resume from a checkpoint: auto (the save `latest` names in train.ckpt_dir, when there is one), "
+                 "a step_N folder, a step_N.h5 file or a checkpoint folder; empty = start afresh");
   cfg.add_float("train.bucket_mb", 25, "DP gradient bucket size in MiB", 0.001, 1 << 20);
   cfg.add_choice("train.precision", "fp32", {"fp32", "bf16"},
                  "arithmetic: fp32, or bf16 mixed precision (bf16 weight copies and activations, f32 master "
