@@ -15,6 +15,7 @@ void Trainer::State::resume() {
   const bool automatic = train.resume == "auto";
   std::string path;
   CheckpointState c;
+  const auto t0 = TrainClock::now();
   uint64_t read = 0;
   int64_t stored = 0;
   rt.on_every_rank("resume", [&] {
@@ -40,7 +41,7 @@ void Trainer::State::resume() {
                 path.c_str(), (long long)c.step, (long long)total, c.saved_tp, c.saved_dp,
                 c.zero ? cat(" zero=", c.zero).c_str() : "", (unsigned long long)read);
     if (stored >= 0) std::printf(" of the %lld stored", (long long)stored);
-    std::printf("\n");
+    std::printf(" in %.2f s\n", seconds_since(t0));
   }
 }
 
@@ -52,9 +53,9 @@ void Trainer::State::save(int64_t step) {
   c.micro_batches = train.micro_batches, c.global_batch = int64_t(c.saved_dp) * train.micro_batches * train.batch;
   const SaveReport r = save_checkpoint(train.ckpt_dir, train.keep_last, c, cfg, *tok, *model, trainable, *opt, rt);
   if (rt.root())
-    std::printf("checkpoint: %s (%s of tensor data in %d shards, at most %s from one rank; %s)\n", r.path.c_str(),
+    std::printf("checkpoint: %s (%s of tensor data in %d shards, at most %s from one rank; %.2f s)\n", r.path.c_str(),
                 format_bytes(double(r.total_bytes)).c_str(), r.shards, format_bytes(double(r.max_rank_bytes)).c_str(),
-                format_duration(seconds_since(t0)).c_str());
+                seconds_since(t0));
 }
 
 LoaderOptions Trainer::State::loader_options(const std::string& split) const {
