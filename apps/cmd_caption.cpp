@@ -39,7 +39,8 @@ namespace {
 constexpr uint64_t kMaxImageFileBytes = uint64_t(256) << 20;  // as `vlm data build` (README "Errors")
 
 void caption_options(Config& cfg) {
-  cfg.add_string("checkpoint", "", "checkpoint file (step_N.h5) or folder (its `latest`) of vlm train");
+  cfg.add_string("checkpoint", "",
+                 "a checkpoint of vlm train: a step_N folder, a step_N.h5 file, or a checkpoint folder (its `latest`)");
   cfg.add_string("image", "", "the image to caption (PNG or JPEG)");
   cfg.add_string("prompt", "", "the instruction (empty: the run's data.prompt)");
   cfg.add_string("save-relevance", "", "write the relevance picture (heatmap + level-of-detail grid) to this PNG");

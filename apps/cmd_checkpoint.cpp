@@ -29,7 +29,7 @@ void consolidate_options(Config& cfg) {
 }
 
 void verify_options(Config& cfg) {
-  cfg.add_string("checkpoint", "", "a checkpoint (step_N/ or step_N.h5) or a checkpoint folder (its `latest`)");
+  cfg.add_string("checkpoint", "", "a sharded checkpoint (step_N/) or a checkpoint folder (its `latest`)");
 }
 
 std::string input(const Config& cfg) {

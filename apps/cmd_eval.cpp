@@ -37,7 +37,8 @@ namespace vlm {
 namespace {
 
 void eval_options(Config& cfg) {
-  cfg.add_string("checkpoint", "", "checkpoint file (step_N.h5) or folder (its `latest`) of vlm train");
+  cfg.add_string("checkpoint", "",
+                 "a checkpoint of vlm train: a step_N folder, a step_N.h5 file, or a checkpoint folder (its `latest`)");
   cfg.add_string("data", "", "image-text HDF5 file (vlm data build)");
   cfg.add_string("split", "test", "split to evaluate: train, val, test or all");
   cfg.add_int("images", 0, "evaluate the first N samples of the split in the sampler's order (0 = all)", 0,

@@ -1,6 +1,6 @@
 // `vlm export`: a checkpoint of `vlm train` as Hugging Face files (checkpoint/export_hf.h;
 // README "Export to Hugging Face"):
-//   vlm export --checkpoint runs/x/ckpt[/step_N.h5] --out DIR
+//   vlm export --checkpoint runs/x/ckpt[/step_N] --out DIR
 // One process, or one TP group under mpirun (world = tp; each rank reads its slices and
 // the backbone is gathered to rank 0, which writes). The inputs are checked on every
 // rank in one agreed step before any work: a checkpoint that is not one, a gpt2 backbone
@@ -23,7 +23,8 @@ namespace vlm {
 namespace {
 
 void export_options(Config& cfg) {
-  cfg.add_string("checkpoint", "", "checkpoint file (step_N.h5) or folder (its `latest`) of vlm train");
+  cfg.add_string("checkpoint", "",
+                 "a checkpoint of vlm train: a step_N folder, a step_N.h5 file, or a checkpoint folder (its `latest`)");
   cfg.add_string("out", "", "output folder (created): llm/, vision/, vlm_extra.safetensors");
   register_runtime_options(cfg);
 }

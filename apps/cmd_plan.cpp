@@ -2,9 +2,9 @@
 // (plan/plan.h; README "Planning (`vlm plan`)"):
 //   vlm plan --config configs/siglip_qwen2_tp8.cfg --nodes 4 --gpus-per-node 8 [--gpu h100]
 // prints the requested layout's exact memory per TP rank and bytes per group, its
-// modelled step time, the bytes of its checkpoint and of each rank's shard, and every layout of the cluster ranked (fitting first, fastest
-// first). A layout that does not fit ends with one line naming the term and the excess
-// (exit 2), after the tables.
+// modelled step time, the bytes of its checkpoint and of each rank's shard, and every
+// layout of the cluster ranked (fitting first, fastest first). A layout that does not
+// fit ends with one line naming the term and the excess (exit 2), after the tables.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>

@@ -78,10 +78,9 @@ void load_training_state(const CheckpointReader& ck, VlmModel& model, const std:
                          AdamW& opt);
 
 struct SaveReport {
-  std::string path;           // the step_<N>/ folder
-  int64_t bytes = 0;          // tensor data this rank wrote
-  int64_t total_bytes = 0;    // of every rank (the index's)
-  int64_t max_rank_bytes = 0; // the most one rank wrote
+  std::string path;            // the step_<N>/ folder
+  int64_t total_bytes = 0;     // tensor data of every rank (the index's; on world rank 0)
+  int64_t max_rank_bytes = 0;  // the most one rank wrote (on world rank 0)
   int shards = 0;
 };
 // Writes <dir>/step_<state.step>/ (collective over the world: every rank calls it), then

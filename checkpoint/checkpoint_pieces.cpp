@@ -43,7 +43,8 @@ void add_pieces(std::vector<StatePiece>& out, size_t i, const ModuleParams& m, S
                  p.spec.name, ": padded beyond the first dimension");
       TensorRegion& g = s.region;
       g.offset.assign(full.size(), 0), g.extent = full;
-      if (split) g.offset[size_t(p.spec.split_dim)] = p.offset, g.extent[size_t(p.spec.split_dim)] = p.local[p.spec.split_dim];
+      const size_t d = size_t(std::max(0, p.spec.split_dim));
+      if (split) g.offset[d] = p.offset, g.extent[d] = p.local[int(d)];
       // The padding rows are the last: a slice of padding only is an empty box at the end.
       g.extent[0] = std::clamp<int64_t>(s.shape[0] - g.offset[0], 0, g.extent[0]);
       g.offset[0] = std::min(g.offset[0], s.shape[0]);
@@ -79,9 +80,27 @@ std::vector<StatePiece> held_pieces(const std::vector<ModuleParams>& modules, co
     const StateShare sh = state_share(arena_elems(*modules[i].table), place, trainable[i]);
     add_pieces(out, i, modules[i], StateKind::Value, sh.values, sh.values, true, true);
     if (!moments || !trainable[i]) continue;
-    for (StateKind k : {StateKind::M, StateKind::V}) add_pieces(out, i, modules[i], k, sh.moments, sh.moments, true, true);
+    for (StateKind k : {StateKind::M, StateKind::V})
+      add_pieces(out, i, modules[i], k, sh.moments, sh.moments, true, true);
   }
   return out;
+}
+
+StateOwner state_owner(const std::vector<ModuleParams>& modules, const DpGrads* dp) {
+  StateOwner o;
+  for (const ModuleParams& m : modules)
+    if (m.tp_split) o.tp = m.table->tp(), o.tp_rank = m.table->tp_rank();
+  if (dp) o.dp = dp->dp().size(), o.dp_rank = dp->dp().rank(), o.zero = dp->zero();
+  return o;
+}
+
+Tensor piece_buffer(const std::vector<ModuleParams>& modules, const AdamW* opt, const StatePiece& p) {
+  if (p.kind == StateKind::Value) return flat_f32(modules[p.module].table->value_arena());
+  VLM_ASSERT(opt, "the moments of ", p.tensor, " without an optimizer");
+  const Tensor m = opt->moment(p.module, p.kind == StateKind::M ? 0 : 1);
+  VLM_ASSERT(p.buffer_at + p.span <= m.numel(), "AdamW's moments of module ", p.module, " hold ", m.numel(),
+             " elements, the ownership ", p.buffer_at + p.span);
+  return m;
 }
 
 int64_t pieces_bytes(const std::vector<StatePiece>& pieces) {

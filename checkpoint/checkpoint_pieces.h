@@ -16,6 +16,7 @@
 
 #include "checkpoint/tensor_region.h"
 #include "model/vlm_model.h"
+#include "optim/optimizer.h"
 #include "optim/ownership.h"
 
 namespace vlm {
@@ -39,6 +40,10 @@ struct StatePiece {
   int64_t buffer_at = 0, span = 0;
 };
 
+// This rank as an owner of state: its TP place from the model's split table, its DP
+// place and ZeRO stage from `dp` (none: one DP rank, as for inference).
+StateOwner state_owner(const std::vector<ModuleParams>& modules, const DpGrads* dp);
+
 // What rank `place` writes to a checkpoint (StateShare::writes; TP-replicated parameters
 // on TP rank 0 only), pieces holding no element left out.
 std::vector<StatePiece> written_pieces(const std::vector<ModuleParams>& modules, const std::vector<bool>& trainable,
@@ -49,5 +54,7 @@ std::vector<StatePiece> held_pieces(const std::vector<ModuleParams>& modules, co
                                     const StateOwner& place, bool moments);
 // Data bytes of pieces (4 per element of their regions).
 int64_t pieces_bytes(const std::vector<StatePiece>& pieces);
+// The buffer piece p is in: its module's value arena, or (moments) opt's moment buffer.
+Tensor piece_buffer(const std::vector<ModuleParams>& modules, const AdamW* opt, const StatePiece& p);
 
 }  // namespace vlm

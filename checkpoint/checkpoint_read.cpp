@@ -1,7 +1,6 @@
 // Reading checkpoints (checkpoint/checkpoint.h): the reader of either form, `latest`,
 // loading a model or the whole training state.
 #include <filesystem>
-#include <functional>
 
 #include "base/error.h"
 #include "base/file_read.h"
@@ -53,20 +52,13 @@ void check_tensors(const CheckpointReader& ck, const std::vector<ModuleParams>& 
   }
 }
 
-StateOwner tp_place(const std::vector<ModuleParams>& mods) {
-  StateOwner p;
-  for (const ModuleParams& m : mods)
-    if (m.tp_split) p.tp = m.table->tp(), p.tp_rank = m.table->tp_rank();
-  return p;
-}
-
 // Reads each piece into its buffer (the padding rows of a span read as zero).
-void read_pieces(const CheckpointReader& ck, const std::vector<StatePiece>& pieces,
-                 const std::function<Tensor(const StatePiece&)>& buffer) {
+void read_pieces(const CheckpointReader& ck, const std::vector<ModuleParams>& mods, const AdamW* opt,
+                 const std::vector<StatePiece>& pieces) {
   for (const StatePiece& p : pieces) {
     std::vector<float> host(size_t(p.span), 0.f);
     ck.store().read(p.tensor, p.shape, p.region, host.data());
-    copy_tensor(buffer(p).sub(p.buffer_at, Shape{p.span}), Tensor::from_vector(host, Shape{p.span}));
+    copy_tensor(piece_buffer(mods, opt, p).sub(p.buffer_at, Shape{p.span}), Tensor::from_vector(host, Shape{p.span}));
   }
 }
 
@@ -120,29 +112,19 @@ std::string resolve_checkpoint(const std::string& path, bool allow_missing) {
 void load_model(const CheckpointReader& ck, VlmModel& model) {
   const std::vector<ModuleParams> mods = model.modules();
   check_tensors(ck, mods);
-  const std::vector<bool> frozen(mods.size(), false);
-  read_pieces(ck, held_pieces(mods, frozen, tp_place(mods), false),
-              [&](const StatePiece& p) { return flat_f32(mods[p.module].table->value_arena()); });
+  const std::vector<bool> no_moments(mods.size(), false);
+  read_pieces(ck, mods, nullptr, held_pieces(mods, no_moments, state_owner(mods, nullptr), false));
   model.refresh_working_weights();  // bf16 copies of the loaded values (no-op at fp32)
 }
 
 void load_training_state(const CheckpointReader& ck, VlmModel& model, const std::vector<bool>& trainable, AdamW& opt) {
   const std::vector<ModuleParams> mods = model.modules();
   check_tensors(ck, mods);
-  const DpGrads& dpg = opt.dp_grads();
-  StateOwner place = tp_place(mods);
-  place.dp = dpg.dp().size(), place.dp_rank = dpg.dp().rank(), place.zero = dpg.zero();
   // A module frozen when saved has no moments: they start at zero.
   std::vector<bool> stored = trainable;
   for (size_t i = 0; i < mods.size(); ++i)
     stored[i] = trainable[i] && !ck.store().members(state_group(StateKind::M, mods[i].id)).empty();
-  read_pieces(ck, held_pieces(mods, stored, place, true), [&](const StatePiece& p) {
-    if (p.kind == StateKind::Value) return flat_f32(mods[p.module].table->value_arena());
-    const Tensor m = opt.moment(p.module, p.kind == StateKind::M ? 0 : 1);
-    VLM_ASSERT(p.buffer_at + p.span <= m.numel(), "AdamW's moments of module ", p.module, " hold ", m.numel(),
-               " elements, the ownership ", p.buffer_at + p.span);
-    return m;
-  });
+  read_pieces(ck, mods, &opt, held_pieces(mods, stored, state_owner(mods, &opt.dp_grads()), true));
   model.refresh_working_weights();
 }
 

@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <random>
 #include <set>
 
@@ -83,11 +82,11 @@ class ShardOut {
 // Writes this rank's shard: every piece's data from its buffer, then the header and the
 // trailer. Returns the header as written.
 std::string write_shard(const std::string& folder, ShardHeader h, const std::vector<StatePiece>& pieces,
-                        const std::function<Tensor(const StatePiece&)>& buffer) {
+                        const std::vector<ModuleParams>& mods, const AdamW& opt) {
   ShardOut out(folder + "/" + shard_file_name(h.rank, h.save));
   int64_t at = 0;
   for (const StatePiece& p : pieces) {
-    const Tensor src = buffer(p).sub(p.buffer_at, Shape{p.region.numel()});
+    const Tensor src = piece_buffer(mods, &opt, p).sub(p.buffer_at, Shape{p.region.numel()});
     uint32_t crc = 0;
     for (int64_t k = 0; k < p.region.numel(); k += kChunkFloats) {
       const std::vector<float> v = to_vector_f32(src.sub(k, Shape{std::min(kChunkFloats, p.region.numel() - k)}));
@@ -165,13 +164,9 @@ SaveReport save_checkpoint(const std::string& dir, int keep_last, const Checkpoi
   const std::string name = "step_" + std::to_string(state.step), folder = dir + "/" + name;
   const std::string save = all_gather_strings(world, s, rt.root() ? new_save_id() : "")[0];
   const std::vector<ModuleParams> mods = model.modules();
-  const DpGrads& dpg = opt.dp_grads();
-  StateOwner place;
-  place.tp = rt.topology().tp(), place.tp_rank = rt.groups().tp().rank();
-  place.dp = dpg.dp().size(), place.dp_rank = dpg.dp().rank(), place.zero = dpg.zero();
-  const std::vector<StatePiece> pieces = written_pieces(mods, trainable, place);
+  const std::vector<StatePiece> pieces = written_pieces(mods, trainable, state_owner(mods, &opt.dp_grads()));
   SaveReport rep;
-  rep.path = folder, rep.bytes = pieces_bytes(pieces), rep.shards = ranks;
+  rep.path = folder, rep.shards = ranks;
   TextFile texts[3];
   std::string header;
   rt.on_every_rank("checkpoint " + folder, [&] {
@@ -183,10 +178,7 @@ SaveReport save_checkpoint(const std::string& dir, int keep_last, const Checkpoi
       texts[1] = write_text(folder, "options." + save + ".ini", options.dump_ini(true));
       texts[2] = write_text(folder, "tokenizer." + save + ".json", tok.to_json());
     }
-    header = write_shard(folder, {save, state.step, rank, ranks, {}}, pieces, [&](const StatePiece& p) {
-      if (p.kind == StateKind::Value) return flat_f32(mods[p.module].table->value_arena());
-      return opt.moment(p.module, p.kind == StateKind::M ? 0 : 1);
-    });
+    header = write_shard(folder, {save, state.step, rank, ranks, {}}, pieces, mods, opt);
   });
   const std::vector<std::string> headers = all_gather_strings(world, s, header);
   rt.on_every_rank("checkpoint index " + folder, [&] {

@@ -65,7 +65,8 @@ class H5Store final : public TensorStore {
     std::vector<std::string> all;
     for (const char* kind : {"model", "optim/m", "optim/v"})
       for (const std::string& m : modules)
-        for (const std::string& n : members(std::string(kind) + "/" + m)) all.push_back(std::string(kind) + "/" + m + "/" + n);
+        for (const std::string& n : members(std::string(kind) + "/" + m))
+          all.push_back(std::string(kind) + "/" + m + "/" + n);
     return all;
   }
 

@@ -113,7 +113,8 @@ struct CheckpointIndex {
 // The index of a save from its texts and every rank's shard header as written (JSON, in
 // world rank order); an inconsistency between the headers is an internal error (ours).
 CheckpointIndex build_index(const std::string& save, const CheckpointState& state, const TextFile& config,
-                            const TextFile& options, const TextFile& tokenizer, const std::vector<std::string>& headers);
+                            const TextFile& options, const TextFile& tokenizer,
+                            const std::vector<std::string>& headers);
 std::string index_json(const CheckpointIndex& idx);
 CheckpointIndex parse_index(std::string_view bytes, const std::string& file);
 

@@ -48,8 +48,8 @@ class ReadFile {
     char* p = static_cast<char*>(out);
     while (bytes > 0) {
       const ssize_t n = ::pread(fd_, p, size_t(bytes), off_t(at));
-      VLM_REQUIRE(n > 0, path_, ": cannot read tensor /", tensor, " (", n == 0 ? "unexpected end of file" : std::strerror(errno),
-                  ")");
+      VLM_REQUIRE(n > 0, path_, ": cannot read tensor /", tensor, " (",
+                  n == 0 ? "unexpected end of file" : std::strerror(errno), ")");
       p += n, bytes -= n, at += n;
     }
   }

@@ -28,7 +28,8 @@ std::string region_problem(const Dims& shape, const TensorRegion& r) {
            " offsets/extents for a tensor of " + std::to_string(shape.size()) + " dimensions";
   for (size_t i = 0; i < shape.size(); ++i)
     if (r.offset[i] < 0 || r.extent[i] < 0 || r.offset[i] > shape[i] || r.extent[i] > shape[i] - r.offset[i])
-      return "the box " + region_str(r) + " leaves the tensor " + dims_str(shape) + " in dimension " + std::to_string(i);
+      return "the box " + region_str(r) + " leaves the tensor " + dims_str(shape) + " in dimension " +
+             std::to_string(i);
   if (r.begin < 0 || r.begin > r.end || r.end > dims_numel(r.extent))
     return "elements " + std::to_string(r.begin) + ".." + std::to_string(r.end) + " are not a range of the box's " +
            std::to_string(dims_numel(r.extent));

@@ -142,7 +142,8 @@ TEST_F(Checkpoint, ShardsHoldEveryElementOnceFromItsOwner) {
   EXPECT_EQ(idx.state.global_batch, 8);
   size_t model = 0, m = 0, v = 0;
   for (const IndexTensor& t : idx.tensors) {
-    model += t.name.rfind("model/", 0) == 0, m += t.name.rfind("optim/m/", 0) == 0, v += t.name.rfind("optim/v/", 0) == 0;
+    model += t.name.rfind("model/", 0) == 0;
+    m += t.name.rfind("optim/m/", 0) == 0, v += t.name.rfind("optim/v/", 0) == 0;
     for (const IndexPiece& p : t.pieces) {
       const int tp_rank = idx.shards[size_t(p.shard)].rank % 2;  // world rank = tp_rank + 2 dp_rank
       const bool whole = p.region.extent == t.shape;

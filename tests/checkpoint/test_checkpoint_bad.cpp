@@ -28,7 +28,8 @@ class BadCheckpoint : public Checkpoint {
   // `vlm train` resuming from `path`: one process reading every tensor, or `launch` + `opts`.
   static void refused(const std::string& path, const std::string& what, const std::string& opts = "--train.batch 8",
                       const std::string& launch = "") {
-    expect_one_error_line(run_command(launch + train("bad", opts + " --train.resume " + path), dir_), "vlm train", what);
+    const CommandResult r = run_command(launch + train("bad", opts + " --train.resume " + path), dir_);
+    expect_one_error_line(r, "vlm train", what);
   }
   // A fresh copy of the reference's step 3 folder.
   static std::string copy_step3() {

@@ -25,7 +25,8 @@ std::vector<ParamSpec> split_specs() {
           param_spec("cols", Shape{3, 8}, 1, InitKind::Zeros), vocab};
 }
 std::vector<ParamSpec> replicated_specs() {
-  return {param_spec("kernel", Shape{2, 3, 2, 2}, -1, InitKind::Zeros), param_spec("bias", Shape{7}, -1, InitKind::Zeros)};
+  return {param_spec("kernel", Shape{2, 3, 2, 2}, -1, InitKind::Zeros),
+          param_spec("bias", Shape{7}, -1, InitKind::Zeros)};
 }
 
 // Elements of the logical tensor `shape` in a region, in its order.
@@ -90,7 +91,8 @@ TEST(CheckpointPieces, ReadPiecesPutEachLogicalElementWhereTheSliceHoldsIt) {
         const ParamTable& t = p.module == 0 ? rank.split : rank.repl;
         std::vector<float> full(size_t(p.param->spec.hf.numel()));
         for (size_t k = 0; k < full.size(); ++k) full[k] = float(k);
-        const std::vector<float> local = to_vector_f32(t.local_slice(*p.param, Tensor::from_vector(full, p.param->spec.hf)));
+        const std::vector<float> local =
+            to_vector_f32(t.local_slice(*p.param, Tensor::from_vector(full, p.param->spec.hf)));
         const int64_t first = p.buffer_at - (static_cast<const char*>(p.param->value.data()) -
                                              static_cast<const char*>(t.value_arena().storage().data())) / 4;
         const std::vector<int64_t> e = elements(p.shape, p.region);

@@ -90,7 +90,8 @@ TEST(TensorRegion, OverlapsPairEveryCommonElementOnce) {
     std::map<int64_t, std::pair<int64_t, int64_t>> got;
     for (const Overlap& o : overlaps(region_runs(s, a), region_runs(s, b)))
       for (int64_t k = 0; k < o.len; ++k) {
-        ASSERT_EQ(ea[size_t(o.a + k)], eb[size_t(o.b + k)]) << dims_str(s) << " " << region_str(a) << " " << region_str(b);
+        ASSERT_EQ(ea[size_t(o.a + k)], eb[size_t(o.b + k)])
+            << dims_str(s) << " " << region_str(a) << " " << region_str(b);
         EXPECT_TRUE(got.emplace(ea[size_t(o.a + k)], std::pair{o.a + k, o.b + k}).second) << "an element paired twice";
       }
     EXPECT_EQ(got, common) << dims_str(s) << " " << region_str(a) << " " << region_str(b);

@@ -179,7 +179,10 @@ TEST_F(PlanCli, MemoryAndBytesMatchMeasuredRuns) {
       std::vector<uint64_t> want{shard[size_t(r)]};
       if (c.dp > 1) {
         uint64_t lo = UINT64_MAX, hi = 0;
-        for (int d = 1; d < c.dp; ++d) lo = std::min(lo, shard[size_t(r + c.tp * d)]), hi = std::max(hi, shard[size_t(r + c.tp * d)]);
+        for (int d = 1; d < c.dp; ++d) {
+          const uint64_t b = shard[size_t(r + c.tp * d)];
+          lo = std::min(lo, b), hi = std::max(hi, b);
+        }
         want.push_back(lo), want.push_back(hi);
       }
       EXPECT_EQ(plan.ckpt[size_t(r)], want) << what << " tp rank " << r;
