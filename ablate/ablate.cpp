@@ -8,15 +8,15 @@
 #include <memory>
 #include <sstream>
 
+#include "ablate/ablate_eval.h"
+#include "ablate/ablate_table.h"
 #include "base/config.h"
 #include "base/error.h"
 #include "base/file_read.h"
-#include "io/atomic_file.h"
 #include "data/storage/dataset.h"
+#include "io/atomic_file.h"
 #include "parallel/groups.h"
 #include "parallel/runtime.h"
-#include "ablate/ablate_eval.h"
-#include "ablate/ablate_table.h"
 #include "runlog/run_log.h"
 #include "train/train_options.h"
 #include "train/trainer.h"
@@ -58,7 +58,7 @@ std::string row_overrides(const RowSpec& r, const AblateOptions& a, const Config
   std::ostringstream os;
   const int64_t min_tokens = std::min(base.get_int("lod.min_tokens"), r.budget);
   double lr = base.get_float("train.lr");
-  if (!a.test_break.empty() && a.test_break == r.placement) lr *= 1.1;  // test only (README "Ablations")
+  if (!a.test_break.empty() && a.test_break == r.placement) lr *= 1.1;  // test only (docs/ablations.md)
   char lr_text[32];
   std::snprintf(lr_text, sizeof lr_text, "%.17g", lr);
   os << "[lod]\npolicy = " << r.lod << "\nbudget = " << r.budget << "\nmax_tokens = " << r.budget
@@ -125,7 +125,7 @@ void register_ablate_options(Config& cfg) {
                 0.0, 1.0);
   cfg.add_int("ablate.eval_samples", 256, "samples of eval.split answered per row (0 = the whole split)", 0,
               int64_t(1) << 40);
-  cfg.add_int("ablate.check_steps", 20, "steps whose losses the equal-loss check compares (README, Ablations)", 1,
+  cfg.add_int("ablate.check_steps", 20, "steps whose losses the equal-loss check compares (docs/ablations.md)", 1,
               1 << 20);
   cfg.add_string("ablate.test_break", "", "TEST ONLY: trains the rows of this placement with train.lr x 1.1, so that "
                  "the equal-loss check must flag them");

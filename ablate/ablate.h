@@ -1,4 +1,4 @@
-// `vlm ablate` (README "Ablations"): trains and evaluates every combination of scorer
+// `vlm ablate` (docs/ablations.md): trains and evaluates every combination of scorer
 // placement x LOD policy x token budget with the same options, seed and data, in this
 // process or under mpirun (every rank runs every row, each row one in-process Trainer,
 // train/trainer.h), and writes ablation.csv / .md / .png (ablate/ablate_table.h) into

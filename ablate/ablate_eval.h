@@ -1,5 +1,5 @@
-// What `vlm ablate` measures on a trained model beyond the validation loss (README
-// "Ablations"), over a split of a dataset with caption boxes (`vlm data build
+// What `vlm ablate` measures on a trained model beyond the validation loss
+// (docs/ablations.md), over a split of a dataset with caption boxes (`vlm data build
 // --data.from scenes`), forward only, on the calling stream:
 //  - answer accuracy: the greedy answer to the sample's question (model/generate.h, at
 //    most max_new tokens) equals the sample's own caption text exactly;
@@ -17,9 +17,9 @@
 
 #include "data/load/loader.h"
 #include "data/text/tokenizer.h"
-#include "parallel/communicator.h"
 #include "model/batch.h"
 #include "model/vlm_model.h"
+#include "parallel/communicator.h"
 
 namespace vlm {
 

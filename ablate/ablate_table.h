@@ -1,5 +1,5 @@
-// The rows of `vlm ablate` and the three files it writes in its --out folder (README
-// "Ablations"): ablation.csv (every column, read back to resume), ablation.md (a
+// The rows of `vlm ablate` and the three files it writes in its --out folder
+// (docs/ablations.md): ablation.csv (every column, read back to resume), ablation.md (a
 // Markdown table) and ablation.png (answer accuracy against mean visual tokens per image,
 // one line per LOD policy, picture/line_chart.h). Every file is written atomically.
 // Invariants:
@@ -42,7 +42,7 @@ struct AblationRow {
 // equal the reference's to `tol` relative (|a - b| <= tol * max(|a|, |b|)), else it is
 // "MISMATCH". Only the first steps are compared: the placements sum the same terms in
 // another order, and training (the discrete LOD allocation above all) amplifies those
-// rounding differences step after step (README "Ablations"); val_diff reports where the
+// rounding differences step after step (docs/ablations.md); val_diff reports where the
 // runs ended. Returns one line per mismatch, naming both rows and the difference.
 std::vector<std::string> check_placements(std::vector<AblationRow>& rows, double tol);
 // Fills precision_random of every row.

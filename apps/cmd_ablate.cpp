@@ -1,11 +1,11 @@
 // `vlm ablate`: the scorer-placement x LOD-policy x token-budget ablation (ablate/ablate.h;
-// README "Ablations"). As one process or under mpirun (every rank runs every row):
+// docs/ablations.md). As one process or under mpirun (every rank runs every row):
 //   vlm ablate --config configs/scenes.cfg --placements replicated --lod relevance,uniform,random
 //              --budgets 64,100,200,400 [--steps N] [--out DIR]
+#include "ablate/ablate.h"
 #include "apps/command.h"
 #include "base/config.h"
 #include "parallel/runtime.h"
-#include "ablate/ablate.h"
 
 namespace vlm {
 
@@ -26,7 +26,7 @@ VLM_COMMAND(ablate, {.path = "ablate",
                               "vlm data build --data.from scenes) and is evaluated on eval.split. Writes "
                               "DIR/ablation.csv, .md, .png after each row; rerunning with the same DIR skips finished "
                               "rows. Exit status 1 when rows that differ only by placement have unequal losses. "
-                              "See README, Ablations.",
+                              "See docs/ablations.md.",
                      .options = register_ablate_options,
                      .run = ablate,
                      .multi_rank = true});

@@ -1,4 +1,4 @@
-// `vlm caption`: captions one image with a trained model (README "Captioning"):
+// `vlm caption`: captions one image with a trained model (docs/caption-and-eval.md, "Captioning"):
 //   vlm caption --checkpoint C --image X.png [--prompt "..."] [--save-relevance out.png]
 //               [--temperature T --top-k K --seed S] [--max-new N] [--tp N] [--device ...]
 // The image goes through data/'s pipeline as the loader sends it to training (decode,
@@ -21,22 +21,22 @@
 #include "base/config.h"
 #include "base/error.h"
 #include "base/file_read.h"
-#include "io/atomic_file.h"
+#include "checkpoint/checkpoint.h"
 #include "data/image/image_pipeline.h"
 #include "data/image/png.h"
 #include "data/image/texture.h"
 #include "data/load/loader.h"
-#include "parallel/runtime.h"
-#include "checkpoint/checkpoint.h"
-#include "train/trained_model.h"
+#include "io/atomic_file.h"
 #include "model/evaluate.h"
 #include "model/generate.h"
+#include "parallel/runtime.h"
+#include "train/trained_model.h"
 
 namespace vlm {
 
 namespace {
 
-constexpr uint64_t kMaxImageFileBytes = uint64_t(256) << 20;  // as `vlm data build` (README "Errors")
+constexpr uint64_t kMaxImageFileBytes = uint64_t(256) << 20;  // as `vlm data build` (docs/errors.md)
 
 void caption_options(Config& cfg) {
   cfg.add_string("checkpoint", "",
@@ -125,7 +125,7 @@ VLM_COMMAND(caption, {.path = "caption",
                       .usage = "--checkpoint C --image X.png [--prompt \"...\"] [--save-relevance out.png]\n"
                                "  [--temperature T --top-k K --seed S] [--max-new N] [--tp N] [--device auto|cpu|cuda]\n"
                                "Prints the caption, the visual tokens used and the mean balancer weights of the three "
-                               "scorers. Under mpirun the world is tp x dp. See README, Captioning.",
+                               "scorers. Under mpirun the world is tp x dp. See docs/caption-and-eval.md.",
                       .options = caption_options,
                       .run = caption,
                       .multi_rank = true});

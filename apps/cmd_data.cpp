@@ -1,5 +1,5 @@
 // `vlm data <build|inspect|tokenizer|tokenize>`: dataset tools (schema in
-// README.md, "Datasets"). Every option lives under `data.*` (INI section [data] or --data.x).
+// docs/dataset-format.md). Every option lives under `data.*` (INI section [data] or --data.x).
 //   vlm data build --data.from fashion-mnist|tuxpaint|jsonl|llava --data.input PATH
 //                  [--data.images DIR] --data.out FILE.h5 [--data.limit N]
 //                  [--data.val_fraction F] [--data.test_fraction F] [--data.seed S]
@@ -19,10 +19,10 @@
 #include "apps/command.h"
 #include "base/config.h"
 #include "base/error.h"
-#include "io/atomic_file.h"
 #include "data/convert/converters.h"
 #include "data/storage/dataset.h"
 #include "data/text/tokenizer.h"
+#include "io/atomic_file.h"
 
 namespace vlm {
 
@@ -30,7 +30,7 @@ namespace {
 
 void register_options(Config& c) {
   c.add_choice("data.from", "", {"", "fashion-mnist", "tuxpaint", "jsonl", "llava", "scenes"},
-               "source kind for `data build` (scenes: generated question-answer scenes, README Datasets)");
+               "source kind for `data build` (scenes: generated question-answer scenes, docs/dataset-format.md)");
   c.add_string("data.input", "",
                "build: IDX folder (fashion-mnist, scenes), stamps folder (tuxpaint), .jsonl or LLaVA .json file");
   c.add_string("data.images", "", "build: folder the jsonl/llava image paths are relative to "

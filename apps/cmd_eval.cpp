@@ -1,5 +1,5 @@
 // `vlm eval`: measures a checkpoint of `vlm train` on a split of an image-text HDF5 file
-// (README "Evaluation"):
+// (docs/caption-and-eval.md, "Evaluation"):
 //   [mpirun -np N] vlm eval --checkpoint CKPT --data F.h5 [--split test] [--images N]
 //                           [--batch B] [--max_new T] [--out metrics.json] [--tp K]
 // Any (tp, dp) layout: the model is loaded in the launch's TP layout (load_trained_model),
@@ -22,15 +22,15 @@
 #include "apps/command.h"
 #include "base/config.h"
 #include "base/error.h"
-#include "io/atomic_file.h"
 #include "base/json.h"
-#include "data/storage/dataset.h"
-#include "parallel/runtime.h"
 #include "checkpoint/checkpoint.h"
-#include "train/trained_model.h"
+#include "data/storage/dataset.h"
+#include "io/atomic_file.h"
 #include "model/evaluate.h"
+#include "parallel/runtime.h"
 #include "runlog/run_log.h"
 #include "train/train_options.h"
+#include "train/trained_model.h"
 
 namespace vlm {
 
@@ -145,7 +145,7 @@ VLM_COMMAND(eval_cmd, {.path = "eval",
                                   "accuracy of greedy captions",
                        .usage = "--checkpoint CKPT --data F.h5 [--split test] [--images N] [--out metrics.json]\n"
                                 "Under mpirun any tp x dp layout (the samples are DP-sharded). Prints the figures; "
-                                "--out writes them as JSON. See README, Evaluation.",
+                                "--out writes them as JSON. See docs/caption-and-eval.md.",
                        .options = eval_options,
                        .run = eval,
                        .multi_rank = true});

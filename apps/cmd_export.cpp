@@ -1,5 +1,5 @@
 // `vlm export`: a checkpoint of `vlm train` as Hugging Face files (checkpoint/export_hf.h;
-// README "Export to Hugging Face"):
+// docs/checkpoints.md, "Export to Hugging Face"):
 //   vlm export --checkpoint runs/x/ckpt[/step_N] --out DIR
 // One process, or one TP group under mpirun (world = tp; each rank reads its slices and
 // the backbone is gathered to rank 0, which writes). The inputs are checked on every
@@ -12,11 +12,11 @@
 #include "apps/command.h"
 #include "base/config.h"
 #include "base/error.h"
-#include "parallel/runtime.h"
 #include "checkpoint/checkpoint.h"
-#include "train/trained_model.h"
 #include "checkpoint/export_hf.h"
+#include "parallel/runtime.h"
 #include "train/train_options.h"
+#include "train/trained_model.h"
 
 namespace vlm {
 
@@ -78,7 +78,7 @@ VLM_COMMAND(export_cmd, {.path = "export",
                      .usage = "--checkpoint CKPT --out DIR [--tp N] [--device auto|cpu|cuda]\n"
                               "Writes DIR/llm (AutoModelForCausalLM), DIR/vision (SiglipVisionModel) and "
                               "DIR/vlm_extra.safetensors (projector, scorers, texture map; the run's config in its "
-                              "metadata). See README, Export to Hugging Face.",
+                              "metadata). See docs/checkpoints.md.",
                      .options = export_options,
                      .run = export_hf,
                      .multi_rank = true});

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "apps/command.h"
-#include "core/backend.h"
 #include "base/config.h"
 #include "base/error.h"
+#include "core/backend.h"
 #include "io/atomic_file.h"
 #include "io/h5_io.h"
 #include "llm/backbone.h"

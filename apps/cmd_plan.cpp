@@ -1,5 +1,5 @@
 // `vlm plan`: plans a cluster run of `vlm train` on this machine, without MPI or a GPU
-// (plan/plan.h; README "Planning (`vlm plan`)"):
+// (plan/plan.h; docs/planning.md):
 //   vlm plan --config configs/siglip_qwen2_tp8.cfg --nodes 4 --gpus-per-node 8 [--gpu h100]
 // prints the requested layout's exact memory per TP rank and bytes per group, its
 // modelled step time, the bytes of its checkpoint and of each rank's shard, and every
@@ -188,7 +188,7 @@ VLM_COMMAND(plan, {.path = "plan",
                             "[--interconnect ndr|hdr|eth100] [--option value ...]\n"
                             "Runs without MPI or a GPU. The run's options (--tp, --train.*, --model.recompute, "
                             "--scorers.placement, ...) give the requested layout; --model.vocab_size or "
-                            "--data.tokenizer gives the vocabulary. See README, Planning.",
+                            "--data.tokenizer gives the vocabulary. See docs/planning.md.",
                    .options = plan_options,
                    .run = run_plan});
 

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "apps/command.h"
-#include "core/backend.h"
 #include "base/config.h"
+#include "core/backend.h"
 #include "core/tensor.h"
 #include "parallel/runtime.h"
 

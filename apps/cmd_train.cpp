@@ -1,5 +1,5 @@
-// `vlm train`: trains the VLM on an image-text HDF5 file (train/trainer.h; README
-// "Training"). As one process or under mpirun/srun with world = tp x dp:
+// `vlm train`: trains the VLM on an image-text HDF5 file (train/trainer.h;
+// docs/training.md). As one process or under mpirun/srun with world = tp x dp:
 //   vlm train --config configs/demo_fashion.cfg [--option value ...]
 //   mpirun -np 16 vlm train --config configs/siglip_qwen2_tp8.cfg --tp 8
 #include <cstdio>
@@ -28,7 +28,7 @@ VLM_COMMAND(train, {.path = "train",
                     .usage = "--config configs/X.cfg [--option value ...]\n"
                              "Trains on --data.path with the options below (INI files via --config; the command line "
                              "wins). Under mpirun the world is tp x dp. Outputs: <train.out_dir>/<train.run>/ "
-                             "(config.ini, metrics.jsonl, relevance pictures). See README, Training.",
+                             "(config.ini, metrics.jsonl, relevance pictures). See docs/training.md.",
                     .options = register_all_train_options,
                     .run = train,
                     .multi_rank = true});

@@ -7,7 +7,7 @@
 // for INI files, file:line.  Built on Boost.Program_options.
 // INI files: at most kMaxIniBytes (an endless input such as /dev/zero is refused), no
 // NUL bytes; a value that starts with a double quote ends at the last double quote of
-// its line, and a missing closing quote is an error (configs/README.md).
+// its line, and a missing closing quote is an error (docs/configuration.md, "INI files").
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -1,4 +1,4 @@
-// Error policy (docs/architecture.md, Core; README "Errors").
+// Error policy (docs/architecture.md, "Core"; docs/errors.md).
 // Two tiers:
 //  - UserError: bad config, data or launch. Thrown, caught in main(), printed as one
 //    line naming the option/file/dataset and what was expected; exit code 2. The

@@ -2,7 +2,7 @@
 // command line, so a huge declared count gives one line naming the field (not
 // std::bad_alloc, not the OOM killer).
 // Invariant: every reader that allocates from a size it read calls require_allocatable
-// (or a tighter bound of its format) first; README.md "Errors" states the rule.
+// (or a tighter bound of its format) first; docs/errors.md states the rule.
 #pragma once
 #include <cstdint>
 #include <string_view>

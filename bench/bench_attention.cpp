@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "base/config.h"
+#include "bench/bench_util.h"
 #include "core/device_options.h"
 #include "core/ops.h"
-#include "bench/bench_util.h"
 
 using namespace vlm;
 

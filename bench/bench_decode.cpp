@@ -16,14 +16,14 @@
 #include <vector>
 
 #include "base/config.h"
-#include "core/device_options.h"
 #include "base/error.h"
+#include "core/device_options.h"
+#include "model/vlm_model.h"
 #include "parallel/groups.h"
 #include "parallel/mpi/mpi_session.h"
 #include "scorers/options.h"
 #include "train/train_options.h"
 #include "train/trainer.h"
-#include "model/vlm_model.h"
 #include "vision/siglip_config.h"
 
 using namespace vlm;

@@ -21,14 +21,14 @@
 #include <vector>
 
 #include "base/config.h"
-#include "core/device_options.h"
 #include "base/error.h"
+#include "bench/bench_util.h"
+#include "core/device_options.h"
 #include "core/ops.h"
 #include "llm/backbone.h"
 #include "llm/param_specs.h"
 #include "parallel/groups.h"
 #include "parallel/mpi/mpi_session.h"
-#include "bench/bench_util.h"
 
 using namespace vlm;
 

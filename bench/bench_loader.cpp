@@ -11,8 +11,8 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "base/config.h"
-#include "core/device_options.h"
 #include "base/error.h"
+#include "core/device_options.h"
 #include "data/convert/converters.h"
 #include "data/image/image_pipeline.h"
 #include "data/load/loader.h"

@@ -7,10 +7,10 @@
 
 #include <cstdio>
 
-#include "bench/bench_util.h"
 #include "base/config.h"
-#include "core/device_options.h"
 #include "base/error.h"
+#include "bench/bench_util.h"
+#include "core/device_options.h"
 #include "parallel/groups.h"
 #include "scorers/stage.h"
 

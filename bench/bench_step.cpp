@@ -14,11 +14,11 @@
 
 #include "base/config.h"
 #include "base/error.h"
+#include "optim/dp_grads.h"
 #include "parallel/groups.h"
 #include "parallel/mpi/mpi_session.h"
 #include "parallel/topology.h"
 #include "scheduler/trace.h"
-#include "optim/dp_grads.h"
 #include "train/step.h"
 
 using namespace vlm;

@@ -17,10 +17,10 @@
 #include <memory>
 #include <vector>
 
-#include "bench/bench_util.h"
 #include "base/config.h"
-#include "core/device_options.h"
 #include "base/error.h"
+#include "bench/bench_util.h"
+#include "core/device_options.h"
 #include "parallel/groups.h"
 #include "parallel/mpi/mpi_session.h"
 #include "vision/encoder.h"

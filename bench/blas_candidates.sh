@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compares the BLAS libraries the CPU backend could use (README "CPU performance"):
+# Compares the BLAS libraries the CPU backend could use (docs/cpu-performance.md):
 # Debian's OpenBLAS pthreads build (libopenblas0-pthread, the one the project links and
 # runs one thread per call), its OpenMP and sequential builds (libopenblas0-openmp,
 # libopenblas0-serial) and BLIS's OpenMP build (libblis4-openmp), with their own

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CPU backend side by side with PyTorch on CPU (figures: README "CPU performance").
+# The CPU backend side by side with PyTorch on CPU (figures: docs/cpu-performance.md).
 # For each round and each thread count, runs our benchmarks (bench_llm, bench_gemm,
 # bench_attention) and tools/torch_cpu_bench.py one after the other, alternating which
 # side goes first (ours, torch, torch, ours, ...), with OMP_NUM_THREADS set for both

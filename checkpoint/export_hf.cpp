@@ -5,10 +5,10 @@
 #include <filesystem>
 
 #include "base/error.h"
-#include "io/atomic_file.h"
-#include "io/safetensors.h"
 #include "base/json.h"
 #include "data/text/tokenizer.h"
+#include "io/atomic_file.h"
+#include "io/safetensors.h"
 #include "llm/hf_import.h"
 #include "parallel/communicator.h"
 #include "vision/patch_embed.h"

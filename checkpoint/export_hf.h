@@ -1,5 +1,5 @@
 // Export of a trained VLM (a checkpoint loaded by load_trained_model) as Hugging Face
-// files, for `vlm export` (README "Export to Hugging Face"). Layout of DIR:
+// files, for `vlm export` (docs/checkpoints.md, "Export to Hugging Face"). Layout of DIR:
 //   llm/model.safetensors      the backbone under its own names (they are Hugging Face
 //   llm/config.json            Llama/Qwen2 names, llm/param_specs.h), full unpadded
 //   llm/generation_config.json tensors, f32 (llm/hf_import.h: export_hf_checkpoint);

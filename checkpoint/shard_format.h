@@ -1,4 +1,4 @@
-// The sharded checkpoint's files (docs/checkpoints.md, "Sharded layout"): the shard file
+// The sharded checkpoint's files (docs/checkpoints.md, "Format details"): the shard file
 // each rank writes, and the index that commits a save. A save is a folder step_<N>/:
 //   rank_<r>.<save>.shard   one per world rank r: the f32 little-endian data of its
 //                           pieces back to back from byte 0, then the shard header

@@ -9,9 +9,8 @@ find_package(GTest REQUIRED)
 # BLAS: OpenBLAS, its pthreads build (Debian/Ubuntu: libopenblas-pthread-dev, the
 # default build of libopenblas-dev), held to one thread per call: the CPU backend runs
 # BLAS calls on its own thread pool, cut into blocks (core/cpu/blas.cpp), and stops
-# OpenBLAS's own threads at start-up, so the two never fight (README "CPU
-# performance"). Not the sequential build: Debian's is not safe to call from several
-# threads at once. Debian installs the builds side by side under
+# OpenBLAS's own threads at start-up, so the two never fight (docs/cpu-performance.md).
+# Not the sequential build: Debian's is not safe to call from several threads at once. Debian installs the builds side by side under
 # <libdir>/openblas-{pthread,openmp,serial}; this one is linked by its full path and its
 # folder goes into the binaries' RPATH (core/CMakeLists.txt), so they load it whichever
 # build the system's libopenblas.so.0 alternative names. Elsewhere:

@@ -2,8 +2,8 @@
 // knows whether CUDA was compiled in.
 #include <cstdio>
 
-#include "core/backend.h"
 #include "base/error.h"
+#include "core/backend.h"
 
 namespace vlm {
 
@@ -63,7 +63,7 @@ Backend& select_backend(const std::string& which, bool log) {
   } else {
     throw UserError(cat("--device: expected auto, cpu or cuda, got '", which, "'"));
   }
-  // Logs go to stdout: stderr carries only errors (one line; README.md "Errors").
+  // Logs go to stdout: stderr carries only errors (one line; docs/errors.md).
   if (log) std::printf("vlm: backend %s [%s]\n", b->description().c_str(), why.c_str());
   return *b;
 }

@@ -2,7 +2,7 @@
 // bytes allocated through it: live bytes now and their peak since construction (or the
 // last reset_peak). `vlm train` allocates its model, gradients, optimizer state and DP
 // buffers through one, so the peak it reports is measured, not derived from the plan
-// (README "Planning"). Streams and events are the inner backend's.
+// (docs/planning.md). Streams and events are the inner backend's.
 // Invariants: counts are of the bytes asked for (not the allocator's rounding); the
 // counter outlives every tensor allocated through it (tensors keep a pointer to their
 // backend); thread-safe (streams' workers may allocate).

@@ -1,5 +1,5 @@
 // Threads of the CPU backend: one pool, and how many of its threads a caller uses.
-// The policy (what and why, with figures: README "CPU performance"; implemented in
+// The policy (what and why, with figures: docs/cpu-performance.md; implemented in
 // core/cpu/thread_pool.cpp):
 //  - One pool. The CPU ops' parallel loops and their BLAS calls (OpenBLAS held to one
 //    thread per call, products cut into blocks by core/cpu/blas.cpp) run on the same

@@ -7,7 +7,7 @@ namespace vlm {
 
 namespace {
 
-// NVIDIA's datasheets (README "Planning", "Figures"): dense peaks, no sparsity.
+// NVIDIA's datasheets (docs/planning.md, "Figures"): dense peaks, no sparsity.
 const GpuSpec kGpus[] = {
     {"h100", 80, 67, 989.5, 3350, 450},   // H100 SXM5 80 GB: HBM3 3.35 TB/s, NVLink 4 900 GB/s both ways
     {"h200", 141, 67, 989.5, 4800, 450},  // H200 SXM 141 GB: HBM3e 4.8 TB/s, NVLink 4 900 GB/s both ways

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "core/device.h"
 #include "core/dtype.h"
-#include "base/error.h"
 
 namespace vlm {
 

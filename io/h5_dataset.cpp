@@ -2,9 +2,9 @@
 // the row reads and the whole-dataset reads (invariants in h5_io.h).
 #include <algorithm>
 
+#include "base/memory_check.h"
 #include "io/h5_check.h"
 #include "io/h5_io.h"
-#include "base/memory_check.h"
 
 namespace vlm {
 

@@ -7,9 +7,9 @@
 #include <fstream>
 
 #include "base/error.h"
+#include "base/json.h"
 #include "io/atomic_file.h"
 #include "io/safetensors.h"
-#include "base/json.h"
 
 namespace vlm {
 

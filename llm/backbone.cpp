@@ -102,7 +102,7 @@ double Backbone::run_forward(Stream& s, const LmInput& in, const Tensor& cache_s
     embedding_forward(s, sc.dtmp, in.positions.slice(row0, row0 + Ts), wpe_, 0);
     add(s, h0, h0, sc.dtmp);
   }
-  round_act(s, h0, params_->has_working());  // the residual stream in bf16 (README "Numerics")
+  round_act(s, h0, params_->has_working());  // the residual stream in bf16 (docs/training.md, "Numerics")
   stack_.forward(ctx, seq, cache_slots.defined() ? cache_.get() : nullptr, cache_slots);
 
   lnf_.forward(s, a.ln, a.ln_mean, a.ln_rstd, stack_.output());

@@ -33,7 +33,7 @@
 //           positions, partial on sequence shards)
 // Full recomputation adds the forward collectives of every block once more.
 //
-// Decoding with a KV cache (nn/kv_cache.h, llm/README.md "KV cache"): plan_decoding once
+// Decoding with a KV cache (nn/kv_cache.h, llm/README.md, "KV cache (decoding)"): plan_decoding once
 // (the cache for max_seqs sequences of max_len rows, the activations of a step of up to
 // max_seqs rows, the gather buffers: decode_bytes()); prefill(in) is forward(in) (SP as
 // configured, no loss) that also keeps every layer's k/v; decode_step then costs one

@@ -6,8 +6,8 @@
 #include <filesystem>
 
 #include "base/error.h"
-#include "io/atomic_file.h"
 #include "base/json.h"
+#include "io/atomic_file.h"
 
 namespace vlm {
 

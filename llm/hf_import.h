@@ -1,4 +1,4 @@
-// Hugging Face Llama/Qwen2 checkpoints <-> the backbone's parameters (docs/architecture.md, Module contract: HF names).
+// Hugging Face Llama/Qwen2 checkpoints <-> the backbone's parameters (docs/architecture.md, "Module contract": HF names).
 //
 // Import: every parameter of the ParamTable is read from the tensor of the same name
 // (the table uses HF names; llm/param_specs.h). Each TP rank reads ONLY its slice:

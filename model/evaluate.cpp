@@ -5,10 +5,10 @@
 #include <set>
 
 #include "base/error.h"
-#include "io/atomic_file.h"
 #include "data/image/png.h"
-#include "picture/relevance_picture.h"
+#include "io/atomic_file.h"
 #include "model/generate.h"
+#include "picture/relevance_picture.h"
 
 namespace vlm {
 

@@ -18,9 +18,9 @@
 
 #include "data/load/loader.h"
 #include "data/text/tokenizer.h"
-#include "parallel/communicator.h"
 #include "model/batch.h"
 #include "model/vlm_model.h"
+#include "parallel/communicator.h"
 
 namespace vlm {
 

@@ -5,15 +5,12 @@
 
 #include "base/error.h"
 #include "core/ops.h"
-#include "data/image/texture.h"
+#include "core/texture_channels.h"
+#include "llm/param_specs.h"
 #include "nn/context.h"
 #include "nn/init.h"
-#include "llm/param_specs.h"
 
 namespace vlm {
-
-// The texture array is made by data/ and read by vision/ and scorers/, which do not
-// include each other: the three counts must agree.
 
 const char* module_name(ModuleId m) {
   switch (m) {

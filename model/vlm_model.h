@@ -49,8 +49,8 @@
 #include "llm/backbone.h"
 #include "llm/embedding_parallel.h"
 #include "llm/sampling.h"
-#include "scorers/stage.h"
 #include "model/front_slot.h"
+#include "scorers/stage.h"
 #include "vision/encoder.h"
 #include "vision/projector.h"
 
@@ -68,7 +68,7 @@ struct VlmConfig {
   int64_t max_images = 8;  // images per micro-batch (per rank)
   int64_t max_text = 64;   // prompt + caption tokens per sample
   float projector_std = 0.02f;
-  // train.precision (README "Numerics"): at BF16 the vision encoder, projector and
+  // train.precision (docs/training.md, "Numerics"): at BF16 the vision encoder, projector and
   // backbone hold a bf16 working copy of their weights (refresh_working_weights()).
   Precision precision = Precision::FP32;
   // Frozen modules (by ModuleId) get no gradient arena and skip their weight gradients.

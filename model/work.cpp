@@ -64,9 +64,10 @@ ModelWork model_work(const VlmConfig& cfg, int tp_size, const StepShape& s) {
   const double attn = B * L * 2 * n * n * NH * HS / tp;  // causal: half of QK^T and PV's 2 x 2 n^2 NH HS
   const double re_mm = m.recompute == Recompute::Full ? T_run * L * layer_run : 0;
   const double re_attn = m.recompute == Recompute::None ? 0 : attn;
-  // Encoder (replicated: every TP rank encodes every image, under every placement: README
-  // "Training"; backward only when it trains): the embedding's own count (vision/
-  // patch_embed.h: the patch convolution or the stem, the texture map), the blocks.
+  // Encoder (replicated: every TP rank encodes every image, under every placement:
+  // docs/training.md, "The model"; backward only when it trains): the embedding's own
+  // count (vision/patch_embed.h: the patch convolution or the stem, the texture map), the
+  // blocks.
   const VisionConfig& v = cfg.vision;
   const PatchEmbed embed(v);
   const bool vtrain = trains(ModuleId::Vision);

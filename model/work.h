@@ -42,8 +42,8 @@ StepShape step_shape(const std::vector<MicroBatch>& mbs, int64_t visual_tokens, 
 // scorers' and the balancer's linears) and of attention (QK^T and PV; causal: half of
 // the square). Per product: forward 1x, the input gradient 1x when something upstream
 // trains, the weight gradient 1x when the module trains (the step skips the others:
-// README "Training"; the encoder's first layer computes no pixel gradient). Not counted:
-// the parameter-free products (LOD pooling, the largest: v/(12 d_v L_v) of the encoder's
+// docs/training.md, "The optimizer"; the encoder's first layer computes no pixel
+// gradient). Not counted: the parameter-free products (LOD pooling, the largest: v/(12 d_v L_v) of the encoder's
 // blocks, 0.4% for SigLIP-B/16 at 400 tokens; the perspectival box mean, the prompt
 // query's mean, the participatory dot product, the balancer's mix) and elementwise ops.
 // Attention is counted at the shape's mean sequence length (samples of different lengths

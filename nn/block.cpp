@@ -81,7 +81,7 @@ void Block::forward(TpContext& ctx, const PackedSeqs& seq, const Tensor& h_in, c
   ln1.forward(s, a.ln1, a.ln1_mean, a.ln1_rstd, h_in);
   attn.forward(ctx, seq, a.ln1, sc.y, a.attn, c, sc);
   add(s, a.h_mid, h_in, sc.y);
-  round_act(s, a.h_mid, attn.o.bf16());  // the residual stream is bf16 too (README "Numerics")
+  round_act(s, a.h_mid, attn.o.bf16());  // the residual stream is bf16 too (docs/training.md, "Numerics")
   ln2.forward(s, a.ln2, a.ln2_mean, a.ln2_rstd, a.h_mid);
   mlp.forward(ctx, a.ln2, sc.y, a.mlp, sc);
   add(s, h_out, a.h_mid, sc.y);

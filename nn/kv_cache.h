@@ -1,6 +1,6 @@
 // KvCache: the keys and values of every layer of a causal stack (nn/stack.h), kept so
-// that each new token of incremental decoding costs one row's forward (README
-// "Captioning", nn/README.md). It holds this rank's KV heads only (NKVl of
+// that each new token of incremental decoding costs one row's forward
+// (docs/caption-and-eval.md, "KV cache"; nn/README.md). It holds this rank's KV heads only (NKVl of
 // nn/block_config.h: the heads are split over TP, or the one replicated head this rank
 // uses), after bias and RoPE: exactly the k and v the attention reads.
 // Layout: sequence b (< max_seqs) owns the cache rows [b*max_len, (b+1)*max_len);

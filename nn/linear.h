@@ -15,7 +15,7 @@
 //   rank (ParamSpec::tp_partial_grad; ParamTable::finalize_tp_grads reduces it).
 // At tp = 1 both are the plain Linear (the regions are identities).
 // Gradients follow the rule of nn/context.h.
-// Mixed precision (train.precision=bf16, README "Numerics"): bind() takes the table's
+// Mixed precision (train.precision=bf16, docs/training.md, "Numerics"): bind() takes the table's
 // bf16 working copy of the weight when it has one (nn/param_table.h); every matmul is
 // then a bf16 GEMM with f32 accumulation (core/ops/gemm.inc), its outputs (y, pre_gelu,
 // dx) are rounded to bf16 values, and dW/db accumulate in f32; the region ops move the

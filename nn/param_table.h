@@ -18,7 +18,7 @@
 // step (finalize_tp_grads).
 // Element type: f32, or f64 on CPU for gradient checks (the `dtype` of the table).
 // Gradients accumulate (+=, nn/context.h); zero_grads() clears them.
-// Mixed precision (train.precision=bf16, README "Numerics"): add_bf16_working_copy()
+// Mixed precision (train.precision=bf16, docs/training.md, "Numerics"): add_bf16_working_copy()
 // before allocate() declares a third arena, a bf16 copy of every matrix parameter
 // (ndim >= 2: the weights matmuls read; vectors stay f32 only). Param::work views it
 // (undefined for vectors and at fp32). refresh_working() re-rounds it from the f32
@@ -39,7 +39,7 @@ namespace vlm {
 
 enum class InitKind { Normal, Zeros, Ones };
 
-// The arithmetic of a model (train.precision, README "Numerics"): FP32, or BF16 mixed
+// The arithmetic of a model (train.precision, docs/training.md, "Numerics"): FP32, or BF16 mixed
 // precision (a bf16 working copy of the weights, bf16 activations, f32 master weights,
 // gradients and statistics). A model part built at BF16 calls add_bf16_working_copy().
 enum class Precision { FP32, BF16 };

@@ -25,9 +25,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/vlm_model.h"
 #include "optim/ownership.h"
 #include "parallel/communicator.h"
-#include "model/vlm_model.h"
 
 namespace vlm {
 

@@ -20,10 +20,10 @@
 #include <vector>
 
 #include "core/backend.h"
-#include "nn/param_table.h"
-#include "parallel/communicator.h"
-#include "optim/dp_grads.h"
 #include "model/vlm_model.h"
+#include "nn/param_table.h"
+#include "optim/dp_grads.h"
+#include "parallel/communicator.h"
 
 namespace vlm {
 

@@ -1,5 +1,5 @@
 // Communicator: the one interface through which every collective of the framework goes
-// (docs/architecture.md, Parallel layout), for one group of ranks (world, a TP group, a DP group).
+// (docs/architecture.md, "Parallel layout"), for one group of ranks (world, a TP group, a DP group).
 // Implementations: MpiCommunicator (parallel/mpi/, host tensors, non-blocking MPI) and
 // NcclCommunicator (parallel/nccl/, device tensors, NCCL on a dedicated communication
 // stream ordered with events). make_communicator (parallel/groups.h) picks one by device.

@@ -1,6 +1,6 @@
 // Tensor-parallel region operators (Megatron-core `mappings`), as conjugate
 // forward/backward pairs over the TP group's Communicator. Column/row-parallel layers
-// are built only from these (docs/architecture.md, Parallel layout). Each op is given the stream it runs
+// are built only from these (docs/architecture.md, "Parallel layout"). Each op is given the stream it runs
 // on; collectives are ordered on it (no host sync on CUDA).
 //
 // Let p = comm.size(), r = comm.rank(). Shapes: [N, C] means any tensor viewed as
@@ -22,7 +22,7 @@
 // same dtype on the same device, planned by the caller (no allocation in the step).
 // Reductions need f32/f64/i32/bf16; dx OVERWRITES (activation gradients).
 // `wire` (the ops that communicate): the dtype on the wire. BF16 with f32 tensors
-// (train.precision=bf16, README "Numerics"): the f32 values are converted to bf16 into
+// (train.precision=bf16, docs/training.md, "Numerics"): the f32 values are converted to bf16 into
 // the communicator's staging buffers, communicated (half the bytes; a reduction rounds
 // each of its steps to bf16) and converted back. Exact for data movement of bf16-valued
 // activations; a reduction of f32 partial sums rounds them first. F32: as they are.

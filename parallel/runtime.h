@@ -9,7 +9,7 @@
 //     4. backend         select_backend(--device); rank 0 logs the choice in one line
 //     5. process groups  world, TP and DP communicators on the backend's device
 //
-// Error policy across ranks (README "Errors"); every phase is a step of on_every_rank:
+// Error policy across ranks (docs/errors.md); every phase is a step of on_every_rank:
 //  - A step runs on every rank, then the ranks agree on its outcome (one all-reduce of
 //    the number of ranks whose step threw a UserError). When no rank failed, all go on.
 //    When every rank failed (the same bad option given to all), rank 0 prints its
@@ -39,8 +39,8 @@
 #include <memory>
 #include <string>
 
-#include "core/backend.h"
 #include "base/error.h"
+#include "core/backend.h"
 #include "parallel/groups.h"
 #include "parallel/mpi/mpi_session.h"
 #include "parallel/options.h"

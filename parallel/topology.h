@@ -1,4 +1,4 @@
-// Topology: where this rank sits in the parallel layout (docs/architecture.md, Parallel layout).
+// Topology: where this rank sits in the parallel layout (docs/architecture.md, "Parallel layout").
 //
 //   world = nodes x ranks_per_node = tp x dp
 //   node       = rank / ranks_per_node     local_rank = rank % ranks_per_node

@@ -5,7 +5,7 @@
 // Plain arrays in, so that scorers/ and train/ call it without OpenCV or model types:
 //   relevance [G*G] row-major, levels [(G/R)^2] per region in raster order.
 // Cell (r, c) covers pixel rows [r*H/G, (r+1)*H/G) and columns [c*W/G, (c+1)*W/G).
-// Used by `vlm caption` and the TensorBoard images (README, Scorers and level of detail).
+// Used by `vlm caption` and the TensorBoard images (docs/scorers.md).
 #pragma once
 #include <cstdint>
 #include <string>

@@ -1,5 +1,5 @@
 // `vlm plan`: a cluster run of `vlm train` planned on one machine, without MPI or a GPU
-// (README "Planning (`vlm plan`)"). For a layout (tp, dp, micro-batches, recompute,
+// (docs/planning.md). For a layout (tp, dp, micro-batches, recompute,
 // placement) it gives every TP rank's exact device memory (plan/plan_memory.h), the
 // exact bytes of the largest step per group (plan/plan_comm.h) and a modelled step time
 // (plan/plan_time.h); it ranks every layout of the cluster that keeps the run's global

@@ -22,7 +22,7 @@ StepBytes step_bytes(const VlmConfig& cfg, const RankLayout& l, const RankPlan& 
   const ModelConfig& m = cfg.llm;
   const int64_t tp = l.tp, M = s.micro_batches, C = m.d_model, L = m.n_layers, HS = m.head_dim(), NKV = m.kv_heads();
   auto trains = [&](ModuleId id) { return !cfg.frozen[size_t(id)]; };
-  // Element sizes on the wire (README "Numerics"): the backbone's activations cross the TP
+  // Element sizes on the wire (docs/training.md, "Numerics"): the backbone's activations cross the TP
   // regions in the compute precision, its statistics, the embedding and the prompt lookup
   // in f32; the DP
   // reduction in train.grad_reduce_dtype, ZeRO-1's all-gather of the values in f32.

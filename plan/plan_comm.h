@@ -15,8 +15,8 @@
 #pragma once
 #include <cstdint>
 
-#include "parallel/communicator.h"
 #include "model/work.h"
+#include "parallel/communicator.h"
 #include "plan/plan_memory.h"
 
 namespace vlm {

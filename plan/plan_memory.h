@@ -1,5 +1,5 @@
 // The planner's way of knowing the device memory of one rank of `vlm train`
-// (train/memory_terms.h) without a GPU, MPI or the memory itself (README "Planning (`vlm plan`)").
+// (train/memory_terms.h) without a GPU, MPI or the memory itself (docs/planning.md).
 //
 // Exact by construction: plan_rank builds the rank's objects with the very
 // constructors the trainer runs (VlmModel, DpGrads, AdamW: train/trainer.cpp), on a

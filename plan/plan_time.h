@@ -1,4 +1,4 @@
-// The modelled time of one training step on a GPU kind (README "Planning (`vlm plan`)"):
+// The modelled time of one training step on a GPU kind (docs/planning.md):
 // the only part of `vlm plan` that is an estimate (memory and bytes are exact).
 //  - Compute: the step's matmul FLOPs at the GPU's peak (fp32 or bf16 dense tensor
 //    peak, by precision) plus the other ops' memory traffic at its HBM bandwidth, each op
@@ -10,7 +10,7 @@
 //    inside a node (NVLink); a DP group crosses nodes (InfiniBand) when it spans them.
 //  - Step = compute + TP time (on the critical path: the llm stream waits for it) + the
 //    DP time not hidden behind the last micro-batch's backward (about 2/3 of its compute).
-// The figures of every GPU kind and their sources: README "Planning", "Figures".
+// The figures of every GPU kind and their sources: docs/planning.md, "Figures".
 #pragma once
 #include <string>
 

@@ -8,8 +8,8 @@
 #include <filesystem>
 
 #include "base/error.h"
-#include "io/atomic_file.h"
 #include "data/image/png.h"
+#include "io/atomic_file.h"
 #include "runlog/tb_events.h"
 
 namespace vlm {

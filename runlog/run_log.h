@@ -1,6 +1,6 @@
 // RunLog: what a training run reports, on world rank 0 only (other ranks hold an inert
 // log): the progress line every train.log_every steps, and the files of the run folder
-// <train.out_dir>/<train.run>/ (train/README.md):
+// <train.out_dir>/<train.run>/ (docs/training.md, "What a run prints and writes"):
 //   config.ini      every option of the run (written whole under a temporary name, then
 //                   renamed)
 //   metrics.jsonl   one JSON object per line: {"step":N,"tag":value,...}; each line is

@@ -1,5 +1,6 @@
 // TensorBoard event files: the writer the trainer logs scalars and images with, and a
-// reader for tests and tools. The file layout is train/README.md's ("TensorBoard").
+// reader for tests and tools. The files and their layout: docs/training.md,
+// "TensorBoard".
 // A file is a TFRecord file (runlog/tfrecord.h) of serialized `tensorflow.Event` protobuf
 // messages, encoded here by hand (no protobuf dependency), with proto3's rules (fields
 // at their default value are left out, oneof members always written):

@@ -66,7 +66,7 @@ void register_scorer_options(Config& cfg) {
   cfg.add_choice("lod.policy", "relevance", {"relevance", "uniform", "random"},
                  "order of region upgrades: by relevance, or the baselines uniform (raster) and random");
   cfg.add_choice("scorers.placement", "replicated", {"replicated", "batch-split", "dedicated", "tp2"},
-                 "where the scorers run in the TP group (README, Scorers and level of detail)");
+                 "where the scorers run in the TP group (docs/scorers.md)");
   cfg.add_int("scorers.hidden", 64, "hidden width of the scorer MLPs, projections and balancer", 1, 1 << 16);
   cfg.add_int("scorers.k", 3, "centre-surround window of the perspectival scorer (odd, cells)", 1, 1 << 14);
 }

@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "core/texture_channels.h"
 #include "core/tensor.h"
+#include "core/texture_channels.h"
 #include "nn/param_table.h"
 #include "parallel/communicator.h"
 #include "scorers/scratch.h"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Reads a vlm-image-text HDF5 file with h5py (independently of the C++ reader) and
-checks the schema invariants (versions 1 and 2) documented in README.md ("Datasets");
+checks the schema invariants (versions 1 and 2) documented in docs/dataset-format.md;
 prints a short summary.
 With --scenes (a file of `vlm data build --data.from scenes`), also checks every caption
 against the pixels (decoded with Pillow; the background is the most frequent colour):
@@ -19,7 +19,7 @@ REGIONS = ["top left", "top middle", "top right", "middle left", "center",
            "middle right", "bottom left", "bottom middle", "bottom right"]
 
 
-def region(box, w, h):  # README: the 3 x 3 cell holding the box centre
+def region(box, w, h):  # docs/dataset-format.md, "Scenes": the 3 x 3 cell of the box centre
     x0, y0, x1, y1 = (int(v) for v in box)
     return 3 * min(2, 3 * (y0 + y1) // (2 * h)) + min(2, 3 * (x0 + x1) // (2 * w))
 

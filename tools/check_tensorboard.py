@@ -4,7 +4,7 @@ C++ reader in runlog/tb_events.h) and prints, per run folder, the scalar tags wi
 number of points and step range, and the image tags with their sizes (each PNG is
 decoded with Pillow when it is installed, and its size checked against the event's).
 Exits 1 when a tag named by --expect-scalars / --expect-images is missing from a run or
-an image does not decode, 2 on bad arguments. See train/README.md ("TensorBoard").
+an image does not decode, 2 on bad arguments. See docs/training.md, "TensorBoard".
 usage: python3 tools/check_tensorboard.py PATH [PATH ...] [--expect-scalars a,b] [--expect-images c]
   PATH: an events.out.tfevents.* file, a run folder, or a folder of runs (e.g. runs/)
   (needs: pip install tensorboard; optional: pillow)"""

@@ -18,7 +18,7 @@ namespace vlm {
 
 struct MemoryTerms {
   size_t params = 0;       // parameter arenas of the four modules (f32 master weights)
-  size_t bf16_copies = 0;  // their bf16 working copies (train.precision=bf16; README "Numerics")
+  size_t bf16_copies = 0;  // their bf16 working copies (train.precision=bf16; docs/training.md, "Numerics")
   size_t grads = 0;        // gradient arenas of the trainable modules (none when frozen), and
                            // with bf16 gradient buckets the DP reduction's bf16 copy
   size_t optimizer = 0;    // AdamW moments of the elements this rank updates, and with

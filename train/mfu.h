@@ -1,5 +1,5 @@
-// MFU (model FLOPs utilisation) of `vlm train`'s progress line and metrics (README
-// "Training"), per rank:
+// MFU (model FLOPs utilisation) of `vlm train`'s progress line and metrics (docs/training.md,
+// "What a run prints and writes"), per rank:
 //   mfu = this rank's model FLOPs of the step / the step's seconds / this rank's peak
 // Model FLOPs: model_work's model_flops (model/work.h: each product of the model once,
 // no recomputation, replicated work counted once per TP group) at the step's real shape

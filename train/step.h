@@ -81,12 +81,12 @@
 #include <utility>
 #include <vector>
 
+#include "model/vlm_model.h"
 #include "nn/tp_side.h"
+#include "optim/dp_grads.h"
 #include "parallel/communicator.h"
 #include "scheduler/graph.h"
 #include "scheduler/streams.h"
-#include "optim/dp_grads.h"
-#include "model/vlm_model.h"
 
 namespace vlm {
 

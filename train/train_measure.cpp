@@ -15,7 +15,7 @@ CommCounters counters_since(const CommCounters& now, const CommCounters& then) {
 }
 
 // Rank 0 prints every rank's measured peak and its own bytes of the last step per group
-// (what `vlm plan` predicts: README "Planning").
+// (what `vlm plan` predicts: docs/planning.md).
 void report_memory_and_bytes(Runtime& rt, Stream& s, const TrainReport& rep) {
   Communicator& world = rt.groups().world();
   std::vector<double> peaks(size_t(world.size()), 0.0);

@@ -1,4 +1,4 @@
-// What `vlm train` measures for the planner's checks (README "Planning (`vlm plan`)"):
+// What `vlm train` measures for the planner's checks (docs/planning.md):
 // the bytes one step moved per group (a difference of Communicator counters) and, at the
 // end, every rank's measured peak of device arena memory, printed by rank 0 as
 //   memory per rank (device arenas, measured peak in training, planned N B on rank 0): rank 0 X B, ...

@@ -58,7 +58,7 @@ void register_train_options(Config& cfg) {
   cfg.add_float("train.bucket_mb", 25, "DP gradient bucket size in MiB", 0.001, 1 << 20);
   cfg.add_choice("train.precision", "fp32", {"fp32", "bf16"},
                  "arithmetic: fp32, or bf16 mixed precision (bf16 weight copies and activations, f32 master "
-                 "weights, gradients and statistics; README Numerics)");
+                 "weights, gradients and statistics; docs/training.md)");
   cfg.add_choice("train.grad_reduce_dtype", "fp32", {"fp32", "bf16"},
                  "dtype of the DP gradient buckets on the wire (bf16 halves the traffic; the sums land in f32)");
   cfg.add_float("train.peak_tflops", 0,

@@ -11,10 +11,10 @@
 #include <memory>
 #include <string>
 
-#include "scheduler/streams.h"
 #include "model/batch.h"
-#include "optim/optimizer.h"
 #include "model/vlm_model.h"
+#include "optim/optimizer.h"
+#include "scheduler/streams.h"
 
 namespace vlm {
 
@@ -49,7 +49,7 @@ struct TrainOptions {
   int log_every = 10, eval_every = 0, eval_batches = 8;
   std::string run = "run", out_dir = "runs";
   double bucket_mb = 25;
-  Precision precision = Precision::FP32;  // train.precision (README "Numerics")
+  Precision precision = Precision::FP32;  // train.precision (docs/training.md, "Numerics")
   bool grad_reduce_bf16 = false;          // train.grad_reduce_dtype=bf16 (optim/dp_grads.h)
   int64_t save_every = 0;       // checkpoints (checkpoint/checkpoint.h): every N steps and at the end; -1 never
   int keep_last = 3;

@@ -1,7 +1,7 @@
-// Trainer: `vlm train` on one rank of a TP x DP layout (train/README.md, README
-// "Training"). It assembles the VLM (model/vlm_model.h) from the options, reads the
-// dataset through data/'s DP-sharded loader, runs optimizer steps through the scheduler's
-// step (train/step.h) with AdamW (optim/optimizer.h), and reports through the run log
+// Trainer: `vlm train` on one rank of a TP x DP layout (docs/training.md). It assembles
+// the VLM (model/vlm_model.h) from the options, reads the dataset through data/'s
+// DP-sharded loader, runs optimizer steps through the scheduler's step (train/step.h)
+// with AdamW (optim/optimizer.h), and reports through the run log
 // (runlog/run_log.h). After training it evaluates (model/evaluate.h).
 // Invariants:
 //  - Inputs are checked on every rank in one agreed step before any work (the error

@@ -4,8 +4,8 @@
 #include <filesystem>
 
 #include "base/error.h"
-#include "parallel/runtime.h"
 #include "checkpoint/checkpoint.h"
+#include "parallel/runtime.h"
 #include "train/trainer_state.h"
 
 namespace vlm {

@@ -1,6 +1,7 @@
 // Trainer::State: what one `vlm train` run holds (train/trainer.h), shared by the
-// trainer's two files: trainer.cpp (construction, the step loop, the evaluation after
-// training) and trainer_state.cpp (resume, save, loader options). Private to train/.
+// trainer's two files: trainer.cpp (construction, the step loop and its pieces, the
+// evaluation after training) and trainer_state.cpp (resume, save, loader options).
+// Private to train/.
 #pragma once
 #include <chrono>
 #include <memory>
@@ -10,19 +11,20 @@
 #include "core/counting_backend.h"
 #include "data/load/loader.h"
 #include "data/text/tokenizer.h"
+#include "model/batch.h"
+#include "model/evaluate.h"
+#include "model/vlm_model.h"
+#include "optim/dp_grads.h"
+#include "optim/optimizer.h"
+#include "runlog/run_log.h"
 #include "scheduler/options.h"
 #include "scheduler/streams.h"
-#include "model/batch.h"
-#include "optim/dp_grads.h"
-#include "model/evaluate.h"
-#include "train/mfu.h"
-#include "optim/optimizer.h"
 #include "train/memory_terms.h"
-#include "runlog/run_log.h"
+#include "train/mfu.h"
+#include "train/run_stats.h"
 #include "train/step.h"
 #include "train/train_options.h"
 #include "train/trainer.h"
-#include "model/vlm_model.h"
 
 namespace vlm {
 
@@ -64,6 +66,13 @@ struct Trainer::State {
   LoaderOptions loader_options(const std::string& split) const;
   void resume();
   void save(int64_t step);
+  // The pieces of Trainer::run (train/trainer.cpp).
+  void print_header() const;
+  RunStats::Step train_step(int64_t n, sched::Trace& trace, double elapsed_before);
+  void log_balancer(int64_t n);
+  double validate(int64_t n);
+  void caption_accuracy(TrainReport& rep);
+  void write_trace(const sched::Trace& trace);
 };
 
 }  // namespace vlm

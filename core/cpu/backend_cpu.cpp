@@ -31,10 +31,10 @@
 
 #include <sys/mman.h>
 
+#include "base/error.h"
 #include "core/backend.h"
 #include "core/cpu/blas.h"
 #include "core/cpu/thread_pool.h"
-#include "base/error.h"
 
 namespace vlm {
 namespace {

@@ -16,8 +16,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/cpu/thread_pool.h"
 #include "base/error.h"
+#include "core/cpu/thread_pool.h"
 #include "core/tensor.h"
 
 // Function multi-versioning: the compiler emits an AVX2+FMA (x86-64-v3) and a baseline

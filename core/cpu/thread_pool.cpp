@@ -1,5 +1,5 @@
 // The CPU backend's thread pool (core/cpu/thread_pool.h) and the thread policy of
-// core/cpu_threads.h. Policy, with the figures behind it: README "CPU performance".
+// core/cpu_threads.h. Policy, with the figures behind it: docs/cpu-performance.md.
 //  - One pool per calling thread (the main thread, later each stream worker), holding
 //    thread_budget() - 1 worker threads created on the thread's first parallel call and
 //    kept; the caller runs tasks too. BLAS calls run on these threads, one thread each

@@ -1,5 +1,5 @@
 // Parallel loops of the CPU ops (core/cpu/*.cpp), not a public header: the one thread
-// pool of the CPU backend (policy and figures: README "CPU performance"; threads per
+// pool of the CPU backend (policy and figures: docs/cpu-performance.md; threads per
 // caller: core/cpu_threads.h).
 //  - parallel_tasks(n, threads, f): f(i) for every task i in [0, n), on up to `threads`
 //    threads of the calling thread's pool, the caller included. Tasks are claimed in

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "base/error.h"
-#include "core/ops.h"
 #include "core/opcheck/op_case.h"
+#include "core/ops.h"
 
 namespace vlm::opcheck {
 

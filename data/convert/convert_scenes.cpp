@@ -1,5 +1,5 @@
-// The scenes converter (converters.h build_scenes; README.md "Datasets", scenes): scenes
-// of Fashion-MNIST items and Tux Paint stamps (scene_library.h) laid out by
+// The scenes converter (converters.h build_scenes; docs/dataset-format.md, "Scenes"):
+// scenes of Fashion-MNIST items and Tux Paint stamps (scene_library.h) laid out by
 // compose_scene (scene_compose.h), each asked about in questions whose answer needs the
 // right place of the picture:
 //  - per item, "what is in the <region>?" -> "<a noun>" ("a sneaker"), in one of

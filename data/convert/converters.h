@@ -1,5 +1,5 @@
 // `vlm data build` converters: each turns one kind of source into a schema-v1 HDF5 file.
-// Invariants shared by all converters (the policies are stated in README.md, "Errors"):
+// Invariants shared by all converters (the policies are stated in docs/errors.md):
 //  - Deterministic output for the same input and options (sorted file order, seeded
 //    splits from DistributedSampler::permutation).
 //  - The output is written through DatasetWriter, i.e. under a temporary name renamed
@@ -70,7 +70,7 @@ BuildReport build_fashion_mnist(const std::string& dir, const BuildOptions& opt)
 // Tux Paint stamps: every *.png under dir with a sibling .txt (first line = caption).
 BuildReport build_tuxpaint(const std::string& dir, const BuildOptions& opt);
 
-// Scenes (convert_scenes.cpp; README.md "Datasets", scenes): opt.limit (>= 1) scenes of
+// Scenes (convert_scenes.cpp; docs/dataset-format.md, "Scenes"): opt.limit (>= 1) scenes of
 // size x size RGB pixels, each with 2-6 items (Fashion-MNIST pictures in colour, and
 // with probability stamp_fraction per item a Tux Paint stamp) and clutter made of item
 // fragments; every caption answers a question (the prompt) about one item, whose box

@@ -1,5 +1,5 @@
 // compose_scene: the picture and the item boxes of one scene of the scenes converter
-// (convert_scenes.cpp; README.md "Datasets", scenes). Rules, with cell = size / 3:
+// (convert_scenes.cpp; docs/dataset-format.md, "Scenes"). Rules, with cell = size / 3:
 //  - A size x size RGB canvas of one background colour (uniform random RGB).
 //  - 2-6 items (uniform count), each drawn from the library's pool with its longer side
 //    uniform in [0.5, 0.95] x cell; Fashion-MNIST pictures in a random colour at least

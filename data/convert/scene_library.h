@@ -1,5 +1,5 @@
 // SceneLibrary: the items the scenes converter (convert_scenes.cpp) places in its
-// scenes, their classes and the words that name them (README.md, "Datasets", scenes).
+// scenes, their classes and the words that name them (docs/dataset-format.md, "Scenes").
 //  - Fashion-MNIST pictures (dataset-fashion-mnist), drawn in a colour the scene picks.
 //    Classes 0..9 are the Fashion-MNIST labels. The pictures are split by pool: Test
 //    scenes draw from the t10k images; Train and Val scenes from the train images, of

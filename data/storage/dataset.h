@@ -1,6 +1,6 @@
-// DatasetReader: opens an image-text HDF5 file of schema version 1 or 2 (schema.h; README.md
-// "Datasets") and gives random access to images, captions, tokens, caption boxes and
-// labels, and splits.
+// DatasetReader: opens an image-text HDF5 file of schema version 1 or 2 (schema.h;
+// docs/dataset-format.md) and gives random access to images, captions, tokens, caption
+// boxes and labels, and splits.
 // Invariants established at open (violations are UserError naming file and dataset):
 //  - root attrs format == "vlm-image-text" and version in 1..2; no version-2 dataset
 //    (caption box or label) in a version-1 file;

@@ -1,4 +1,4 @@
-// The image-text HDF5 schema, versions 1 and 2 (documented in README.md, "Datasets").
+// The image-text HDF5 schema, versions 1 and 2 (documented in docs/dataset-format.md).
 // Names of every group, dataset and root attribute live here, once, with the limits
 // the reader enforces before allocating anything from a size stored in a file.
 // Versions: 2 adds the optional per-caption box and label (/captions/box, /captions/label);

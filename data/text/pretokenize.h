@@ -4,7 +4,7 @@
 //   qwen2: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,D}
 //          | ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+     (D = 1 Qwen2, 3 Llama-3)
 // Invariant: the pieces are consecutive byte ranges that concatenate to the input.
-// Approximation (documented in README.md, "Datasets" / Tokenizer): Unicode classes come from
+// Approximation (documented in docs/dataset-format.md, "Tokenizer"): Unicode classes come from
 // a table of ranges (unicode_class.cpp): ASCII exact; Latin-1, general punctuation,
 // symbols, arrows, box drawing, CJK punctuation, full-width forms, emoji, common digit
 // blocks and the main combining-mark blocks are classified; every other code point

@@ -12,9 +12,9 @@
 
 #include "base/error.h"
 #include "base/file_read.h"
-#include "io/atomic_file.h"
 #include "base/json.h"
 #include "data/text/tokenizer.h"
+#include "io/atomic_file.h"
 
 namespace vlm {
 

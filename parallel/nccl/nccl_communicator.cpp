@@ -5,9 +5,9 @@
 
 #include <utility>
 
+#include "base/error.h"
 #include "core/cuda/cuda_backend.h"
 #include "core/cuda/cuda_check.h"
-#include "base/error.h"
 #include "parallel/groups.h"
 #include "parallel/mpi/mpi_check.h"
 #include "parallel/nccl/nccl_check.h"

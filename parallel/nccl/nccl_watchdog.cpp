@@ -2,8 +2,8 @@
 // (see nccl_watchdog.h).
 #include "parallel/nccl/nccl_watchdog.h"
 
-#include "core/cuda/cuda_check.h"
 #include "base/error.h"
+#include "core/cuda/cuda_check.h"
 #include "parallel/mpi/mpi_session.h"
 
 namespace vlm {

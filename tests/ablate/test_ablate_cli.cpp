@@ -21,11 +21,11 @@
 #include <string>
 #include <vector>
 
-#include "data/image/image_pipeline.h"
-#include "base/error.h"
-#include "tests/support/cli.h"
 #include "ablate/ablate_eval.h"
 #include "ablate/ablate_table.h"
+#include "base/error.h"
+#include "data/image/image_pipeline.h"
+#include "tests/support/cli.h"
 
 namespace vlm {
 namespace {

@@ -8,8 +8,8 @@
 #include <fstream>
 
 #include "base/config.h"
-#include "core/device_options.h"
 #include "base/error.h"
+#include "core/device_options.h"
 #include "tests/support/errors.h"
 
 namespace vlm {

@@ -20,18 +20,18 @@
 #include <vector>
 
 #include "base/config.h"
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/export_hf.h"
 #include "io/safetensors.h"
 #include "llm/backbone.h"
 #include "llm/hf_config.h"
 #include "llm/hf_import.h"
 #include "parallel/runtime.h"
-#include "checkpoint/checkpoint.h"
-#include "train/trained_model.h"
-#include "checkpoint/export_hf.h"
-#include "vision/patch_embed.h"
-#include "vision/siglip_import.h"
 #include "tests/support/cli.h"
 #include "tests/support/mpi.h"
+#include "train/trained_model.h"
+#include "vision/patch_embed.h"
+#include "vision/siglip_import.h"
 
 namespace vlm {
 namespace {

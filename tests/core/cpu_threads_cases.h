@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string>
 
-#include "core/cpu_threads.h"
 #include "base/error.h"
+#include "core/cpu_threads.h"
 #include "core/opcheck/op_case.h"
 #include "core/ops.h"
 

@@ -6,8 +6,8 @@
 
 #include <string>
 
-#include "core/backend.h"
 #include "base/error.h"
+#include "core/backend.h"
 #include "core/ops.h"
 #include "core/tensor.h"
 

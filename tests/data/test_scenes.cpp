@@ -6,7 +6,7 @@
 //    pixel that differs from the background and the one-pixel ring around it is all
 //    background (so the box is exactly the item's extent), and boxes of one scene keep
 //    kSceneGap pixels apart, one per region;
-//  - answers agree with boxes and labels by the formula of README "Datasets" (region =
+//  - answers agree with boxes and labels by the formula of docs/dataset-format.md (region =
 //    the 3 x 3 cell of the box centre): "what is in the <region>?" names the box's
 //    region and is answered with the class's noun; "where is the <class>?" is answered
 //    with the region of the box, for a class alone in its scene;
@@ -58,7 +58,7 @@ bool ends_with(const std::string& s, const std::string& end) {
   return s.size() >= end.size() && s.compare(s.size() - end.size(), end.size(), end) == 0;
 }
 
-int region(const CaptionBox& b, int w, int h) {  // README: floor(3 (x0 + x1) / (2 W)), rows alike
+int region(const CaptionBox& b, int w, int h) {  // docs/dataset-format.md: floor(3 (x0 + x1) / (2 W)), rows alike
   const int col = std::min(2, 3 * (b.x0 + b.x1) / (2 * w)), row = std::min(2, 3 * (b.y0 + b.y1) / (2 * h));
   return 3 * row + col;
 }

@@ -1,7 +1,7 @@
 // Fuzz target: a safetensors file (io/safetensors.h) opened and every tensor of at
 // most 2^20 elements read whole and, when 2-D, as a column slice.
-#include "io/safetensors.h"
 #include "fuzz_util.h"
+#include "io/safetensors.h"
 
 using namespace vlm;
 

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "base/config.h"
-#include "io/safetensors.h"
 #include "data/text/tokenizer.h"
 #include "fuzz_util.h"
+#include "io/safetensors.h"
 
 using namespace vlm;
 namespace fs = std::filesystem;

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "base/error.h"
-#include "io/safetensors.h"
 #include "base/json.h"
+#include "io/safetensors.h"
 #include "tests/support/errors.h"
 #include "tests/support/files.h"
 

@@ -20,12 +20,12 @@
 
 #include <unistd.h>
 
-#include "core/backend.h"
 #include "base/error.h"
+#include "core/backend.h"
+#include "io/safetensors.h"
 #include "llm/backbone.h"
 #include "llm/hf_config.h"
 #include "llm/hf_import.h"
-#include "io/safetensors.h"
 #include "parallel/groups.h"
 #include "tests/support/errors.h"
 #include "tests/support/mpi.h"

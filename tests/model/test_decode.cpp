@@ -21,12 +21,12 @@
 
 #include "data/convert/converters.h"
 #include "data/load/loader.h"
-#include "parallel/groups.h"
-#include "tests/support/metrics.h"
-#include "tests/support/mpi.h"
 #include "model/batch.h"
 #include "model/generate.h"
 #include "optim/optimizer.h"
+#include "parallel/groups.h"
+#include "tests/support/metrics.h"
+#include "tests/support/mpi.h"
 #include "train/step.h"
 
 namespace vlm {

@@ -1,4 +1,4 @@
-// `vlm plan` against measured runs of `vlm train` (README "Planning (`vlm plan`)"), on a
+// `vlm plan` against measured runs of `vlm train` (docs/planning.md), on a
 // real Fashion-MNIST subset with configs/tiny.cfg, 2 steps under real mpirun:
 //  - memory: plan's total per TP rank is within 5% of every rank's measured peak of the
 //    bytes allocated through the training backend (core/counting_backend.h), and never

@@ -1,6 +1,6 @@
 // Helpers of the malformed-input suite (tests/robustness): every case runs the real `vlm`
-// binary on an input it made in a fresh folder and checks the README's promise for bad
-// input ("Errors"): exit code 2, exactly one line on stderr ("vlm <command>: error: ..."),
+// binary on an input it made in a fresh folder and checks the promise of docs/errors.md
+// for bad input: exit code 2, exactly one line on stderr ("vlm <command>: error: ..."),
 // naming the file or the key/option at fault, no hang (a time limit), and no file of the
 // case folder created, changed or removed (FNV-1a checksums before and after), so an
 // existing output survives the failure.

@@ -16,9 +16,9 @@
 
 #include "data/image/image_pipeline.h"
 #include "data/image/png.h"
+#include "runlog/tb_events.h"
 #include "tests/support/errors.h"
 #include "tests/support/files.h"
-#include "runlog/tb_events.h"
 
 namespace vlm {
 namespace {

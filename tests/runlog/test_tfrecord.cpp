@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "runlog/tfrecord.h"
 #include "tests/support/errors.h"
 #include "tests/support/files.h"
-#include "runlog/tfrecord.h"
 
 namespace vlm {
 namespace {

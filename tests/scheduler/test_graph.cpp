@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
+#include "base/config.h"
 #include "core/ops.h"
 #include "core/tensor.h"
-#include "base/config.h"
 #include "scheduler/graph.h"
 #include "scheduler/options.h"
 #include "tests/support/errors.h"

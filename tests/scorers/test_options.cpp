@@ -1,5 +1,5 @@
 // The scorer and LOD options: defaults, reading, and every refused combination as one
-// line naming the option (the command exits 2 with it, README "Errors").
+// line naming the option (the command exits 2 with it, docs/errors.md).
 #include <gtest/gtest.h>
 
 #include "scorers/options.h"

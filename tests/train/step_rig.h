@@ -10,14 +10,14 @@
 #include <memory>
 #include <vector>
 
+#include "model/vlm_model.h"
+#include "optim/dp_grads.h"
 #include "parallel/groups.h"
 #include "parallel/topology.h"
 #include "scheduler/streams.h"
 #include "tests/support/mpi.h"
 #include "tests/support/rng.h"
-#include "optim/dp_grads.h"
 #include "train/step.h"
-#include "model/vlm_model.h"
 
 namespace vlm {
 namespace {

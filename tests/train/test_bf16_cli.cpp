@@ -1,6 +1,6 @@
 // `vlm train --train.precision bf16` as a user runs it, on the Fashion-MNIST subset of
 // tests/support (the dataset-fashion-mnist package) with configs/tiny.cfg:
-//  - 50 steps in bf16 stay within 2% of the fp32 run's loss at every step (README
+//  - 50 steps in bf16 stay within 2% of the fp32 run's loss at every step (docs/training.md,
 //    "Numerics" has the figures of the demo config);
 //  - bf16 at TP=2 (bf16 activations on the wire) and at DP=2 with bf16 gradient buckets
 //    (train.grad_reduce_dtype=bf16) stay within 2% of the bf16 TP=1 run;

@@ -1,4 +1,4 @@
-// Mixed precision (train.precision=bf16, README "Numerics"), one test per cast point,
+// Mixed precision (train.precision=bf16, docs/training.md, "Numerics"), one test per cast point,
 // on the tiny VLM of the step tests (step_rig.h), under mpirun with 1, 2 or 4 ranks:
 //  - weights: every matrix parameter has a bf16 working copy equal to bf16(master),
 //    re-rounded by refresh_working_weights after an AdamW step; master weights,
@@ -28,11 +28,11 @@
 #include "core/ops.h"
 #include "nn/linear.h"
 #include "nn/norm.h"
+#include "optim/dp_grads.h"
+#include "optim/optimizer.h"
 #include "scheduler/streams.h"
 #include "tests/support/mpi.h"
 #include "tests/train/step_rig.h"
-#include "optim/dp_grads.h"
-#include "optim/optimizer.h"
 #include "train/step.h"
 
 namespace vlm {
@@ -64,7 +64,7 @@ TEST(MixedPrecision, WeightsAreABf16CopyOfF32MastersAndTheStateIsF32) {
   auto check_copies = [&](bool fresh) {
     size_t stale = 0;
     for (const ModuleParams& m : model.modules()) {
-      if (m.id == ModuleId::Scorers) {  // the scorers stay f32 (README "Numerics")
+      if (m.id == ModuleId::Scorers) {  // the scorers stay f32 (docs/training.md, "Numerics")
         EXPECT_FALSE(m.table->has_working());
         continue;
       }

@@ -2,8 +2,8 @@
 // against an independent count: every weight matrix of the real model's parameter tables
 // (a VlmModel built at TP = 1) times the rows it multiplies, 2 FLOPs per multiply-add, per
 // pass (forward; input gradient when something upstream trains; weight gradient when the
-// module trains; README "Training"), plus attention (QK^T and PV, the backbone's causal
-// half of the square). The convolutional stem's weights are counted at each output
+// module trains; docs/training.md, "The optimizer"), plus attention (QK^T and PV, the
+// backbone's causal half of the square). The convolutional stem's weights are counted at each output
 // position of their maps. Lookup tables (token, position, level embeddings) and vectors
 // are not products. Both sides count the same products by different routes (shapes read
 // from the tables here, closed formulas there), so they agree to double rounding: 1e-12.
@@ -15,8 +15,8 @@
 #include <cmath>
 #include <string>
 
-#include "core/backend.h"
 #include "base/error.h"
+#include "core/backend.h"
 #include "tests/support/mpi.h"
 #include "train/mfu.h"
 

@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "nn/init.h"
+#include "optim/dp_grads.h"
+#include "optim/optimizer.h"
 #include "parallel/groups.h"
 #include "parallel/topology.h"
 #include "scheduler/streams.h"
@@ -29,8 +31,6 @@
 #include "tests/support/mpi.h"
 #include "tests/support/rng.h"
 #include "tests/train/step_rig.h"
-#include "optim/dp_grads.h"
-#include "optim/optimizer.h"
 #include "train/step.h"
 
 namespace vlm {

@@ -30,8 +30,8 @@
 #include "data/storage/dataset_writer.h"
 #include "model/work.h"
 #include "runlog/tb_events.h"
-#include "train/train_options.h"
 #include "tests/support/cli.h"
+#include "train/train_options.h"
 
 namespace vlm {
 namespace {

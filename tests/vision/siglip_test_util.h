@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "io/safetensors.h"
 #include "data/image/image_pipeline.h"
+#include "io/safetensors.h"
 #include "tests/support/files.h"
 
 namespace vlm::test {

@@ -18,8 +18,8 @@
 #include <filesystem>
 
 #include "base/error.h"
-#include "io/h5_io.h"
 #include "data/image/texture.h"
+#include "io/h5_io.h"
 #include "siglip_test_util.h"
 
 namespace vlm::test {
