@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <sstream>
 
@@ -18,6 +19,7 @@
 #include "parallel/groups.h"
 #include "parallel/runtime.h"
 #include "runlog/run_log.h"
+#include "scorers/placement/placement.h"
 #include "train/train_options.h"
 #include "train/trainer.h"
 #include "vision/siglip_config.h"
@@ -28,7 +30,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-const std::vector<std::string> kPlacements = {"replicated", "batch-split", "dedicated", "tp2"};
 const std::vector<std::string> kPolicies = {"relevance", "uniform", "random"};
 
 std::vector<std::string> names(const std::string& list, const std::string& option,
@@ -113,8 +114,10 @@ std::string fingerprint(const Config& base, int64_t steps) {
 
 void register_ablate_options(Config& cfg) {
   register_all_train_options(cfg);
-  cfg.add_string("ablate.placements", "replicated", "comma list of scorer placements: replicated, batch-split, "
-                 "dedicated, tp2 (tp2 needs parallel.tp=2)");
+  std::string all;
+  for (const std::string& p : placement_names()) all += (all.empty() ? "" : ", ") + p;
+  cfg.add_string("ablate.placements", placement_names().front(),
+                 "comma list of scorer placements: " + all + " (tp2 needs parallel.tp=2)");
   cfg.add_string("ablate.lod", "relevance,uniform,random", "comma list of LOD policies: relevance, uniform, random");
   cfg.add_int_list("ablate.budgets", "64,100,200,400",
                    "visual tokens per image at most (each at least the number of regions, at most G*G)", 1,
@@ -159,27 +162,25 @@ int run_ablation(const Config& cfg, Runtime& rt) {
   int max_new = 24;
   rt.on_every_rank("inputs", [&] {
     a = read_ablate_options(cfg);
-    a.placements = names(a.placements[0], "placements", kPlacements);
+    a.placements = names(a.placements[0], "placements", placement_names());
     a.lods = names(a.lods[0], "lod", kPolicies);
     VLM_REQUIRE(!a.budgets.empty(), "--budgets: expected a comma list of token budgets (64,100,200,400)");
-    VLM_REQUIRE(a.test_break.empty() || std::find(kPlacements.begin(), kPlacements.end(), a.test_break) !=
-                kPlacements.end(), "--ablate.test_break: '", a.test_break, "' is not a placement");
-    const bool tp2 = std::find(a.placements.begin(), a.placements.end(), "tp2") != a.placements.end();
-    VLM_REQUIRE(!tp2 || tp % 2 == 0, "--placements: tp2 splits each scorer over pairs of TP ranks and needs an even "
-                "parallel.tp, got parallel.tp=", tp, " (run under mpirun with --tp 2)");
-    const VisionConfig v = resolve_vision_config(cfg);
-    const int G = v.grid(), R = int(cfg.get_int("lod.region"));
-    VLM_REQUIRE(R >= 1 && G % R == 0, "lod.region=", R, " does not divide the grid G = ", G);
-    const int64_t regions = int64_t(G / R) * (G / R);
-    for (size_t i = 0; i < a.budgets.size(); ++i) {
-      const int64_t b = a.budgets[i];
-      VLM_REQUIRE(std::find(a.budgets.begin(), a.budgets.begin() + i, b) == a.budgets.begin() + i, "--budgets: ", b,
-                  " is given twice");
-      VLM_REQUIRE(b >= regions, "--budgets: ", b, " is below the number of regions (G/R)^2 = (", G, "/", R, ")^2 = ",
-                  regions, " (every region emits at least one token)");
-      VLM_REQUIRE(b <= int64_t(G) * G, "--budgets: ", b, " is above G*G = ", int64_t(G) * G,
-                  " (every cell its own token)");
-    }
+    VLM_REQUIRE(a.test_break.empty() || std::find(placement_names().begin(), placement_names().end(), a.test_break) !=
+                placement_names().end(), "--ablate.test_break: '", a.test_break, "' is not a placement");
+    for (size_t i = 0; i < a.budgets.size(); ++i)
+      VLM_REQUIRE(std::find(a.budgets.begin(), a.budgets.begin() + i, a.budgets[i]) == a.budgets.begin() + i,
+                  "--budgets: ", a.budgets[i], " is given twice");
+    // The scorer options of every row, by their one check (ScorerOptions::validate), which
+    // names the lists the rows take them from (the LOD policy does not enter it).
+    const int G = resolve_vision_config(cfg).grid();
+    for (const std::string& p : a.placements)
+      for (int64_t b : a.budgets) {
+        const ScorerOptions o = read_scorer_options(*row_config(cfg, row_overrides({p, a.lods[0], b}, a, cfg, tp, dp)));
+        std::map<std::string, std::string> as{
+            {"scorers.placement", "--placements"}, {"lod.max_tokens", "--budgets"}, {"lod.budget", "--budgets"}};
+        if (o.lod.min_tokens == b) as["lod.min_tokens"] = "--budgets";  // lowered to the budget (row_overrides)
+        o.validate(G, tp, as);
+      }
     const DataOptions data = read_data_options(cfg);
     VLM_REQUIRE(!data.path.empty(), "--data.path: an image-text HDF5 file with caption boxes is required "
                 "(vlm data build --data.from scenes)");

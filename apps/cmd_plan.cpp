@@ -142,7 +142,7 @@ void print_ranking(const std::vector<LayoutPlan>& all, int top, const LayoutChoi
     const bool is_req = c.tp == req.tp && c.micro_batches == req.micro_batches && c.zero == req.zero &&
                         c.recompute == req.recompute && c.placement == req.placement;
     std::printf("  %3zu | %3d | %3d | %5d | %5d | %4d | %-9s | %-11s | %10s | %9.3f | %s%s\n", i + 1, c.tp, c.dp,
-                c.micro_batches, c.batch, c.zero, recompute_name(c.recompute), placement_name(c.placement),
+                c.micro_batches, c.batch, c.zero, recompute_name(c.recompute), c.placement.c_str(),
                 mb(double(p.max_bytes())).c_str(), ms(p.time.total()), why.c_str(), is_req ? " (requested)" : "");
   }
 }

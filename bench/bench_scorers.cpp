@@ -1,7 +1,7 @@
 // The scorer front end on one rank: per image, at G = 32 and d_v = 768 (defaults), the
 // forward+backward time of each scorer, the balancer, the LOD allocation (host) and the
 // LOD tokens, and of the whole stage; then the bytes per step each placement moves at
-// tp = 2, 4, 8 (the formulas of scorers/placement.h, which tests/scorers checks against
+// tp = 2, 4, 8 (the formulas of scorers/placement/, which tests/scorers checks against
 // the communicator's counters). Prints figures; asserts nothing.
 #include <mpi.h>
 
@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
       Backend& b = backend_from_config(cfg);
       Stream& s = b.default_stream();
       ScorerOptions o = read_scorer_options(cfg);
-      o.scorers.placement = Placement::Replicated;
+      o.scorers.placement = "replicated";
       ScorerDims d;
       d.G = int(cfg.get_int("grid")), d.d = cfg.get_int("width"), d.dq = d.d, d.hidden = o.scorers.hidden, d.k = o.scorers.k;
       const int64_t B = cfg.get_int("images"), N = d.cells();
@@ -57,11 +57,11 @@ int main(int argc, char** argv) {
       auto row = [&](const char* what, double sec) { std::printf("%-34s %12.3f\n", what, 1e3 * sec / double(B)); };
       Tensor logits = Tensor::empty(b, Shape{B, N}), dl = bench::filled(b, Shape{B, N}, DType::F32, 1.f, 11);
       for (int k = 0; k < kNumScorers; ++k) {
-        Scorer sc(ScorerKind(k), d);
-        sc.bind(t);
+        const std::unique_ptr<Scorer> sc = make_scorer(ScorerKind(k), d);
+        sc->bind(t);
         row(scorer_name(ScorerKind(k)), bench::time_per_call(s, [&] {
-              sc.forward(s, logits, F, tex, q);
-              sc.backward(s, dl, dF, dq);
+              sc->forward(s, logits, F, tex, q);
+              sc->backward(s, dl, dF, dq);
             }, 1, 0, budget));
       }
       Balancer bal(d);
@@ -98,10 +98,10 @@ int main(int argc, char** argv) {
       std::printf("\nbytes per step of each placement (f32, %lld images, P = %lld scorer parameters)\n", (long long)B,
                   (long long)stage.scorer_param_count());
       std::printf("%-12s %4s %14s %14s %14s %14s\n", "placement", "tp", "all_gather", "all_reduce", "broadcast", "total");
-      for (Placement p : {Placement::Replicated, Placement::BatchSplit, Placement::Dedicated, Placement::Tp2})
+      for (const std::string& p : placement_names())
         for (int tp : {2, 4, 8}) {
-          const PlacementBytes x = placement_bytes(p, tp, B, d, stage.scorer_param_count(), 4);
-          std::printf("%-12s %4d %14llu %14llu %14llu %14llu\n", placement_name(p), tp, (unsigned long long)x.all_gather,
+          const PlacementBytes x = make_placement(p, tp)->stage_bytes(B, d, stage.scorer_param_count(), 4);
+          std::printf("%-12s %4d %14llu %14llu %14llu %14llu\n", p.c_str(), tp, (unsigned long long)x.all_gather,
                       (unsigned long long)x.all_reduce, (unsigned long long)x.broadcast, (unsigned long long)x.total());
         }
       std::printf("(tp2: on each pair of ranks; the others: on the TP group)\n");

@@ -1,7 +1,6 @@
 // FrontSlot (model/front_slot.h): its encoder, stage and buffers.
 #include "model/front_slot.h"
 
-#include "base/error.h"
 #include "core/ops.h"
 #include "model/vlm_model.h"
 
@@ -38,10 +37,9 @@ FrontSlot::FrontSlot(const VlmConfig& cfg, Backend& b, Communicator& tp, Communi
                                               !cfg.frozen[size_t(ModuleId::Vision)], cfg.precision);
   ScorerDims dims;
   dims.G = v.grid(), dims.d = dv, dims.dq = C;
-  // tp2 at parallel.tp = 2: the pair is the TP group (resolve_vlm_config refuses other sizes).
-  const bool tp2 = cfg.scorers.scorers.placement == Placement::Tp2;
-  VLM_REQUIRE(!tp2 || tp.size() == 2, "scorers.placement=tp2 needs parallel.tp=2 in the VLM, got ", tp.size());
-  stage_ = std::make_unique<RelevanceStage>(cfg.scorers, dims, tp, tp2 ? &tp : nullptr);
+  // A placement that splits each scorer over a group (ScorerPlacement::split_group) gets
+  // the TP group for it (resolve_vlm_config: parallel.tp is that group's size).
+  stage_ = std::make_unique<RelevanceStage>(cfg.scorers, dims, tp, &tp);
   features_ = std::make_unique<Features>(*vision_, dF);
 
   pixels = Tensor::zeros(b, Shape{Bm, v.image_size, v.image_size, 3}, DType::U8);

@@ -265,10 +265,9 @@ void VlmModel::scorers_backward(Stream& s, int slot) {
   const int64_t Tv = f.stage().offsets()[size_t(f.B)], rows = f.B * cfg_.vision.tokens();
   fill(s, f.dF.slice(0, rows), 0.f);
   f.stage().backward(s, f.features(), f.dquery.slice(0, f.B), f.dtokens.slice(0, Tv));
-  // Under batch-split each rank wrote the feature gradients of its own images only; the
-  // replicated encoder needs all of them (the other rows are zero, so the sum is exact).
-  if (cfg_.scorers.scorers.placement == Placement::BatchSplit && tp_.size() > 1 && !cfg_.frozen[size_t(ModuleId::Vision)])
-    tp_.all_reduce(s, f.dF.slice(0, rows));
+  // The replicated encoder needs every image's feature gradients (batch-split's stage
+  // writes those of this rank's images: ScorerPlacement::reduce_feature_grads).
+  if (!cfg_.frozen[size_t(ModuleId::Vision)]) f.stage().reduce_feature_grads(s, f.dF.slice(0, rows));
 }
 
 void VlmModel::query_backward(Stream& s, int slot) {

@@ -22,12 +22,13 @@
 // vision_backward accumulates into the same gradients: the two slots' vision_backward
 // must not run at once (the step runs them on one stream).
 // Which of them communicate on the TP group: query_forward (the all-reduce of the
-// vocab-parallel lookup), llm_forward_backward, the relevance stage unless
-// scorers.placement=replicated, and finish_grads; query_backward does not (the prompt
-// rows are never sequence-sharded). The step issues these from one stream so that every
-// rank posts its TP collectives in the same order. Under scorers.placement=batch-split,
-// scorers_backward also all-reduces the encoder's feature gradients [B, G*G, d_v] over TP
-// (each rank's stage writes its own images' rows) when the encoder trains.
+// vocab-parallel lookup), llm_forward_backward, the relevance stage when its placement
+// communicates (stage().scorers_apart() is false), and finish_grads;
+// query_backward does not (the prompt rows are never sequence-sharded). The step issues
+// these from one stream so that every rank posts its TP collectives in the same order.
+// When the encoder trains, scorers_backward also lets the placement complete the
+// encoder's feature gradients [B, G*G, d_v] (ScorerPlacement::reduce_feature_grads:
+// batch-split's stage writes those of its own images only).
 //
 // Loss: the backbone's cross-entropy over caption tokens only, divided by
 // MicroBatch::loss_norm (the caption tokens of the whole optimizer step over every DP

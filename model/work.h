@@ -36,18 +36,13 @@ StepShape largest_step(const VlmConfig& cfg, int micro_batches);
 // VlmStep::visual_tokens).
 StepShape step_shape(const std::vector<MicroBatch>& mbs, int64_t visual_tokens, int64_t visual_images);
 
-// The FLOPs of one step on one rank of a TP group of size tp. FLOPs (2 per multiply-add) are those of the matmuls
-// of the layers with weights (the backbone's q/k/v/o, MLP and output layer; the encoder's
-// patch embedding or convolutional stem, texture map and blocks; the projector; the
-// scorers' and the balancer's linears) and of attention (QK^T and PV; causal: half of
-// the square). Per product: forward 1x, the input gradient 1x when something upstream
-// trains, the weight gradient 1x when the module trains (the step skips the others:
-// docs/training.md, "The optimizer"; the encoder's first layer computes no pixel
-// gradient). Not counted: the parameter-free products (LOD pooling, the largest: v/(12 d_v L_v) of the encoder's
-// blocks, 0.4% for SigLIP-B/16 at 400 tokens; the perspectival box mean, the prompt
-// query's mean, the participatory dot product, the balancer's mix) and elementwise ops.
-// Attention is counted at the shape's mean sequence length (samples of different lengths
-// run sum(n_i^2) >= B mean(n)^2).
+// The FLOPs of one step on one rank of a TP group of size tp: the sum of what each module
+// counts for its shape (nn/flops.h: 2 FLOPs per multiply-add of the matmuls of the layers
+// with weights and of attention): the backbone (llm/flops.h), the encoder and the
+// projector (vision/flops.h), the relevance stage as placed (scorers/flops.h). Per
+// product: forward 1x, the input gradient 1x when something upstream trains, the weight
+// gradient 1x when the module trains (the step skips the others: docs/training.md,
+// "The optimizer").
 struct ModelWork {
   // What this rank executes (the time model): the replicated parts (encoder, projector,
   // scorers as placed, balancer) in full, recomputation, the vocabulary's padding columns.

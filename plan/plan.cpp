@@ -8,13 +8,31 @@
 #include "base/error.h"
 #include "parallel/options.h"
 #include "plan/plan_memory.h"
+#include "scorers/placement/placement.h"
 
 namespace vlm {
+
+namespace {
+
+// The placements `ranked` tries at TP size tp: those the VLM runs there, each once.
+std::vector<std::string> placements_at(int tp) {
+  std::vector<std::string> v;
+  for (const std::string& name : placement_names()) {
+    const std::unique_ptr<ScorerPlacement> p = make_placement(name, tp);
+    // At tp = 1 every placement is replicated (listed once); one that splits the scorers
+    // over a group needs that group to be the TP group (resolve_vlm_config).
+    if (p->name() != name || (p->split_group() != 0 && p->split_group() != tp)) continue;
+    v.push_back(name);
+  }
+  return v;
+}
+
+}  // namespace
 
 std::string LayoutChoice::str() const {
   return cat("tp=", tp, " dp=", dp, " micro=", micro_batches, " batch=", batch, " zero=", zero,
              " recompute=", recompute_name(recompute),
-             " placement=", placement_name(placement));
+             " placement=", placement);
 }
 
 std::string LayoutPlan::overflow() const {
@@ -127,9 +145,7 @@ std::vector<LayoutPlan> Planner::ranked(std::vector<std::string>* skipped) const
       if (global_batch_ % (int64_t(dp) * M) != 0) continue;
       const int64_t batch = global_batch_ / (int64_t(dp) * M);
       for (Recompute rc : {Recompute::None, Recompute::Selective, Recompute::Full}) {
-        std::vector<Placement> pls{Placement::Replicated};
-        if (tp > 1) pls.push_back(Placement::BatchSplit), pls.push_back(Placement::Dedicated);
-        for (Placement pl : pls)
+        for (const std::string& pl : placements_at(tp))
           for (int zero = 0; zero <= (dp > 1 ? 1 : 0); ++zero) {
             LayoutChoice c;
             c.tp = tp, c.dp = dp, c.micro_batches = M, c.batch = int(batch), c.zero = zero, c.recompute = rc;

@@ -31,7 +31,7 @@ struct LayoutChoice {
   int tp = 1, dp = 1, micro_batches = 1, batch = 1;
   int zero = 0;  // train.zero
   Recompute recompute = Recompute::None;
-  Placement placement = Placement::Replicated;
+  std::string placement = "replicated";  // scorers.placement
   std::string str() const;  // "tp=2 dp=4 micro=1 batch=8 zero=0 recompute=none placement=replicated"
 };
 

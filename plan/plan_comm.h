@@ -1,15 +1,15 @@
 // The bytes one optimizer step of `vlm train` moves on each group, as the Communicator
 // counts them (bytes of the local input buffer of every call: parallel/communicator.h),
-// from the formulas the module tests assert:
-//   backbone (llm/backbone.h, mixed input: E = 1), the prompt query's vocab-parallel
-//   lookup (one all-reduce of the prompt rows [P, C]), the scorer placement
-//   (scorers/placement.h: placement_bytes, its parameter part once per step; under
-//   batch-split with a training encoder also the feature gradients' all-reduce), the DP
-//   reduction (optim/dp_grads.h: all-reduce of every trainable gradient arena, or
-//   ZeRO-1's reduce-scatter + tail all-reduce + the values' all-gather), the optimizer's
-//   norm (optim/optimizer.h: 4 bytes on TP, and 8 on DP under ZeRO-1) and the trainer's
-//   two host reductions over DP per step (the counted tokens, 8 bytes; the loss, tokens,
-//   visual tokens and images, 32 bytes).
+// the sum of what each module states for the step's shape, from the formulas the module
+// tests assert: the backbone (llm/comm_bytes.h, the mixed input: E = 1), the prompt
+// query's vocab-parallel lookup (one all-reduce of the prompt rows [P, C]), the scorer
+// placement (scorers/placement/placement.h: its forward, backward and feature-gradient
+// bytes per micro-batch, its parameter part once per step), the DP reduction
+// (optim/dp_grads.h: all-reduce of every trainable gradient arena, or ZeRO-1's
+// reduce-scatter + tail all-reduce + the values' all-gather), the optimizer's norm
+// (optim/optimizer.h: 4 bytes on TP, and 8 on DP under ZeRO-1) and the trainer's two
+// host reductions over DP per step (the counted tokens, 8 bytes; the loss, tokens,
+// visual tokens and images, 32 bytes).
 // The step's shape decides the activation-sized terms; largest_step (model/work.h) is the
 // shape the arenas are planned for, so its bytes are what the largest step moves.
 #pragma once

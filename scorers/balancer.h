@@ -31,6 +31,10 @@ class Balancer {
   // dr [B,G*G] -> dS [B,3,G*G] (=), dq [B,dq] (+=), parameter gradients (+=).
   void backward(Stream& st, const Tensor& dS, const Tensor& dq, const Tensor& dr);
   const Tensor& weights() const { return w_; }
+  // Multiply-adds per image of the forward's products with weights: v1s, v1q, v2.
+  double forward_macs_per_image() const {
+    return double(dims_.hidden) * double(3 * kNumScorers + dims_.dq + kNumScorers);
+  }
 
  private:
   ScorerDims dims_;

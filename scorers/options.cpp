@@ -5,6 +5,7 @@
 
 #include "base/config.h"
 #include "base/error.h"
+#include "scorers/placement/placement.h"
 
 namespace vlm {
 
@@ -17,43 +18,43 @@ const char* policy_name(LodPolicy p) {
   return "?";
 }
 
-const char* placement_name(Placement p) {
-  switch (p) {
-    case Placement::Replicated: return "replicated";
-    case Placement::BatchSplit: return "batch-split";
-    case Placement::Dedicated: return "dedicated";
-    case Placement::Tp2: return "tp2";
-  }
-  return "?";
-}
-
 int LodConfig::levels() const {
   int l = 1;
   for (int r = region; r > 1; r >>= 1) ++l;
   return l;
 }
 
-void ScorerOptions::validate(int G, int tp) const {
+namespace {
+
+// "<option>=<value>", or "<list>: <value>" when the caller names the list it came from.
+template <class T>
+std::string named(const std::map<std::string, std::string>& as, const std::string& option, const T& value) {
+  const auto it = as.find(option);
+  return it == as.end() ? cat(option, "=", value) : cat(it->second, ": ", value);
+}
+
+}  // namespace
+
+void ScorerOptions::validate(int G, int tp, const std::map<std::string, std::string>& as) const {
+  check_placement(scorers.placement, tp, scorers.hidden, named(as, "scorers.placement", scorers.placement));
   const int R = lod.region;
   VLM_REQUIRE(R >= 1 && (R & (R - 1)) == 0, "lod.region=", R, ": expected a power of two (regions of R x R cells)");
   VLM_REQUIRE(G >= 1 && G % R == 0, "lod.region=", R, " does not divide the grid G = ", G,
               " = vision.image_size / vision.patch (the regions must tile the G x G grid)");
   const int64_t regions = lod.regions(G), cells = int64_t(G) * G;
-  VLM_REQUIRE(lod.min_tokens <= lod.max_tokens, "lod.min_tokens=", lod.min_tokens, " is above lod.max_tokens=",
-              lod.max_tokens);
-  VLM_REQUIRE(lod.min_tokens >= regions, "lod.min_tokens=", lod.min_tokens, " is below the number of regions (G/R)^2 = (",
-              G, "/", R, ")^2 = ", regions, " (every region emits at least one token)");
-  VLM_REQUIRE(lod.max_tokens <= cells, "lod.max_tokens=", lod.max_tokens, " is above G*G = ", cells,
+  VLM_REQUIRE(lod.min_tokens <= lod.max_tokens, named(as, "lod.min_tokens", lod.min_tokens),
+              " is above lod.max_tokens=", lod.max_tokens);
+  VLM_REQUIRE(lod.min_tokens >= regions, named(as, "lod.min_tokens", lod.min_tokens),
+              " is below the number of regions (G/R)^2 = (", G, "/", R, ")^2 = ", regions,
+              " (every region emits at least one token)");
+  VLM_REQUIRE(lod.max_tokens <= cells, named(as, "lod.max_tokens", lod.max_tokens), " is above G*G = ", cells,
               " (every region at its finest level)");
   VLM_REQUIRE(lod.fixed_budget == 0 || (lod.fixed_budget >= lod.min_tokens && lod.fixed_budget <= lod.max_tokens),
-              "lod.budget=", lod.fixed_budget, ": expected 'relevance' or an integer in [lod.min_tokens, lod.max_tokens] = [",
-              lod.min_tokens, ", ", lod.max_tokens, "]");
+              named(as, "lod.budget", lod.fixed_budget),
+              ": expected 'relevance' or an integer in [lod.min_tokens, lod.max_tokens] = [", lod.min_tokens, ", ",
+              lod.max_tokens, "]");
   VLM_REQUIRE(scorers.k >= 1 && scorers.k % 2 == 1 && scorers.k <= G, "scorers.k=", scorers.k,
               ": expected an odd window size in [1, G = ", G, "]");
-  VLM_REQUIRE(scorers.placement != Placement::Tp2 || tp % 2 == 0,
-              "scorers.placement=tp2 needs an even parallel.tp (pairs of ranks), got parallel.tp=", tp);
-  VLM_REQUIRE(scorers.placement != Placement::Tp2 || scorers.hidden % 2 == 0, "scorers.hidden=", scorers.hidden,
-              ": scorers.placement=tp2 splits it over two ranks, expected an even width");
 }
 
 void register_scorer_options(Config& cfg) {
@@ -65,7 +66,7 @@ void register_scorer_options(Config& cfg) {
                  "tokens per image: 'relevance' (grows with the image's mean relevance) or a fixed integer N");
   cfg.add_choice("lod.policy", "relevance", {"relevance", "uniform", "random"},
                  "order of region upgrades: by relevance, or the baselines uniform (raster) and random");
-  cfg.add_choice("scorers.placement", "replicated", {"replicated", "batch-split", "dedicated", "tp2"},
+  cfg.add_choice("scorers.placement", placement_names().front(), placement_names(),
                  "where the scorers run in the TP group (docs/scorers.md)");
   cfg.add_int("scorers.hidden", 64, "hidden width of the scorer MLPs, projections and balancer", 1, 1 << 16);
   cfg.add_int("scorers.k", 3, "centre-surround window of the perspectival scorer (odd, cells)", 1, 1 << 14);
@@ -86,11 +87,7 @@ ScorerOptions read_scorer_options(const Config& cfg) {
   }
   const std::string& pol = cfg.get_string("lod.policy");
   o.lod.policy = pol == "uniform" ? LodPolicy::Uniform : pol == "random" ? LodPolicy::Random : LodPolicy::Relevance;
-  const std::string& pl = cfg.get_string("scorers.placement");
-  o.scorers.placement = pl == "batch-split" ? Placement::BatchSplit
-                        : pl == "dedicated" ? Placement::Dedicated
-                        : pl == "tp2"       ? Placement::Tp2
-                                            : Placement::Replicated;
+  o.scorers.placement = cfg.get_string("scorers.placement");
   o.scorers.hidden = cfg.get_int("scorers.hidden");
   o.scorers.k = int(cfg.get_int("scorers.k"));
   return o;

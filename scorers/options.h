@@ -1,16 +1,19 @@
 // The options of the scorers and of the level-of-detail (LOD) allocator, registered once
 // under `lod.*` and `scorers.*` and read into plain structs. The LOD rule itself is
-// written in scorers/lod_allocator.h; the placements in scorers/placement.h.
+// written in scorers/lod_allocator.h; the placements in scorers/placement/.
 //
-// Invariants after validate(G, tp) (each failure is a UserError naming the option):
+// Invariants after validate(G, tp) (each failure is a UserError naming the option; this
+// is the one place that checks them):
 //   lod.region R: a power of two dividing G (the regions tile the G x G grid);
 //   lod.min_tokens >= (G/R)^2 (every region starts at level 0, one token);
 //   lod.min_tokens <= lod.max_tokens <= G*G (every region at its finest level);
 //   lod.budget: "relevance" or an integer N in [min_tokens, max_tokens];
 //   scorers.k: odd, at most G (the centre-surround window);
-//   scorers.placement=tp2 needs an even parallel.tp and an even scorers.hidden.
+//   scorers.placement: one of placement_names(), whose own rules hold (tp2: an even
+//     parallel.tp and an even scorers.hidden; ScorerPlacement::check).
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 
 namespace vlm {
@@ -18,9 +21,7 @@ namespace vlm {
 class Config;
 
 enum class LodPolicy { Relevance, Uniform, Random };
-enum class Placement { Replicated, BatchSplit, Dedicated, Tp2 };
 const char* policy_name(LodPolicy p);
-const char* placement_name(Placement p);
 
 struct LodConfig {
   int region = 4;             // R, cells per region side
@@ -36,14 +37,18 @@ struct LodConfig {
 struct ScorerConfig {
   int64_t hidden = 64;  // width of every scorer MLP, of the participatory projection and of the balancer
   int k = 3;            // centre-surround window of the perspectival scorer (k x k cells)
-  Placement placement = Placement::Replicated;
+  std::string placement = "replicated";  // a name of scorers/placement/placement.h's table
 };
 
 struct ScorerOptions {
   LodConfig lod;
   ScorerConfig scorers;
-  // Throws UserError naming the option (see the invariants above).
-  void validate(int G, int tp) const;
+  // Throws UserError naming the option (see the invariants above): the placement's rules
+  // first, then the LOD's. A refused value is named "<option>=<value>", or
+  // "<as[option]>: <value>" for an option in `as`: a caller that set it from a list of
+  // its own names that list ({"lod.max_tokens", "--budgets"}: "--budgets: 17"; vlm
+  // ablate's rows).
+  void validate(int G, int tp, const std::map<std::string, std::string>& as = {}) const;
 };
 
 // Registers lod.region, lod.min_tokens, lod.max_tokens, lod.budget, lod.policy,

@@ -1,5 +1,5 @@
 // RelevanceStage (scorers/stage.h): the query, the balancer, the allocation and the
-// tokens; the placement-specific scoring is in scorers/placement.cpp.
+// tokens; the scoring is the placement's (scorers/placement/placement.h).
 #include "scorers/stage.h"
 
 #include "core/ops.h"
@@ -18,19 +18,19 @@ ScorerDims with_options(ScorerDims d, const ScorerOptions& o) {
 }  // namespace
 
 RelevanceStage::RelevanceStage(const ScorerOptions& opts, const ScorerDims& dims_in, Communicator& tp, Communicator* pair)
-    : opts_(opts), dims_(with_options(dims_in, opts)), tp_(tp), alloc_(opts.lod, dims_in.G), balancer_(dims_), lod_(dims_, opts.lod.region) {
+    : opts_(opts), dims_(with_options(dims_in, opts)), placement_(make_placement(opts.scorers.placement, tp.size())),
+      alloc_(opts.lod, dims_in.G), balancer_(dims_), lod_(dims_, opts.lod.region) {
   opts.validate(dims_.G, tp.size());
-  if (opts.scorers.placement == Placement::Tp2) {
-    VLM_ASSERT(pair != nullptr && pair->size() == 2, "placement tp2 needs the 2-rank pair communicator");
-    pair_ = pair;
-  }
-  for (int k = 0; k < kNumScorers; ++k) scorers_.push_back(std::make_unique<Scorer>(ScorerKind(k), dims_, pair_));
+  placement_->attach(tp, pair);
+  for (int k = 0; k < kNumScorers; ++k) scorers_.push_back(make_scorer(ScorerKind(k), dims_, placement_->scorer_group()));
 }
+
+StageTensors RelevanceStage::io() { return {dims_, scorers_, tex_, q_, F_, S_, dS_, dF_, dq_}; }
 
 std::vector<ParamSpec> RelevanceStage::param_specs() const {
   std::vector<ParamSpec> v;
   for (int k = 0; k < kNumScorers; ++k)
-    for (ParamSpec& p : scorer_param_specs(ScorerKind(k), dims_, pair_ != nullptr)) v.push_back(std::move(p));
+    for (ParamSpec& p : scorers_[size_t(k)]->param_specs()) v.push_back(std::move(p));
   v.push_back(param_spec("scorers.default_query", Shape{dims_.dq}, -1, InitKind::Normal, 0.02f));
   for (ParamSpec& p : balancer_param_specs(dims_)) v.push_back(std::move(p));
   for (ParamSpec& p : lod_param_specs(dims_, opts_.lod.levels())) v.push_back(std::move(p));
@@ -83,15 +83,16 @@ void RelevanceStage::forward_prepare(Stream& st, ImageEncoder& enc, const Tensor
   scratch(F_, dev, Shape{B, N, d}, dt);
   scratch(S_, dev, Shape{B, kNumScorers, N}, dt);
   scratch(r_, dev, Shape{B, N}, dt);
-  if (scorers_apart())
-    encode_all(st, enc, B);
-  else
-    score_forward(st, enc, B);
+  placement_->forward_prepare(st, io(), enc);
+}
+
+void RelevanceStage::forward_scorer(Stream& st, int k) {
+  placement_->forward_scorer(st, io(), k);
 }
 
 void RelevanceStage::forward_finish(Stream& st) {
   const int64_t B = S_.size(0), N = dims_.cells(), d = dims_.d;
-  if (scorers_apart()) gather_maps(st, B);
+  placement_->forward_finish(st, io());
   balancer_.forward(st, r_, S_, q_);
   // The forward's one host read (stage.h): r decides how many tokens each image gets.
   const Tensor& rh = scratch(r_host_, DeviceKind::CPU, r_.shape(), r_.dtype());
@@ -120,7 +121,7 @@ void RelevanceStage::backward(Stream& st, ImageEncoder& enc, const Tensor& dquer
   fill(st, dq_, 0.f);
   lod_.backward(st, dF_, dr_, dtokens);
   balancer_.backward(st, dS_, dq_, dr_);
-  score_backward(st, enc, B);
+  placement_->backward(st, io(), enc);
   for (int64_t b = 0; b < B; ++b) {
     if (has_prompt_[size_t(b)]) {
       copy(st, dquery.slice(b, b + 1), dq_.slice(b, b + 1));
@@ -130,5 +131,7 @@ void RelevanceStage::backward(Stream& st, ImageEncoder& enc, const Tensor& dquer
     }
   }
 }
+
+void RelevanceStage::finalize_grads(Stream& st) { placement_->finalize_grads(st, scorers_); }
 
 }  // namespace vlm

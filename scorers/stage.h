@@ -3,7 +3,8 @@
 //   F (ImageEncoder, per the placement) -> the three scorers (scorers/scorer.h) ->
 //   balancer (scorers/balancer.h) -> relevance r -> LOD allocation
 //   (scorers/lod_allocator.h) -> tokens (scorers/lod_tokens.h)
-// with the placement of the scorers in the TP group (scorers/placement.h).
+// with the placement of the scorers in the TP group (scorers/placement/placement.h),
+// which does the scoring part of the forward and backward and the gradient traffic.
 // The query of image b is query[b] (the mean input embedding of its prompt) when
 // has_prompt[b], else the learned default query "scorers.default_query" [dq].
 // Parameters: param_specs() (all replicated); the owner allocates one ParamTable and
@@ -22,7 +23,7 @@
 #include "scorers/lod_allocator.h"
 #include "scorers/lod_tokens.h"
 #include "scorers/options.h"
-#include "scorers/placement.h"
+#include "scorers/placement/placement.h"
 #include "scorers/scorer.h"
 
 namespace vlm {
@@ -30,15 +31,16 @@ namespace vlm {
 class RelevanceStage {
  public:
   // `opts` validated for dims.G and tp.size(); opts' scorers.hidden and scorers.k replace
-  // dims.hidden and dims.k. Placement tp2 needs `pair`: this rank's
-  // 2-rank group (TP ranks 2j, 2j+1), made by the owner like the TP group.
+  // dims.hidden and dims.k. A placement that splits the scorers over a group
+  // (ScorerPlacement::split_group: tp2's pairs of TP ranks 2j, 2j+1) needs `pair`, this
+  // rank's group, made by the owner like the TP group; the others ignore it.
   RelevanceStage(const ScorerOptions& opts, const ScorerDims& dims, Communicator& tp, Communicator* pair = nullptr);
 
   // The parameters; the table is made with tp = table_tp(), rank = table_rank() (the
-  // scorers are split over the pair under tp2, everything else is replicated).
+  // scorers are split over the placement's group under tp2, everything else is replicated).
   std::vector<ParamSpec> param_specs() const;
-  int table_tp() const { return pair_ ? 2 : 1; }
-  int table_rank() const { return pair_ ? pair_->rank() : 0; }
+  int table_tp() const { return placement_->table_tp(); }
+  int table_rank() const { return placement_->table_rank(); }
   void bind(const ParamTable& t);
   // Plans the buffers whose size follows the LOD allocation (the tokens, the LOD's
   // matrices) for micro-batches of at most max_images images, after bind; the others
@@ -53,8 +55,8 @@ class RelevanceStage {
   // streams scorer.0..2, train/step.h): forward_prepare, then forward_scorer(k) for
   // k = 0, 1, 2 in any order or at the same time (each writes only its own map), then
   // forward_finish; forward() is the three in order, with the same results bitwise.
-  // When the placement communicates (tp > 1 and not replicated: scorers_apart() is
-  // false), forward_prepare does all the scoring and forward_scorer nothing.
+  // When the placement communicates (scorers_apart() is false), the three must run in
+  // order on one stream (the one of the TP collectives).
   void forward_prepare(Stream& st, ImageEncoder& enc, const Tensor& tex, const Tensor& query,
                        const std::vector<bool>& has_prompt, uint64_t seed);
   void forward_scorer(Stream& st, int k);
@@ -62,7 +64,7 @@ class RelevanceStage {
   // earlier work, nothing else): the allocation picks every image's token count, which
   // sizes the language model's input. It is the forward's one host synchronisation.
   void forward_finish(Stream& st);
-  bool scorers_apart() const;
+  bool scorers_apart() const { return !placement_->communicates(); }
   const Tensor& tokens() const { return tokens_; }             // [sum T_i, d]
   const std::vector<int64_t>& offsets() const { return cu_; }  // [B+1]
   const Tensor& relevance() const { return r_; }               // [B, G*G]
@@ -71,28 +73,21 @@ class RelevanceStage {
 
   // dtokens [sum T_i, d] -> dquery [B,dq] (=), encoder gradients, parameter gradients (+=).
   void backward(Stream& st, ImageEncoder& enc, const Tensor& dquery, const Tensor& dtokens);
-  // The placement's gradient traffic (scorers/placement.h), once per optimizer step.
+  // The placement's gradient traffic (ScorerPlacement::finalize_grads), once per optimizer step.
   void finalize_grads(Stream& st);
+  // After backward, when the encoder trains: completes the encoder's feature gradients
+  // dF [B*G*G, d] on every rank (ScorerPlacement::reduce_feature_grads).
+  void reduce_feature_grads(Stream& st, const Tensor& dF) { placement_->reduce_feature_grads(st, dF); }
 
   const Scorer& scorer(int k) const { return *scorers_[size_t(k)]; }
   const Balancer& balancer() const { return balancer_; }
 
  private:
-  // Placement-specific parts (scorers/placement.cpp): F_ and S_ complete on every rank
-  // after score_forward; score_backward takes dS_ and dF_ (the LOD part) and adds the
-  // scorers' part of the query gradient into dq_.
-  void score_forward(Stream& st, ImageEncoder& enc, int64_t B);
-  // The parts of score_forward's replicated path: encode every image into F_; copy the
-  // three maps into S_.
-  void encode_all(Stream& st, ImageEncoder& enc, int64_t B);
-  void gather_maps(Stream& st, int64_t B);
-  void score_backward(Stream& st, ImageEncoder& enc, int64_t B);
-  bool owns(int k) const { return k % tp_.size() == tp_.rank(); }
+  StageTensors io();  // the tensors the placement reads and writes
 
   ScorerOptions opts_;
   ScorerDims dims_;
-  Communicator& tp_;
-  Communicator* pair_ = nullptr;  // tp2 only
+  std::unique_ptr<ScorerPlacement> placement_;
   LodAllocator alloc_;
   std::vector<std::unique_ptr<Scorer>> scorers_;
   Balancer balancer_;
@@ -106,7 +101,6 @@ class RelevanceStage {
   std::vector<int64_t> cu_;
   Tensor tex_;
   ScratchTensor q_, F_, S_, r_, tokens_, dF_, dS_, dq_, dr_;
-  ScratchTensor m_, dm_, floc_, texloc_, qloc_, mloc_, pack_, gathered_, dfloc_, dqloc_, dqsum_;  // placement buffers
 };
 
 }  // namespace vlm

@@ -58,7 +58,7 @@ sched::Graph VlmStep::build() {
   const bool vision_bwd = trains(ModuleId::Vision);
   const bool scorers_bwd = vision_bwd || trains(ModuleId::Scorers);
   const bool query_bwd = scorers_bwd && trains(ModuleId::Llm);
-  const bool tp_stage = model_.config().scorers.scorers.placement != Placement::Replicated;
+  const bool tp_stage = !model_.stage().scorers_apart();  // the placement communicates
   const std::string sc = tp_stage ? "llm" : "scorer.0";
   const int S = slots_;
 

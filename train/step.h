@@ -61,7 +61,8 @@
 // keeps the GPU busy. Nothing is allocated inside a step: the buffers are planned at
 // construction; the relevance stage's scratch (scorers/scratch.h) is sized by the first
 // step, and its token buffers are reserved for the largest token count.
-// Under placements other than replicated the scorer tasks run on the `llm` stream: every
+// Under a placement that communicates (RelevanceStage::scorers_apart() false: every
+// placement but replicated at tp > 1) the scorer tasks run on the `llm` stream: every
 // task that communicates on the TP group is on that one stream, so all ranks post their
 // TP collectives in the same order (MPI requires it); DP collectives are all on `comm`.
 // In overlap mode at tp > 1 the backbone's column-parallel layers post their input-

@@ -11,6 +11,7 @@
 #include "llm/hf_config.h"
 #include "parallel/runtime.h"
 #include "scheduler/options.h"
+#include "scorers/placement/placement.h"
 #include "vision/siglip_config.h"
 
 namespace vlm {
@@ -182,8 +183,10 @@ VlmConfig resolve_vlm_config(const Config& cfg, const TrainOptions& t, int64_t t
               " tokens) exceeds the model's (model.vocab_size=", v.llm.vocab_size, ")");
   v.scorers = read_scorer_options(cfg);
   v.scorers.validate(v.vision.grid(), tp);
-  VLM_REQUIRE(v.scorers.scorers.placement != Placement::Tp2 || tp == 2, "--scorers.placement=tp2 needs parallel.tp=2 "
-              "when training the VLM (the pair is the TP group), got parallel.tp=", tp);
+  // A placement that splits each scorer over a group gets the TP group for it (model/front_slot.h).
+  const int group = make_placement(v.scorers.scorers.placement, tp)->split_group();
+  VLM_REQUIRE(group == 0 || tp == group, "--scorers.placement=", v.scorers.scorers.placement, " needs parallel.tp=", group,
+              " when training the VLM (its group of ", group, " ranks is the TP group), got parallel.tp=", tp);
   v.max_images = t.batch, v.max_text = t.max_text;
   v.frozen = t.frozen;
   v.precision = t.precision;

@@ -4,7 +4,7 @@
 //  - StatRef: a per-row statistic tensor (mean, rstd, lse, rowmax, ...) read and written
 //    as double. The declarations say these are f32; on CPU an f64 statistic is also
 //    accepted, so f64 gradient checks are exact.
-//  - check_cpu / check_same: shape, dtype and device asserts (internal errors).
+// The ops' arguments arrive checked (core/ops/contract.h): devices, dtypes, shapes.
 //  - gelu_tanh / gelu_tanh_grad: the GPT-2 tanh GELU and its derivative.
 //  - thread_scratch<T>(slot, n): per-thread scratch memory kept between calls.
 //  - VLM_CPU_CLONES: compile a function once per x86-64 level and pick at run time.
@@ -52,32 +52,10 @@ void dispatch_float(DType t, const char* op, F&& f) {
   }
 }
 
-inline void check_cpu(const Tensor& t, const char* op, const char* what) {
-  VLM_ASSERT(t.defined(), op, ": ", what, " is undefined");
-  VLM_ASSERT(t.is_cpu(), op, ": ", what, " is ", t.str(), ", expected a cpu tensor");
-}
-
-// t is on CPU, has dtype `dt` and `numel` elements.
-inline void check_tensor(const Tensor& t, DType dt, int64_t numel, const char* op, const char* what) {
-  check_cpu(t, op, what);
-  VLM_ASSERT(t.dtype() == dt, op, ": ", what, " is ", t.str(), ", expected dtype ", dtype_name(dt));
-  VLM_ASSERT(t.numel() == numel, op, ": ", what, " is ", t.str(), ", expected ", numel, " elements");
-}
-
-// t is on CPU with the shape and dtype of ref.
-inline void check_same(const Tensor& t, const Tensor& ref, const char* op, const char* what) {
-  check_cpu(t, op, what);
-  VLM_ASSERT(t.dtype() == ref.dtype() && t.shape() == ref.shape(), op, ": ", what, " is ", t.str(),
-             ", expected ", ref.str());
-}
-
 class StatRef {
  public:
-  StatRef(const Tensor& t, int64_t n, const char* op, const char* what) : p_(t.data()), dt_(t.dtype()) {
-    check_cpu(t, op, what);
-    VLM_ASSERT(dt_ == DType::F32 || dt_ == DType::F64, op, ": ", what, " is ", t.str(), ", expected f32 or f64");
-    VLM_ASSERT(t.numel() == n, op, ": ", what, " is ", t.str(), ", expected ", n, " elements");
-  }
+  // t: f32 or f64 (the contract's stat(), core/ops/contract.h).
+  explicit StatRef(const Tensor& t) : p_(t.data()), dt_(t.dtype()) {}
   double get(int64_t i) const {
     return dt_ == DType::F32 ? double(static_cast<const float*>(p_)[i]) : static_cast<const double*>(p_)[i];
   }

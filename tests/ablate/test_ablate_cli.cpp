@@ -164,8 +164,7 @@ TEST_F(AblateCli, BrokenPlacementIsFlagged) {
 TEST_F(AblateCli, BadArgumentsExitWithOneLine) {
   const std::pair<std::string, std::string> cases[] = {
       {"--placements replicated,sideways", "--placements: 'sideways' is not one of replicated, batch-split"},
-      {"--placements tp2", "tp2 splits each scorer over pairs of TP ranks and needs an even parallel.tp, got "
-                           "parallel.tp=1"},
+      {"--placements tp2", "--placements: tp2 needs an even parallel.tp (pairs of ranks), got parallel.tp=1"},
       {"--lod relevance,best", "--lod: 'best' is not one of"},
       {"--budgets 3", "--budgets: 3 is below the number of regions (G/R)^2 = (4/2)^2 = 4"},
       {"--budgets 8,17", "--budgets: 17 is above G*G = 16"},

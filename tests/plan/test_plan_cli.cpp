@@ -4,7 +4,7 @@
 //    bytes allocated through the training backend (core/counting_backend.h), and never
 //    above it (the planned arenas are part of what is measured), at (tp, dp) = (1,1),
 //    (2,1), (2,2), (4,2), and with ZeRO-1, sequence parallelism, full recomputation,
-//    the batch-split and dedicated placements and frozen modules;
+//    the batch-split, dedicated and tp2 placements and frozen modules;
 //  - bytes: plan's bytes per step per group equal the Communicator's counters of the
 //    last step exactly, kind by kind. The runs fix the step's shape to the largest one
 //    plan assumes (lod.budget = lod.max_tokens, train.max_text short enough that every
@@ -138,6 +138,8 @@ TEST_F(PlanCli, MemoryAndBytesMatchMeasuredRuns) {
       {2, 2, "--train.batch 4 --train.zero 1 --scorers.placement dedicated"},
       {2, 1, "--train.batch 8 --model.sequence_parallel --model.recompute full --scorers.placement batch-split"},
       {2, 2, "--train.batch 4 --train.freeze vision,llm --train.zero 1 --scorers.placement batch-split"},
+      {2, 1, "--train.batch 8 --scorers.placement tp2"},
+      {2, 1, "--train.batch 8 --train.freeze vision,scorers --scorers.placement tp2"},
       {2, 2, "--train.batch 4 --train.precision bf16 --train.grad_reduce_dtype bf16"},
       {2, 2, "--train.batch 4 --train.precision bf16 --train.grad_reduce_dtype bf16 --train.zero 1 "
              "--model.sequence_parallel"},

@@ -42,8 +42,8 @@ TEST(ScorerGrad, EachScorer) {
   for (int k = 0; k < kNumScorers; ++k) {
     SCOPED_TRACE(scorer_name(ScorerKind(k)));
     ParamTable t = table_of(scorer_param_specs(ScorerKind(k), d), 10 + uint64_t(k));
-    Scorer sc(ScorerKind(k), d);
-    sc.bind(t);
+    const std::unique_ptr<Scorer> sc = make_scorer(ScorerKind(k), d);
+    sc->bind(t);
     Rng rng(20 + uint64_t(k));
     GradProblem p;
     p.inputs = {host(rng.vec(B * N * d.d), Shape{B, N, d.d}), host(rng.vec(B * kTextureChannels * N), Shape{B, kTextureChannels, N}),
@@ -51,7 +51,7 @@ TEST(ScorerGrad, EachScorer) {
     add_params(p, t);
     p.forward = [&] {
       Tensor s = zeros(Shape{B, N});
-      sc.forward(S(), s, p.inputs[0], p.inputs[1], p.inputs[2]);
+      sc->forward(S(), s, p.inputs[0], p.inputs[1], p.inputs[2]);
       return std::vector<Tensor>{s};
     };
     p.backward = [&](const std::vector<Tensor>& dout) {
@@ -59,7 +59,7 @@ TEST(ScorerGrad, EachScorer) {
       t.zero_grads();
       Tensor dF, dq;
       dF = accumulated(Shape{B, N, d.d}, [&](const Tensor& gF) {
-        dq = accumulated(Shape{B, d.dq}, [&](const Tensor& gq) { sc.backward(S(), dout[0], gF, gq); });
+        dq = accumulated(Shape{B, d.dq}, [&](const Tensor& gq) { sc->backward(S(), dout[0], gF, gq); });
       });
       std::vector<Tensor> g{dF, Tensor{}, k == int(ScorerKind::Participatory) ? dq : Tensor{}};
       for (Tensor& x : grads_of(t)) g.push_back(x);
@@ -77,9 +77,10 @@ TEST(ScorerGrad, PerspectivalIsPropositionalOnCentreSurround) {
   ParamTable tp = table_of(scorer_param_specs(ScorerKind::Perspectival, d), 80);
   ParamTable tq = table_of(scorer_param_specs(ScorerKind::Propositional, d), 81);
   for (size_t i = 0; i < tp.params().size(); ++i) copy_tensor(tq.params()[i].value, tp.params()[i].value);
-  Scorer persp(ScorerKind::Perspectival, d), prop(ScorerKind::Propositional, d);
-  persp.bind(tp);
-  prop.bind(tq);
+  const std::unique_ptr<Scorer> persp = make_scorer(ScorerKind::Perspectival, d);
+  const std::unique_ptr<Scorer> prop = make_scorer(ScorerKind::Propositional, d);
+  persp->bind(tp);
+  prop->bind(tq);
   Rng rng(82);
   const Vec f = rng.vec(B * N * d.d);
   Vec x(f.size());
@@ -97,8 +98,8 @@ TEST(ScorerGrad, PerspectivalIsPropositionalOnCentreSurround) {
         }
   Tensor tex = host(rng.vec(B * kTextureChannels * N), Shape{B, kTextureChannels, N}), q = zeros(Shape{B, d.dq});
   Tensor s1 = zeros(Shape{B, N}), s2 = zeros(Shape{B, N});
-  persp.forward(S(), s1, host(f, Shape{B, N, d.d}), tex, q);
-  prop.forward(S(), s2, host(x, Shape{B, N, d.d}), tex, q);
+  persp->forward(S(), s1, host(f, Shape{B, N, d.d}), tex, q);
+  prop->forward(S(), s2, host(x, Shape{B, N, d.d}), tex, q);
   EXPECT_CLOSE(to_vector_f64(s1), to_vector_f64(s2), 1e-12);
 }
 

@@ -2,6 +2,8 @@
 // line naming the option (the command exits 2 with it, docs/errors.md).
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "scorers/options.h"
 #include "tests/support/errors.h"
 
@@ -31,13 +33,13 @@ TEST(ScorerOptions, DefaultsAndReading) {
   EXPECT_EQ(o.lod.max_tokens, 400);
   EXPECT_EQ(o.lod.fixed_budget, 0);
   EXPECT_EQ(o.lod.levels(), 3);
-  EXPECT_EQ(o.scorers.placement, Placement::Replicated);
+  EXPECT_EQ(o.scorers.placement, "replicated");
   EXPECT_NO_THROW(o.validate(32, 8));
   o = read({"--lod.budget", "100", "--lod.policy", "random", "--scorers.placement", "batch-split", "--scorers.k", "5",
             "--scorers.hidden", "16", "--lod.region", "8", "--lod.min_tokens", "16"});
   EXPECT_EQ(o.lod.fixed_budget, 100);
   EXPECT_EQ(o.lod.policy, LodPolicy::Random);
-  EXPECT_EQ(o.scorers.placement, Placement::BatchSplit);
+  EXPECT_EQ(o.scorers.placement, "batch-split");
   EXPECT_EQ(o.scorers.k, 5);
   EXPECT_EQ(o.scorers.hidden, 16);
   EXPECT_EQ(o.lod.levels(), 4);
@@ -59,6 +61,19 @@ TEST(ScorerOptions, BadCombinationsNameTheOption) {
   EXPECT_EQ(refused({"--scorers.placement", "tp2"}, 32, 4), "");
   expect_one_line(refused({"--scorers.placement", "tp2", "--scorers.hidden", "5"}, 32, 4), "scorers.hidden=5");
   expect_one_line(error_of([] { read({"--scorers.placement", "everywhere"}); }), "scorers.placement");
+}
+
+// A caller that set values from lists of its own (vlm ablate) has them named by the list;
+// the other options keep their own names.
+TEST(ScorerOptions, RefusedValuesNamedByTheCallersList) {
+  const std::map<std::string, std::string> as{{"lod.max_tokens", "--budgets"}, {"scorers.placement", "--placements"}};
+  auto refused_as = [&](const std::vector<std::string>& args, int tp = 1) {
+    return error_of([&] { read(args).validate(32, tp, as); });
+  };
+  expect_one_line(refused_as({"--lod.max_tokens", "2000"}), "--budgets: 2000 is above G*G = 1024");
+  expect_one_line(refused_as({"--scorers.placement", "tp2"}, 3), "--placements: tp2 needs an even parallel.tp");
+  expect_one_line(refused_as({"--lod.min_tokens", "32"}), "lod.min_tokens=32 is below the number of regions");
+  EXPECT_EQ(refused_as({"--lod.max_tokens", "1024"}), "");
 }
 
 }  // namespace

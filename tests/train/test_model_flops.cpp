@@ -17,6 +17,7 @@
 
 #include "base/error.h"
 #include "core/backend.h"
+#include "scorers/placement/placement.h"
 #include "tests/support/mpi.h"
 #include "train/mfu.h"
 
@@ -132,12 +133,12 @@ TEST(ModelFlops, IndependentOfTheLayout) {
   VlmConfig c = tiny(ModelFamily::Llama);
   const StepShape s = shape(8, 7.25, 11.625, 2);
   const ModelWork w1 = model_work(c, 1, s);
-  for (Placement pl : {Placement::Replicated, Placement::BatchSplit, Placement::Dedicated, Placement::Tp2})
+  for (const std::string& pl : placement_names())
     for (bool sp : {false, true}) {
       VlmConfig d = c;
       d.scorers.scorers.placement = pl, d.llm.sequence_parallel = sp, d.llm.recompute = Recompute::Full;
       const ModelWork w2 = model_work(d, 2, s);
-      EXPECT_NEAR(2 * w2.model_flops / w1.model_flops, 1.0, 1e-12) << placement_name(pl) << " sp " << sp;
+      EXPECT_NEAR(2 * w2.model_flops / w1.model_flops, 1.0, 1e-12) << pl << " sp " << sp;
       EXPECT_GT(2 * w2.gemm_flops, w1.gemm_flops) << "replicated work and recomputation run on every rank";
     }
 }
