@@ -88,25 +88,30 @@ void print_bytes(const LayoutPlan& p) {
   row("dp", c.dp, p.bytes.dp, p.links.dp_name, p.links.dp_gbs, p.time.dp_s);
 }
 
+// At every ZeRO level (one over a single DP rank, where ZeRO is none): the blocks each DP
+// rank writes follow the layout's runs, which the level changes.
 void print_checkpoint(const LayoutPlan& p, const Planner& pl) {
-  const std::vector<std::vector<int64_t>> bytes = pl.checkpoint_bytes(p);
+  const int dp = p.choice.dp, levels = dp > 1 ? 4 : 1;
+  std::vector<std::vector<std::vector<int64_t>>> bytes;  // [zero][TP rank][DP rank]
+  for (int z = 0; z < levels; ++z) bytes.push_back(pl.checkpoint_bytes(p, z));
   int64_t total = 0, most = 0;
-  for (const std::vector<int64_t>& r : bytes)
+  for (const std::vector<int64_t>& r : bytes[size_t(p.choice.zero)])
     for (int64_t b : r) total += b, most = std::max(most, b);
-  const int dp = p.choice.dp;
   std::printf("\ncheckpoint (exact: the pieces vlm train writes, every rank its own shard; docs/checkpoints.md): %s of "
-              "tensor data (%lld B) in %d shards; the most one rank writes: %s\n",
-              mb(double(total)).c_str(), (long long)total, p.choice.tp * dp, mb(double(most)).c_str());
-  std::printf("  %-7s | %16s", "tp rank", "dp rank 0 B");
+              "tensor data (%lld B) in %d shards; the most one rank writes at zero %d: %s\n",
+              mb(double(total)).c_str(), (long long)total, p.choice.tp * dp, p.choice.zero, mb(double(most)).c_str());
+  std::printf("  %-4s | %-7s | %16s", "zero", "tp rank", "dp rank 0 B");
   if (dp > 1) std::printf(" | %16s | %16s", cat("dp 1..", dp - 1, " min B").c_str(), "max B");
   std::printf("\n");
-  for (size_t r = 0; r < bytes.size(); ++r) {
-    std::printf("  %-7zu | %16lld", r, (long long)bytes[r][0]);
-    if (dp > 1)
-      std::printf(" | %16lld | %16lld", (long long)*std::min_element(bytes[r].begin() + 1, bytes[r].end()),
-                  (long long)*std::max_element(bytes[r].begin() + 1, bytes[r].end()));
-    std::printf("\n");
-  }
+  for (int z = 0; z < levels; ++z)
+    for (size_t r = 0; r < bytes[size_t(z)].size(); ++r) {
+      const std::vector<int64_t>& b = bytes[size_t(z)][r];
+      std::printf("  %-4d | %-7zu | %16lld", z, r, (long long)b[0]);
+      if (dp > 1)
+        std::printf(" | %16lld | %16lld", (long long)*std::min_element(b.begin() + 1, b.end()),
+                    (long long)*std::max_element(b.begin() + 1, b.end()));
+      std::printf("\n");
+    }
 }
 
 void print_time(const LayoutPlan& p, const Planner& pl) {

@@ -74,8 +74,10 @@ void run_model(const std::string& name, Backend& b, Communicator& tp, const Conf
   const int64_t B = cfg.get_int("batch"), T1 = cfg.get_int("seq"), T = B * T1;
   m.max_pos = std::max<int64_t>(m.max_pos, T1);
   const int warmup = int(cfg.get_int("warmup")), iters = int(cfg.get_int("iters"));
-  Backbone bb(m, b, tp, T);
+  const Precision prec = cfg.get_string("precision") == "bf16" ? Precision::BF16 : Precision::FP32;
+  Backbone bb(m, b, tp, T, true, prec);
   bb.init(uint64_t(cfg.get_int("seed")));
+  if (prec == Precision::BF16) bb.params().refresh_working(b.default_stream());
   const double n_params = double(bb.param_bytes()) / 4.0;
 
   const std::string opt = cfg.get_string("optimizer");
@@ -127,8 +129,8 @@ void run_model(const std::string& name, Backend& b, Communicator& tp, const Conf
   const double t = times[times.size() / 2];
   const double flops_per_token = 6.0 * matmul_params(bb.params(), m) + 12.0 * m.n_layers * double(m.d_model) * double(T1);
   const double achieved = flops_per_token * double(T) / t;
-  std::printf("%-8s params %.1fM  B=%lld T=%lld  step %s  %.3f s (median of %d)  %.0f tokens/s  %.1f %s  loss %.3f",
-              name.c_str(), n_params / 1e6, (long long)B, (long long)T1,
+  std::printf("%-8s params %.1fM  B=%lld T=%lld  %s  step %s  %.3f s (median of %d)  %.0f tokens/s  %.1f %s  loss %.3f",
+              name.c_str(), n_params / 1e6, (long long)B, (long long)T1, prec == Precision::BF16 ? "bf16" : "fp32",
               adamw ? "fwd+bwd+AdamW" : "fwd+bwd (no AdamW: memory)", t, iters, double(T) / t,
               b.device() == DeviceKind::CPU ? achieved / 1e9 : achieved / 1e12,
               b.device() == DeviceKind::CPU ? "GFLOP/s" : "TFLOP/s", double(loss));
@@ -149,6 +151,9 @@ int main(int argc, char** argv) {
   register_device_options(cfg);
   cfg.add_string("models", "gpt2,llama1b", "comma-separated models: gpt2 (124M), llama1b (1.1B)");
   cfg.add_int("batch", 1, "samples per step", 1, 1 << 16);
+  cfg.add_choice("precision", "fp32", {"fp32", "bf16"},
+                 "fp32, or bf16 mixed precision (train.precision=bf16: bf16 weight copies and activations; on a CPU "
+                 "with AVX512_BF16 the matmuls run on its bf16 units)");
   cfg.add_int("seq", 128, "tokens per sample", 2, 1 << 20);
   cfg.add_int("iters", 2, "timed steps", 1, 1 << 20);
   cfg.add_int("warmup", 1, "untimed steps first", 0, 1 << 20);

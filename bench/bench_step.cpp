@@ -1,6 +1,7 @@
 // The VLM training step (train/step.h) on synthetic micro-batches, in serial and in
 // overlap mode: per mode the mean wall time of a step (forward, backward and the DP
-// reduction; no optimizer), the mean overlap fraction and exposed communication of the
+// reduction, and at --zero 3 the layers' gathers; no optimizer), the mean overlap
+// fraction and exposed communication of the
 // scheduler's step summary (scheduler/trace.h), the busy time per stream; then the
 // serial / overlap ratio. Runs on one rank or under mpirun (TP = --tp, DP = the rest;
 // bench/bench_step.sh runs 1 rank, TP = 2 and DP = 2). Rank 0 prints; figures only.
@@ -91,6 +92,7 @@ int main(int argc, char** argv) {
   cfg.add_int("width", 128, "d_model of the encoder and the backbone", 16, 4096);
   cfg.add_int("steps", 10, "timed steps per mode", 1, 100000);
   cfg.add_int("warmup", 2, "untimed steps per mode", 0, 1000);
+  cfg.add_int("zero", 0, "the ZeRO level over DP (train.zero, docs/training.md)", 0, 3);
   MpiSession mpi(&argc, &argv);
   int code = 0;
   try {
@@ -101,13 +103,15 @@ int main(int argc, char** argv) {
       const Topology topo = Topology::compute(mpi.size(), mpi.rank(), mpi.size(), tp);
       ProcessGroups groups(topo, DeviceKind::CPU, 300.0);
       auto self = make_communicator(DeviceKind::CPU, MPI_COMM_SELF, "self", 300.0);
-      const VlmConfig c = bench_config(cfg);
+      const int zero = int(cfg.get_int("zero"));
+      VlmConfig c = bench_config(cfg);
+      c.sharding = DpSharding{zero, groups.dp().size(), groups.dp().rank()};
       VlmModel model(c, b, groups.tp(), *self);
       model.init(1);
       const Data data = make_data(c, M, groups.dp().size(), groups.dp().rank());
       sched::StreamSet streams(b);
       const std::vector<bool> all(kNumModules, true);
-      DpGrads dpg(model.modules(), all, groups.dp(), 0, 25, b);
+      DpGrads dpg(model.modules(), all, groups.dp(), zero, 25, b);
       const int steps = int(cfg.get_int("steps")), warmup = int(cfg.get_int("warmup"));
       Result res[2];
       for (int k = 0; k < 2; ++k) {
@@ -130,10 +134,11 @@ int main(int argc, char** argv) {
         }
       }
       if (mpi.rank() == 0) {
-        std::printf("bench_step: %d rank(s), tp=%d dp=%d, M=%d micro-batches of %lld images, width %lld, %d steps "
-                    "(+%d warm-up), OMP_NUM_THREADS=%s\n",
-                    mpi.size(), tp, groups.dp().size(), M, (long long)c.max_images, (long long)cfg.get_int("width"),
-                    steps, warmup, std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "(unset)");
+        std::printf("bench_step: %d rank(s), tp=%d dp=%d, zero=%d, M=%d micro-batches of %lld images, width %lld, %d "
+                    "steps (+%d warm-up), OMP_NUM_THREADS=%s\n",
+                    mpi.size(), tp, groups.dp().size(), dpg.zero(), M, (long long)c.max_images,
+                    (long long)cfg.get_int("width"), steps, warmup,
+                    std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "(unset)");
         std::printf("%-8s %9s %8s %10s  %s\n", "mode", "ms/step", "overlap", "exp.comm", "busy ms per stream (rank 0)");
         for (int k = 0; k < 2; ++k) {
           std::printf("%-8s %9.2f %8.2f %10.2f ", k == 0 ? "serial" : "overlap", res[k].ms, res[k].overlap,

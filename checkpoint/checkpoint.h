@@ -5,9 +5,10 @@
 // shapes, /model/<module>/<param>, /optim/m|v/<module>/<param>), whatever the layout;
 // each rank stores the pieces of them it owns.
 // Writing (save_checkpoint, collective over the world):
-//  1. every rank writes the pieces that optim/ownership.h gives it (its TP slices; of
-//     each module's arena its DP block, DP rank 0 also the tail; TP-replicated
-//     parameters from TP rank 0 only: checkpoint/checkpoint_pieces.h), each with its
+//  1. every rank writes the pieces its tables' layouts give it (its TP slices; of each
+//     run of a table's flat space its DP block, DP rank 0 also the tail: at ZeRO >= 1
+//     what it owns, nn/param_layout.h; TP-replicated parameters from TP rank 0 only:
+//     checkpoint/checkpoint_pieces.h), straight from where it keeps them, each with its
 //     CRC-32C, into its shard file under a temporary name, flushes it, renames it and
 //     flushes the folder;
 //  2. the shard headers are gathered to world rank 0, which writes the run's texts, then

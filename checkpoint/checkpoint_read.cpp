@@ -52,14 +52,33 @@ void check_tensors(const CheckpointReader& ck, const std::vector<ModuleParams>& 
   }
 }
 
-// Reads each piece into its buffer (the padding rows of a span read as zero).
+// Reads each piece where this rank keeps it (the padding rows of a span read as zero): a
+// parameter's values into a host copy of its local slice, which ParamTable::write places
+// wherever the table keeps them (nn/param_table.h; the pieces of a parameter's values
+// come one after another), the moments into the optimizer's buffers.
 void read_pieces(const CheckpointReader& ck, const std::vector<ModuleParams>& mods, const AdamW* opt,
                  const std::vector<StatePiece>& pieces) {
+  const StatePiece* pending = nullptr;
+  std::vector<float> local;
+  const auto flush = [&] {
+    if (pending)
+      mods[pending->module].table->write(*pending->param, Tensor::from_vector(local, pending->param->local));
+    pending = nullptr;
+  };
   for (const StatePiece& p : pieces) {
-    std::vector<float> host(size_t(p.span), 0.f);
-    ck.store().read(p.tensor, p.shape, p.region, host.data());
-    copy_tensor(piece_buffer(mods, opt, p).sub(p.buffer_at, Shape{p.span}), Tensor::from_vector(host, Shape{p.span}));
+    if (p.kind != StateKind::Value) {
+      std::vector<float> host(size_t(p.span()), 0.f);
+      ck.store().read(p.tensor, p.shape, p.region, host.data());
+      copy_tensor(piece_storage(mods, opt, p), Tensor::from_vector(host, Shape{p.span()}));
+      continue;
+    }
+    if (!pending || pending->param != p.param) {
+      flush();
+      pending = &p, local.assign(size_t(p.param->local.numel()), 0.f);
+    }
+    ck.store().read(p.tensor, p.shape, p.region, local.data() + (p.flat.begin - p.param->at));
   }
+  flush();
 }
 
 }  // namespace
@@ -112,8 +131,7 @@ std::string resolve_checkpoint(const std::string& path, bool allow_missing) {
 void load_model(const CheckpointReader& ck, VlmModel& model) {
   const std::vector<ModuleParams> mods = model.modules();
   check_tensors(ck, mods);
-  const std::vector<bool> no_moments(mods.size(), false);
-  read_pieces(ck, mods, nullptr, held_pieces(mods, no_moments, state_owner(mods, nullptr), false));
+  read_pieces(ck, mods, nullptr, held_pieces(mods, std::vector<bool>(mods.size(), false), false));
   model.refresh_working_weights();  // bf16 copies of the loaded values (no-op at fp32)
 }
 
@@ -124,7 +142,7 @@ void load_training_state(const CheckpointReader& ck, VlmModel& model, const std:
   std::vector<bool> stored = trainable;
   for (size_t i = 0; i < mods.size(); ++i)
     stored[i] = trainable[i] && !ck.store().members(state_group(StateKind::M, mods[i].id)).empty();
-  read_pieces(ck, mods, &opt, held_pieces(mods, stored, state_owner(mods, &opt.dp_grads()), true));
+  read_pieces(ck, mods, &opt, held_pieces(mods, stored, true));
   model.refresh_working_weights();
 }
 

@@ -86,7 +86,7 @@ std::string write_shard(const std::string& folder, ShardHeader h, const std::vec
   ShardOut out(folder + "/" + shard_file_name(h.rank, h.save));
   int64_t at = 0;
   for (const StatePiece& p : pieces) {
-    const Tensor src = piece_buffer(mods, &opt, p).sub(p.buffer_at, Shape{p.region.numel()});
+    const Tensor src = piece_storage(mods, &opt, p).sub(0, Shape{p.region.numel()});
     uint32_t crc = 0;
     for (int64_t k = 0; k < p.region.numel(); k += kChunkFloats) {
       const std::vector<float> v = to_vector_f32(src.sub(k, Shape{std::min(kChunkFloats, p.region.numel() - k)}));
@@ -164,7 +164,10 @@ SaveReport save_checkpoint(const std::string& dir, int keep_last, const Checkpoi
   const std::string name = "step_" + std::to_string(state.step), folder = dir + "/" + name;
   const std::string save = all_gather_strings(world, s, rt.root() ? new_save_id() : "")[0];
   const std::vector<ModuleParams> mods = model.modules();
-  const std::vector<StatePiece> pieces = written_pieces(mods, trainable, state_owner(mods, &opt.dp_grads()));
+  for (const ModuleParams& m : mods)
+    VLM_ASSERT(m.table->layout().sharding().size == rt.topology().dp(), module_name(m.id),
+               ": its layout is not sharded over the DP group (VlmConfig::sharding)");
+  const std::vector<StatePiece> pieces = written_pieces(mods, trainable);
   SaveReport rep;
   rep.path = folder, rep.shards = ranks;
   TextFile texts[3];

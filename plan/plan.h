@@ -3,10 +3,10 @@
 // placement) it gives every TP rank's exact device memory (plan/plan_memory.h), the
 // exact bytes of the largest step per group (plan/plan_comm.h) and a modelled step time
 // (plan/plan_time.h); it ranks every layout of the cluster that keeps the run's global
-// batch (tp, micro-batches, ZeRO-1 or not, recompute, placement), those that fit in
+// batch (tp, micro-batches, ZeRO level 0-3, recompute, placement), those that fit in
 // memory first, fastest first.
-// The DP ranks of one TP rank hold the same memory (ZeRO-1's blocks have equal sizes and
-// every rank keeps the tail: optim/dp_grads.h), so ranks are planned per TP rank.
+// The DP ranks of one TP rank hold the same memory (ZeRO's blocks have equal sizes and
+// every rank keeps the tails: nn/param_layout.h), so ranks are planned per TP rank.
 #pragma once
 #include <string>
 #include <vector>
@@ -63,10 +63,10 @@ class Planner {
   // scorers.placement) on nodes x gpus_per_node; UserError when it cannot run there.
   LayoutChoice requested() const;
   LayoutPlan plan(const LayoutChoice& c) const;  // UserError when the model refuses c.tp
-  // The bytes of tensor data each rank of p writes to a checkpoint, [TP rank][DP rank]
-  // (plan/plan_memory.h: plan_checkpoint_bytes; exact). Separate from plan(): the
-  // ranking does not need it.
-  std::vector<std::vector<int64_t>> checkpoint_bytes(const LayoutPlan& p) const;
+  // The bytes of tensor data each rank of p writes to a checkpoint at ZeRO level `zero`
+  // (p's own when -1), [TP rank][DP rank] (plan/plan_memory.h: plan_checkpoint_bytes;
+  // exact). Separate from plan(): the ranking does not need it.
+  std::vector<std::vector<int64_t>> checkpoint_bytes(const LayoutPlan& p, int zero = -1) const;
   // Every layout of the cluster with the run's global batch, ranked (fitting, then step
   // time, then memory); `skipped` gets one line per tp the model refuses.
   std::vector<LayoutPlan> ranked(std::vector<std::string>* skipped) const;

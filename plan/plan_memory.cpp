@@ -94,9 +94,11 @@ std::vector<bool> trainable_of(const VlmConfig& cfg) {
 
 }  // namespace
 
-RankPlan plan_rank(const VlmConfig& cfg, const RankLayout& l, const OptimOptions& o) {
+RankPlan plan_rank(const VlmConfig& config, const RankLayout& l, const OptimOptions& o) {
   ReservingBackend b;
   StandInCommunicator tp("tp", l.tp, l.tp_rank), dp("dp", l.dp, l.dp_rank), self("self", 1, 0);
+  VlmConfig cfg = config;
+  cfg.sharding = DpSharding{l.zero, l.dp, l.dp_rank};
   VlmModel model(cfg, b, tp, self);
   const std::vector<bool> trainable = trainable_of(cfg);
   const std::vector<ModuleParams> mods = model.modules();
@@ -105,14 +107,14 @@ RankPlan plan_rank(const VlmConfig& cfg, const RankLayout& l, const OptimOptions
   return rank_plan(model, dpg, opt, b.allocated());
 }
 
-std::vector<int64_t> plan_checkpoint_bytes(const VlmConfig& cfg, const RankLayout& l) {
+std::vector<int64_t> plan_checkpoint_bytes(const VlmConfig& config, const RankLayout& l) {
   ReservingBackend b;
   StandInCommunicator tp("tp", l.tp, l.tp_rank), self("self", 1, 0);
+  VlmConfig cfg = config;
+  cfg.sharding = DpSharding{l.zero, l.dp, 0};  // the runs are the same on every DP rank
   VlmModel model(cfg, b, tp, self);
   std::vector<int64_t> bytes;
-  StateOwner place = l;
-  for (place.dp_rank = 0; place.dp_rank < l.dp; ++place.dp_rank)
-    bytes.push_back(pieces_bytes(written_pieces(model.modules(), trainable_of(cfg), place)));
+  for (int r = 0; r < l.dp; ++r) bytes.push_back(pieces_bytes(written_pieces(model.modules(), trainable_of(cfg), r)));
   return bytes;
 }
 

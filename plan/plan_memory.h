@@ -15,8 +15,8 @@ namespace vlm {
 
 // The rank's memory without allocating it (above). cfg: validated for l.tp (resolve_vlm_config).
 RankPlan plan_rank(const VlmConfig& cfg, const RankLayout& l, const OptimOptions& o);
-// The bytes of tensor data each DP rank of TP rank l.tp_rank writes to a checkpoint
-// (index: the DP rank; l.dp_rank is ignored): the writer's own pieces
+// The bytes of tensor data each DP rank of TP rank l.tp_rank writes to a checkpoint at
+// ZeRO level l.zero (index: the DP rank; l.dp_rank is ignored): the writer's own pieces
 // (checkpoint/checkpoint_pieces.h) of the rank's model built as above, so exact.
 std::vector<int64_t> plan_checkpoint_bytes(const VlmConfig& cfg, const RankLayout& l);
 

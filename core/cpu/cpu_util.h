@@ -20,19 +20,34 @@
 #include "core/cpu/thread_pool.h"
 #include "core/tensor.h"
 
-// Function multi-versioning: the compiler emits an AVX2+FMA (x86-64-v3) and a baseline
-// body, and the dynamic loader binds the best one for the CPU at start-up, so the binary
-// runs on any x86-64 CPU. The kernels are compiled with -ffp-contract=off
-// (core/CMakeLists.txt), so both bodies round every element the same way. Off under
-// the sanitizers, whose run time is not ready when the loader runs the ifunc resolvers.
+// Function multi-versioning: the compiler emits an AVX-512 (x86-64-v4), an AVX2+FMA
+// (x86-64-v3) and a baseline body, and the dynamic loader binds the best one for the CPU
+// at start-up, so the binary runs on any x86-64 CPU. The kernels are compiled with
+// -ffp-contract=off and without reassociation (core/CMakeLists.txt), and their
+// reductions fix their order in the code (4-lane vectors, explicit lane sums), so every
+// body rounds every element the same way: results are bitwise the same at any level.
+// Off under the sanitizers, whose run time is not ready when the loader runs the ifunc
+// resolvers.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && \
     !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
-#define VLM_CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define VLM_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define VLM_CPU_CLONES_ON 1
 #else
 #define VLM_CPU_CLONES
 #endif
 
 namespace vlm::cpu {
+
+// The body VLM_CPU_CLONES functions run on this CPU: "x86-64-v4", "x86-64-v3" or
+// "baseline" (the loader's choice, asked the same way).
+inline const char* clone_level() {
+#ifdef VLM_CPU_CLONES_ON
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("x86-64-v4")) return "x86-64-v4";
+  if (__builtin_cpu_supports("x86-64-v3")) return "x86-64-v3";
+#endif
+  return "baseline";
+}
 
 // Scratch of `bytes` for the calling thread in slot 0..3, grown when a larger size is
 // asked and kept, so an op allocates only the first time it sees a size. One op uses a

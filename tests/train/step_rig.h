@@ -86,6 +86,23 @@ std::vector<MicroBatch> shard(const GlobalBatch& g, const VlmConfig& c, int dp, 
   return out;
 }
 
+// c with its tables sharded for ZeRO level `zero` over the DP group `dp` (nn/param_layout.h).
+[[maybe_unused]] VlmConfig sharded(VlmConfig c, int zero, const Communicator& dp) {
+  c.sharding = DpSharding{zero, dp.size(), dp.rank()};
+  return c;
+}
+
+// The trainable modules' values of this rank as one vector: each module's flat space
+// (nn/param_layout.h) rebuilt from the DP ranks' shards (a collective over DP).
+[[maybe_unused]] std::vector<float> all_values(VlmModel& model, const DpGrads& dpg) {
+  std::vector<float> v;
+  for (size_t i = 0; i < model.modules().size(); ++i) {
+    const auto x = dpg.gather_flat(cpu_backend().default_stream(), i, dpg.owned_values(i));
+    v.insert(v.end(), x.begin(), x.end());
+  }
+  return v;
+}
+
 std::vector<float> all_grads(VlmModel& model) {
   std::vector<float> v;
   for (const ModuleParams& m : model.modules())

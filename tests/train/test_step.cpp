@@ -4,9 +4,10 @@
 //    (tp, dp) the world allows: (1,1); (2,1), (1,2); (2,2), (4,1);
 //  - with dp > 1 the first DP bucket task of the backbone does not wait for the last
 //    micro-batch's last backward chunk (the backbone's layers reduced in chunks);
-//  - every layout, with ZeRO-1 off and on, gives the loss and the gradient norm of two
-//    steps (to 1e-5 relative) and, at tp = 1, the updated weights (to 1e-4 of their
-//    scale) of the (1,1) run over the whole global batch on one rank (the reference);
+//  - every layout, at every ZeRO level 0-3, gives the loss and the gradient norm of two
+//    steps (to 1e-5 relative) and, at tp = 1, the updated weights (rebuilt from the DP
+//    shards; to 1e-4 of their scale) of the (1,1) run over the whole global batch on one
+//    rank (the reference);
 //  - a frozen module is bitwise unchanged after 5 AdamW steps and has no optimizer
 //    state, while the others learn (the loss of a repeated batch falls);
 //  - a frozen module has no gradient memory (no arena, undefined gradients), and
@@ -100,7 +101,7 @@ TEST(VlmStep, EveryLayoutMatchesOneRank) {
   oo.lr = 1e-2;
   auto run = [&](Communicator& tp, Communicator& dp, Communicator& self, int dps, int r, int zero,
                  std::vector<float>* w) {
-    const VlmConfig c = tiny_config(kImages / (dps * kM));
+    const VlmConfig c = sharded(tiny_config(kImages / (dps * kM)), zero, dp);
     VlmModel model(c, b, tp, self);
     model.init(5);
     sched::StreamSet streams(b);
@@ -109,16 +110,14 @@ TEST(VlmStep, EveryLayoutMatchesOneRank) {
     VlmStep step(model, streams, dpg, all, kM, StepOptions{});
     AdamW opt(model.modules(), all, dpg, b, oo);
     double loss = 0, norm = 0;
-    for (int k = 1; k <= 2; ++k) {  // the second step sees the first update (ZeRO-1's all-gather)
+    for (int k = 1; k <= 2; ++k) {  // the second step sees the first update (ZeRO's all-gathers)
       model.zero_grads();
       loss = all_reduce_values(dp, b.default_stream(), {step.run(shard(g, c, dps, r, kM))})[0];
       norm = opt.grad_norm(b.default_stream(), tp);
       opt.step(b.default_stream(), k, oo.lr, 1.f);
     }
-    // The updated weights of the (replicated) encoder and of this rank's backbone slices.
-    *w = to_vector_f32(flat_f32(model.vision().params().value_arena()));
-    const auto llm = to_vector_f32(flat_f32(model.llm().params().value_arena()));
-    w->insert(w->end(), llm.begin(), llm.end());
+    // The updated weights of every module (this rank's backbone slices), from the shards.
+    *w = all_values(model, dpg);
     return std::make_pair(loss, norm);
   };
   auto self1 = test::self_comm("a"), self2 = test::self_comm("b"), self3 = test::self_comm("c");
@@ -129,7 +128,7 @@ TEST(VlmStep, EveryLayoutMatchesOneRank) {
     const auto ref = run(*self1, *self2, *self3, 1, 0, 0, &w_ref);
     Layout L(tp);
     const int dp = test::world_size() / tp;
-    for (int zero : {0, 1}) {
+    for (int zero : {0, 1, 2, 3}) {
       std::vector<float> w;
       const auto got = run(L.groups->tp(), L.groups->dp(), *L.self, dp, L.groups->dp().rank(), zero, &w);
       SCOPED_TRACE("tp=" + std::to_string(tp) + " dp=" + std::to_string(dp) + " zero=" + std::to_string(zero));
@@ -155,7 +154,7 @@ TEST(VlmStep, EveryModuleGetsAGradient) {
   r.step->run(shard(g, c, 1, 0, kM));
   for (const ModuleParams& m : model.modules()) {
     double sq = 0;
-    for (float x : to_vector_f32(flat_f32(m.table->grad_arena()))) sq += double(x) * x;
+    for (float x : to_vector_f32(m.table->grads())) sq += double(x) * x;
     EXPECT_GT(sq, 0.0) << module_name(m.id) << " got no gradient";
   }
   for (const char* name : {"embeddings.patch_embedding.weight", "encoder.layers.0.self_attn.q_proj.weight"}) {
@@ -240,8 +239,7 @@ TEST(VlmStep, FrozenModuleIsUnchangedAndTheRestLearns) {
   OneRankStep r(c, 9, trainable);
   VlmModel& model = *r.model;
   VlmStep& step = *r.step;
-  const auto before = to_vector_f32(model.vision().params().value_arena().storage().reinterpret(
-      DType::F32, Shape{int64_t(model.vision().params().value_arena().bytes() / 4)}));
+  const auto before = to_vector_f32(model.vision().params().values());
   OptimOptions oo;
   oo.lr = 3e-3;
   AdamW opt(model.modules(), trainable, *r.dpg, b, oo);
@@ -253,14 +251,13 @@ TEST(VlmStep, FrozenModuleIsUnchangedAndTheRestLearns) {
     opt.grad_norm(b.default_stream(), *r.tp);
     opt.step(b.default_stream(), k, oo.lr, 1.f);
   }
-  const auto after = to_vector_f32(model.vision().params().value_arena().storage().reinterpret(
-      DType::F32, Shape{int64_t(model.vision().params().value_arena().bytes() / 4)}));
+  const auto after = to_vector_f32(model.vision().params().values());
   EXPECT_EQ(before, after) << "the frozen encoder changed";
   // No optimizer state for the frozen encoder: 2 moments of every element of the other
-  // modules' arenas (parameters + alignment padding).
+  // modules' flat spaces (parameters + alignment padding).
   size_t expect = 0;
   for (const ModuleParams& m : model.modules())
-    if (m.id != ModuleId::Vision) expect += 2 * m.table->value_arena().bytes();
+    if (m.id != ModuleId::Vision) expect += 2 * size_t(m.table->layout().numel()) * 4;
   EXPECT_EQ(opt.state_bytes(), expect);
   EXPECT_EQ(model.vision().params().grad_bytes(), 0u);
   EXPECT_LT(losses.back(), 0.9 * losses.front()) << "the trainable modules did not learn";
