@@ -162,7 +162,9 @@ TEST_F(Checkpoint, ZeroThreeSavesFullTensorsAndResumesAtAnyLayout) {
     const std::vector<double> l = losses(c.run);
     ASSERT_EQ(l.size(), 3u) << c.run;
     for (size_t i = 0; i < 3; ++i) {
-      if (c.bitwise) EXPECT_EQ(l[i], ref[3 + i]) << c.run << " step " << 4 + i;
+      if (c.bitwise) {
+        EXPECT_EQ(l[i], ref[3 + i]) << c.run << " step " << 4 + i;
+      }
       EXPECT_LE(std::fabs(l[i] - ref[3 + i]) / ref[3 + i], 1e-5) << c.run << " step " << 4 + i;
     }
     // The evaluation after training: the same validation loss at every layout.
