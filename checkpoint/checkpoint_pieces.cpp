@@ -103,12 +103,7 @@ Tensor piece_storage(const std::vector<ModuleParams>& modules, const AdamW* opt,
                p.module, " hold ", m.numel(), " elements, the layout ", p.flat.shard_at + p.span());
     return m.sub(p.flat.shard_at, n);
   }
-  // As DpGrads::owned_values (optim/dp_grads.h): the shard where the run has one.
-  const ParamTable& t = *modules[p.module].table;
-  const ShardRun& r = t.layout().runs()[size_t(p.flat.run)];
-  const RunStorage& st = t.run(p.flat.run);
-  if (st.shard.defined()) return st.shard.sub(p.flat.shard_at - r.shard_at, n);
-  return (st.values.defined() ? st.values : st.compute).sub(p.flat.begin - r.begin, n);
+  return modules[p.module].table->owned_view(p.flat.run, p.flat.begin, p.flat.end, p.flat.shard_at);
 }
 
 int64_t pieces_bytes(const std::vector<StatePiece>& pieces) {

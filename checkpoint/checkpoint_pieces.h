@@ -57,9 +57,8 @@ std::vector<StatePiece> held_pieces(const std::vector<ModuleParams>& modules, co
 // Data bytes of pieces (4 per element of their regions).
 int64_t pieces_bytes(const std::vector<StatePiece>& pieces);
 // Where the elements of an owned piece live on this rank ([span], f32, or bf16 where a
-// table keeps only a bf16 copy): its table's storage of them (the shard of masters, or
-// the resident values or compute copy: nn/param_table.h RunStorage), or (moments) the
-// optimizer's moment buffer.
+// table keeps only a bf16 copy): its table's storage of them (ParamTable::owned_view),
+// or (moments) the optimizer's moment buffer.
 Tensor piece_storage(const std::vector<ModuleParams>& modules, const AdamW* opt, const StatePiece& p);
 
 }  // namespace vlm
