@@ -13,6 +13,7 @@
 #include "apps/command.h"
 #include "base/config.h"
 #include "base/error.h"
+#include "base/options.h"
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_h5.h"
 #include "checkpoint/shard_store.h"
@@ -23,34 +24,44 @@ namespace vlm {
 
 namespace {
 
-void consolidate_options(Config& cfg) {
-  cfg.add_string("checkpoint", "", "a sharded checkpoint (step_N/) or a checkpoint folder (its `latest`)");
-  cfg.add_string("out", "", "the single HDF5 file to write (step_N.h5)");
+struct CheckpointInputs {
+  std::string checkpoint, out;
+};
+
+// consolidate: --checkpoint and --out; verify: --checkpoint.
+const OptionSet<CheckpointInputs>& checkpoint_inputs(bool out) {
+  const auto declare = [](OptionSet<CheckpointInputs>& s, bool with_out) {
+    s.option("checkpoint", &CheckpointInputs::checkpoint,
+             "a sharded checkpoint (step_N/) or a checkpoint folder (its `latest`)");
+    if (with_out) s.option("out", &CheckpointInputs::out, "the single HDF5 file to write (step_N.h5)");
+  };
+  static const OptionSet<CheckpointInputs> with([&](OptionSet<CheckpointInputs>& s) { declare(s, true); });
+  static const OptionSet<CheckpointInputs> without([&](OptionSet<CheckpointInputs>& s) { declare(s, false); });
+  return out ? with : without;
 }
 
-void verify_options(Config& cfg) {
-  cfg.add_string("checkpoint", "", "a sharded checkpoint (step_N/) or a checkpoint folder (its `latest`)");
-}
+void consolidate_options(Config& cfg) { checkpoint_inputs(true).add_to(cfg); }
+void verify_options(Config& cfg) { checkpoint_inputs(false).add_to(cfg); }
 
-std::string input(const Config& cfg) {
-  VLM_REQUIRE(!cfg.get_string("checkpoint").empty(), "--checkpoint: a checkpoint folder is required");
-  return resolve_checkpoint(cfg.get_string("checkpoint"));
+std::string input(const CheckpointInputs& in) {
+  VLM_REQUIRE(!in.checkpoint.empty(), "--checkpoint: a checkpoint folder is required");
+  return resolve_checkpoint(in.checkpoint);
 }
 
 int consolidate(const Config& cfg) {
-  const std::string out = cfg.get_string("out");
-  VLM_REQUIRE(!out.empty(), "--out: the HDF5 file to write is required");
-  check_output_path(out);
-  const std::string path = input(cfg);
+  const CheckpointInputs in = checkpoint_inputs(true).read(cfg);
+  VLM_REQUIRE(!in.out.empty(), "--out: the HDF5 file to write is required");
+  check_output_path(in.out);
+  const std::string path = input(in);
   VLM_REQUIRE(std::filesystem::is_directory(path), path, ": already a single-file checkpoint");
-  const ConsolidateReport r = consolidate_checkpoint(path, out);
-  std::printf("vlm checkpoint consolidate: %s -> %s (%lld tensors, %s)\n", path.c_str(), out.c_str(),
+  const ConsolidateReport r = consolidate_checkpoint(path, in.out);
+  std::printf("vlm checkpoint consolidate: %s -> %s (%lld tensors, %s)\n", path.c_str(), in.out.c_str(),
               (long long)r.tensors, format_bytes(double(r.bytes)).c_str());
   return 0;
 }
 
 int verify(const Config& cfg) {
-  const std::string path = input(cfg);
+  const std::string path = input(checkpoint_inputs(false).read(cfg));
   VLM_REQUIRE(std::filesystem::is_directory(path), path,
               ": a single-file checkpoint (python3 tools/check_checkpoint.py checks one with h5py)");
   ShardStore st(path);

@@ -13,8 +13,8 @@
 #include <memory>
 #include <vector>
 
-#include "base/config.h"
 #include "base/error.h"
+#include "base/options.h"
 #include "optim/dp_grads.h"
 #include "parallel/groups.h"
 #include "parallel/mpi/mpi_session.h"
@@ -26,11 +26,32 @@ using namespace vlm;
 
 namespace {
 
+struct BenchOptions {
+  int tp = 1, micro_batches = 4;
+  int64_t images = 8, width = 128;
+  int steps = 10, warmup = 2, zero = 0;
+};
+
+const OptionSet<BenchOptions>& bench_options() {
+  static const OptionSet<BenchOptions> set([](OptionSet<BenchOptions>& s) {
+    s.option("tp", &BenchOptions::tp, "tensor-parallel ranks (the world size divided by it is DP)").range(1, 64);
+    s.option("micro_batches", &BenchOptions::micro_batches,
+             "micro-batches per step (>= 2: pipelined on two front-end slots)")
+        .range(1, 64);
+    s.option("images", &BenchOptions::images, "images per micro-batch and rank").range(1, 256);
+    s.option("width", &BenchOptions::width, "d_model of the encoder and the backbone").range(16, 4096);
+    s.option("steps", &BenchOptions::steps, "timed steps per mode").range(1, 100000);
+    s.option("warmup", &BenchOptions::warmup, "untimed steps per mode").range(0, 1000);
+    s.option("zero", &BenchOptions::zero, "the ZeRO level over DP (train.zero, docs/training.md)").range(0, 3);
+  });
+  return set;
+}
+
 // A small VLM: a 2-layer ViT over 32x32 images (8 x 8 cells), the three scorers, 16..32
 // visual tokens per image, a 2-layer Llama backbone.
-VlmConfig bench_config(const Config& cfg) {
+VlmConfig bench_config(const BenchOptions& o) {
   VlmConfig c;
-  const int64_t d = cfg.get_int("width");
+  const int64_t d = o.width;
   c.vision.image_size = 32, c.vision.patch = 4, c.vision.d_model = d, c.vision.n_layers = 2;
   c.vision.n_heads = 4, c.vision.d_ff = 2 * d;
   c.scorers.lod.region = 2, c.scorers.lod.min_tokens = 16, c.scorers.lod.max_tokens = 32;
@@ -38,8 +59,8 @@ VlmConfig bench_config(const Config& cfg) {
   c.scorers.scorers.hidden = 64;
   c.llm.family = ModelFamily::Llama, c.llm.vocab_size = 512, c.llm.d_model = d, c.llm.n_layers = 2;
   c.llm.n_heads = 4, c.llm.n_kv_heads = 4, c.llm.d_ff = 2 * d, c.llm.tied_embeddings = false;
-  c.max_images = cfg.get_int("images"), c.max_text = 24;
-  c.front_slots = cfg.get_int("micro_batches") >= 2 ? 2 : 1;  // as resolve_vlm_config
+  c.max_images = o.images, c.max_text = 24;
+  c.front_slots = o.micro_batches >= 2 ? 2 : 1;  // as resolve_vlm_config
   return c;
 }
 
@@ -86,33 +107,27 @@ struct Result {
 
 int main(int argc, char** argv) {
   Config cfg("bench_step", "the VLM step in serial and overlap mode: time, overlap fraction, exposed communication");
-  cfg.add_int("tp", 1, "tensor-parallel ranks (the world size divided by it is DP)", 1, 64);
-  cfg.add_int("micro_batches", 4, "micro-batches per step (>= 2: pipelined on two front-end slots)", 1, 64);
-  cfg.add_int("images", 8, "images per micro-batch and rank", 1, 256);
-  cfg.add_int("width", 128, "d_model of the encoder and the backbone", 16, 4096);
-  cfg.add_int("steps", 10, "timed steps per mode", 1, 100000);
-  cfg.add_int("warmup", 2, "untimed steps per mode", 0, 1000);
-  cfg.add_int("zero", 0, "the ZeRO level over DP (train.zero, docs/training.md)", 0, 3);
+  bench_options().add_to(cfg);
   MpiSession mpi(&argc, &argv);
   int code = 0;
   try {
     if (cfg.parse(argc, argv)) {
-      const int tp = int(cfg.get_int("tp")), M = int(cfg.get_int("micro_batches"));
+      const BenchOptions args = bench_options().read(cfg);
+      const int tp = args.tp, M = args.micro_batches;
       VLM_REQUIRE(mpi.size() % tp == 0, "--tp ", tp, " must divide the number of ranks ", mpi.size());
       Backend& b = cpu_backend();
       const Topology topo = Topology::compute(mpi.size(), mpi.rank(), mpi.size(), tp);
       ProcessGroups groups(topo, DeviceKind::CPU, 300.0);
       auto self = make_communicator(DeviceKind::CPU, MPI_COMM_SELF, "self", 300.0);
-      const int zero = int(cfg.get_int("zero"));
-      VlmConfig c = bench_config(cfg);
-      c.sharding = DpSharding{zero, groups.dp().size(), groups.dp().rank()};
+      VlmConfig c = bench_config(args);
+      c.sharding = DpSharding{args.zero, groups.dp().size(), groups.dp().rank()};
       VlmModel model(c, b, groups.tp(), *self);
       model.init(1);
       const Data data = make_data(c, M, groups.dp().size(), groups.dp().rank());
       sched::StreamSet streams(b);
       const std::vector<bool> all(kNumModules, true);
-      DpGrads dpg(model.modules(), all, groups.dp(), zero, 25, b);
-      const int steps = int(cfg.get_int("steps")), warmup = int(cfg.get_int("warmup"));
+      DpGrads dpg(model.modules(), all, groups.dp(), args.zero, 25, b);
+      const int steps = args.steps, warmup = args.warmup;
       Result res[2];
       for (int k = 0; k < 2; ++k) {
         StepOptions o;
@@ -136,9 +151,8 @@ int main(int argc, char** argv) {
       if (mpi.rank() == 0) {
         std::printf("bench_step: %d rank(s), tp=%d dp=%d, zero=%d, M=%d micro-batches of %lld images, width %lld, %d "
                     "steps (+%d warm-up), OMP_NUM_THREADS=%s\n",
-                    mpi.size(), tp, groups.dp().size(), dpg.zero(), M, (long long)c.max_images,
-                    (long long)cfg.get_int("width"), steps, warmup,
-                    std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "(unset)");
+                    mpi.size(), tp, groups.dp().size(), dpg.zero(), M, (long long)c.max_images, (long long)args.width,
+                    steps, warmup, std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "(unset)");
         std::printf("%-8s %9s %8s %10s  %s\n", "mode", "ms/step", "overlap", "exp.comm", "busy ms per stream (rank 0)");
         for (int k = 0; k < 2; ++k) {
           std::printf("%-8s %9.2f %8.2f %10.2f ", k == 0 ? "serial" : "overlap", res[k].ms, res[k].overlap,
