@@ -15,6 +15,7 @@
 
 #include "base/config.h"
 #include "base/error.h"
+#include "base/file_read.h"
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_pieces.h"
 #include "checkpoint/shard_format.h"
@@ -124,6 +125,19 @@ void clean_folder(const std::string& folder, const CheckpointIndex& idx) {
     if (!keep.count(e.path().filename().string())) fs::remove_all(e.path(), ec);
 }
 
+// After a failed save (a full disk on some rank): removes the files of save `save` from
+// `folder` (shards, texts, temporaries), and the folder when nothing else is in it,
+// unless its index, committed already, names that save (then the save is complete).
+void discard_save(const std::string& folder, const std::string& save) {
+  std::error_code ec;
+  const std::string index = folder + "/" + kIndexName;
+  if (fs::exists(index, ec) && read_file_bounded(index, kMaxIndexBytes, "checkpoint index").find(save) != std::string::npos)
+    return;
+  for (const fs::directory_entry& e : fs::directory_iterator(folder, ec))
+    if (e.path().filename().string().find("." + save + ".") != std::string::npos) fs::remove(e.path(), ec);
+  if (fs::is_empty(folder, ec)) fs::remove(folder, ec);
+}
+
 // The step of a save's name: step_<N>/ or step_<N>.h5; -1 for anything else.
 int64_t step_of(const std::string& n) {
   if (n.rfind("step_", 0) != 0) return -1;
@@ -172,33 +186,40 @@ SaveReport save_checkpoint(const std::string& dir, int keep_last, const Checkpoi
   rep.path = folder, rep.shards = ranks;
   TextFile texts[3];
   std::string header;
-  rt.on_every_rank("checkpoint " + folder, [&] {
-    std::error_code ec;
-    fs::create_directories(folder, ec);
-    VLM_REQUIRE(!ec, folder, ": cannot create the checkpoint folder (", ec.message(), ")");
-    if (rt.root()) {
-      texts[0] = write_text(folder, "config." + save + ".ini", options.dump_ini());
-      texts[1] = write_text(folder, "options." + save + ".ini", options.dump_ini(true));
-      texts[2] = write_text(folder, "tokenizer." + save + ".json", tok.to_json());
-    }
-    header = write_shard(folder, {save, state.step, rank, ranks, {}}, pieces, mods, opt);
-  });
-  const std::vector<std::string> headers = all_gather_strings(world, s, header);
-  rt.on_every_rank("checkpoint index " + folder, [&] {
-    if (!rt.root()) return;
-    const CheckpointIndex idx = build_index(save, state, texts[0], texts[1], texts[2], headers);
-    write_file_atomic(folder + "/" + kIndexName, index_json(idx));
-    sync_folder(folder);
-    fault_tick(rank);
-    write_file_atomic(dir + "/" + kLatestName, name + "\n");
-    sync_folder(dir);
-    clean_folder(folder, idx);
-    prune(dir, keep_last, name);
-    for (const ShardRef& r : idx.shards) {
-      const int64_t data = r.bytes - kShardTrailerBytes - int64_t(headers[size_t(r.rank)].size());
-      rep.total_bytes += data, rep.max_rank_bytes = std::max(rep.max_rank_bytes, data);
-    }
-  });
+  try {
+    rt.on_every_rank("checkpoint " + folder, [&] {
+      std::error_code ec;
+      fs::create_directories(folder, ec);
+      VLM_REQUIRE(!ec, folder, ": cannot create the checkpoint folder (", ec.message(), ")");
+      if (rt.root()) {
+        texts[0] = write_text(folder, "config." + save + ".ini", options.dump_ini());
+        texts[1] = write_text(folder, "options." + save + ".ini", options.dump_ini(true));
+        texts[2] = write_text(folder, "tokenizer." + save + ".json", tok.to_json());
+      }
+      header = write_shard(folder, {save, state.step, rank, ranks, {}}, pieces, mods, opt);
+    });
+    const std::vector<std::string> headers = all_gather_strings(world, s, header);
+    rt.on_every_rank("checkpoint index " + folder, [&] {
+      if (!rt.root()) return;
+      const CheckpointIndex idx = build_index(save, state, texts[0], texts[1], texts[2], headers);
+      write_file_atomic(folder + "/" + kIndexName, index_json(idx));
+      sync_folder(folder);
+      fault_tick(rank);
+      write_file_atomic(dir + "/" + kLatestName, name + "\n");
+      sync_folder(dir);
+      clean_folder(folder, idx);
+      prune(dir, keep_last, name);
+      for (const ShardRef& r : idx.shards) {
+        const int64_t data = r.bytes - kShardTrailerBytes - int64_t(headers[size_t(r.rank)].size());
+        rep.total_bytes += data, rep.max_rank_bytes = std::max(rep.max_rank_bytes, data);
+      }
+    });
+  } catch (...) {
+    // A save that failed on any rank leaves nothing of itself (every rank has left its
+    // writes when on_every_rank throws).
+    if (rt.root()) discard_save(folder, save);
+    throw;
+  }
   return rep;
 }
 

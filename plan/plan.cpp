@@ -6,8 +6,10 @@
 
 #include "base/config.h"
 #include "base/error.h"
+#include "checkpoint/checkpoint_pieces.h"
+#include "core/reserving_backend.h"
 #include "parallel/options.h"
-#include "plan/plan_memory.h"
+#include "parallel/stand_in_communicator.h"
 #include "scorers/placement/placement.h"
 
 namespace vlm {
@@ -122,11 +124,22 @@ LayoutPlan Planner::plan(const LayoutChoice& c) const {
   return p;
 }
 
+// Each TP rank's model built as plan_rank builds it (train/memory_terms.h: nothing
+// allocated), sharded at the level asked for (the runs are the same on every DP rank),
+// and the writer's own pieces of it for every DP rank (checkpoint/checkpoint_pieces.h).
 std::vector<std::vector<int64_t>> Planner::checkpoint_bytes(const LayoutPlan& p, int zero) const {
-  RankLayout l;
-  l.tp = p.choice.tp, l.dp = p.choice.dp, l.zero = zero >= 0 ? zero : p.choice.zero;
+  VlmConfig cfg = p.cfg;
+  cfg.sharding = DpSharding{zero >= 0 ? zero : p.choice.zero, p.choice.dp, 0};
+  std::vector<bool> trainable;
+  for (int m = 0; m < kNumModules; ++m) trainable.push_back(!cfg.frozen[size_t(m)]);
   std::vector<std::vector<int64_t>> bytes;
-  for (l.tp_rank = 0; l.tp_rank < l.tp; ++l.tp_rank) bytes.push_back(plan_checkpoint_bytes(p.cfg, l));
+  for (int t = 0; t < p.choice.tp; ++t) {
+    ReservingBackend b;
+    StandInCommunicator tp("tp", p.choice.tp, t), self("self", 1, 0);
+    VlmModel model(cfg, b, tp, self);
+    bytes.emplace_back();
+    for (int r = 0; r < p.choice.dp; ++r) bytes.back().push_back(pieces_bytes(written_pieces(model.modules(), trainable, r)));
+  }
   return bytes;
 }
 

@@ -1,6 +1,6 @@
 // `vlm plan`: a cluster run of `vlm train` planned on one machine, without MPI or a GPU
-// (docs/planning.md). For a layout (tp, dp, micro-batches, recompute,
-// placement) it gives every TP rank's exact device memory (plan/plan_memory.h), the
+// (docs/planning.md). For a layout (tp, dp, micro-batches, recompute, placement) it
+// gives every TP rank's exact device memory (train/memory_terms.h plan_rank), the
 // exact bytes of the largest step per group (plan/plan_comm.h) and a modelled step time
 // (plan/plan_time.h); it ranks every layout of the cluster that keeps the run's global
 // batch (tp, micro-batches, ZeRO level 0-3, recompute, placement), those that fit in
@@ -64,8 +64,8 @@ class Planner {
   LayoutChoice requested() const;
   LayoutPlan plan(const LayoutChoice& c) const;  // UserError when the model refuses c.tp
   // The bytes of tensor data each rank of p writes to a checkpoint at ZeRO level `zero`
-  // (p's own when -1), [TP rank][DP rank] (plan/plan_memory.h: plan_checkpoint_bytes;
-  // exact). Separate from plan(): the ranking does not need it.
+  // (p's own when -1), [TP rank][DP rank]: the writer's own pieces of the planned model
+  // (exact). Separate from plan(): the ranking does not need it.
   std::vector<std::vector<int64_t>> checkpoint_bytes(const LayoutPlan& p, int zero = -1) const;
   // Every layout of the cluster with the run's global batch, ranked (fitting, then step
   // time, then memory); `skipped` gets one line per tp the model refuses.
