@@ -49,7 +49,7 @@ struct CaptionInputs {
 const OptionSet<CaptionInputs>& caption_inputs() {
   static const OptionSet<CaptionInputs> set([](OptionSet<CaptionInputs>& s) {
     s.option("checkpoint", &CaptionInputs::checkpoint,
-             "checkpoint file (step_N.h5) or folder (its `latest`) of vlm train");
+             "a checkpoint of vlm train: a step_N folder, a step_N.h5 file, or a checkpoint folder (its `latest`)");
     s.option("image", &CaptionInputs::image, "the image to caption (PNG or JPEG)");
     s.option("prompt", &CaptionInputs::prompt, "the instruction (empty: the run's data.prompt)");
     s.option("save-relevance", &CaptionInputs::relevance,

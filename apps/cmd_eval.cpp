@@ -47,7 +47,7 @@ struct EvalInputs {
 // The options of the command; the rest is filled from the checkpoint's run.
 const OptionSet<EvalInputs>& eval_inputs() {
   static const OptionSet<EvalInputs> set([](OptionSet<EvalInputs>& s) {
-    s.option("checkpoint", &EvalInputs::checkpoint, "checkpoint file (step_N.h5) or folder (its `latest`) of vlm train");
+    s.option("checkpoint", &EvalInputs::checkpoint, "a checkpoint of vlm train: a step_N folder, a step_N.h5 file, or a checkpoint folder (its `latest`)");
     s.option("data", &EvalInputs::data, "image-text HDF5 file (vlm data build)");
     s.option("split", &EvalInputs::split, "split to evaluate: train, val, test or all");
     s.option("images", &EvalInputs::images,

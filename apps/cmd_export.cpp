@@ -1,6 +1,6 @@
 // `vlm export`: a checkpoint of `vlm train` as Hugging Face files (checkpoint/export_hf.h;
 // docs/checkpoints.md, "Export to Hugging Face"):
-//   vlm export --checkpoint runs/x/ckpt[/step_N.h5] --out DIR
+//   vlm export --checkpoint runs/x/ckpt[/step_N] --out DIR
 // One process, or one TP group under mpirun (world = tp; each rank reads its slices and
 // the backbone is gathered to rank 0, which writes). The inputs are checked on every
 // rank in one agreed step before any work: a checkpoint that is not one, a gpt2 backbone
@@ -29,7 +29,7 @@ struct ExportInputs {
 const OptionSet<ExportInputs>& export_inputs() {
   static const OptionSet<ExportInputs> set([](OptionSet<ExportInputs>& s) {
     s.option("checkpoint", &ExportInputs::checkpoint,
-             "checkpoint file (step_N.h5) or folder (its `latest`) of vlm train");
+             "a checkpoint of vlm train: a step_N folder, a step_N.h5 file, or a checkpoint folder (its `latest`)");
     s.option("out", &ExportInputs::out, "output folder (created): llm/, vision/, vlm_extra.safetensors");
   });
   return set;

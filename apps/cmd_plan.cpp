@@ -2,10 +2,11 @@
 // (plan/plan.h; docs/planning.md):
 //   vlm plan --config configs/siglip_qwen2_tp8.cfg --nodes 4 --gpus-per-node 8 [--gpu h100]
 // prints the requested layout's exact memory per TP rank and bytes per group, its
-// modelled step time, and every layout of the cluster ranked (fitting first, fastest
-// first); with --plan.llm_seq N also the backbone alone at N tokens per sample on one GPU
-// (plan/plan_llm.h), the figure bench_llm measures. A layout that does not fit ends with one line naming the term and the excess
-// (exit 2), after the tables.
+// modelled step time, the bytes of its checkpoint and of each rank's shard, and every
+// layout of the cluster ranked (fitting first, fastest first); with --plan.llm_seq N also
+// the backbone alone at N tokens per sample on one GPU (plan/plan_llm.h), the figure
+// bench_llm measures. A layout that does not fit ends with one line naming the term and
+// the excess (exit 2), after the tables.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -119,6 +120,32 @@ void print_bytes(const LayoutPlan& p) {
   row("dp", c.dp, p.bytes.dp, p.links.dp_name, p.links.dp_gbs, p.time.dp_s);
 }
 
+// At every ZeRO level (one over a single DP rank, where ZeRO is none): the blocks each DP
+// rank writes follow the layout's runs, which the level changes.
+void print_checkpoint(const LayoutPlan& p, const Planner& pl) {
+  const int dp = p.choice.dp, levels = dp > 1 ? 4 : 1;
+  std::vector<std::vector<std::vector<int64_t>>> bytes;  // [zero][TP rank][DP rank]
+  for (int z = 0; z < levels; ++z) bytes.push_back(pl.checkpoint_bytes(p, z));
+  int64_t total = 0, most = 0;
+  for (const std::vector<int64_t>& r : bytes[size_t(p.choice.zero)])
+    for (int64_t b : r) total += b, most = std::max(most, b);
+  std::printf("\ncheckpoint (exact: the pieces vlm train writes, every rank its own shard; docs/checkpoints.md): %s of "
+              "tensor data (%lld B) in %d shards; the most one rank writes at zero %d: %s\n",
+              mb(double(total)).c_str(), (long long)total, p.choice.tp * dp, p.choice.zero, mb(double(most)).c_str());
+  std::printf("  %-4s | %-7s | %16s", "zero", "tp rank", "dp rank 0 B");
+  if (dp > 1) std::printf(" | %16s | %16s", cat("dp 1..", dp - 1, " min B").c_str(), "max B");
+  std::printf("\n");
+  for (int z = 0; z < levels; ++z)
+    for (size_t r = 0; r < bytes[size_t(z)].size(); ++r) {
+      const std::vector<int64_t>& b = bytes[size_t(z)][r];
+      std::printf("  %-4d | %-7zu | %16lld", z, r, (long long)b[0]);
+      if (dp > 1)
+        std::printf(" | %16lld | %16lld", (long long)*std::min_element(b.begin() + 1, b.end()),
+                    (long long)*std::max_element(b.begin() + 1, b.end()));
+      std::printf("\n");
+    }
+}
+
 void print_time(const LayoutPlan& p, const Planner& pl) {
   const StepTime& t = p.time;
   const double peak = (pl.options().bf16 ? pl.gpu().bf16_tflops : pl.gpu().fp32_tflops) * 1e12;
@@ -189,6 +216,7 @@ int run_plan(const Config& cfg) {
   print_memory(p);
   print_bytes(p);
   print_time(p, planner);
+  print_checkpoint(p, planner);
   if (in.llm_seq > 0) print_llm_alone(in, p, planner);
   std::printf("\nplanning every layout of %d GPUs with the global batch of %lld ...\n", o.world(),
               (long long)planner.global_batch());

@@ -1,105 +1,93 @@
-// Checkpoints of `vlm train` (docs/checkpoints.md): one HDF5 file per save,
-// <train.ckpt_dir>/step_<N>.h5, and a one-line text file <train.ckpt_dir>/latest naming the
-// newest complete one. Layout (format "vlm-checkpoint", version 1; h5py reads every name):
-//   /                          attrs format, version, step, saved_tp, saved_dp, zero,
-//                              global_batch, micro_batches
-//   /config                    u8 [n]: every option of the run as INI text (Config::dump_ini)
-//   /options                   u8 [n]: the options the run was given (Config::dump_ini(true)),
-//                              which the readers read back: an option the run left unset
-//                              stays unset, so what the run derived from it is derived again
-//   /tokenizer                 u8 [n]: the run's tokenizer.json
-//   /model/<module>/<param>    f32 in the full logical (Hugging Face) shape, whatever the TP
-//                              layout: /model/llm/model.layers.3.self_attn.q_proj.weight,
-//                              /model/vision/..., /model/scorers/..., /model/projector/...
-//   /optim/m/<module>/<param>, /optim/v/<module>/<param>
-//                              AdamW's moments, same shapes (trainable modules only); the f32
-//                              master weights are /model
-//   /state                     attrs sampler_seed, sampler_epoch, sampler_step (the sampler
-//                              position of the next batch), seed
-// Every tensor carries an attribute crc32c (CRC-32C of its little-endian f32 bytes), so
-// flipped bits in the data are refused, not trained on.
-// Writing (save_checkpoint): every rank contributes its slices (TP slices of the split
-// tables, ZeRO shards of the master weights and moments: nn/param_layout.h) to DP rank 0
-// of TP rank 0 (world rank 0), which
-// writes the file under a temporary name, flushes it to disk, renames it, then replaces
-// `latest` the same way and removes the oldest files beyond train.keep_last. A process
-// killed at any moment leaves the previous checkpoint and `latest` intact.
-// Fault injection (tests): VLM_FAULT_CKPT_KILL=<n> makes the writer SIGKILL itself after
-// the n-th tensor written.
-// Reading: every rank reads each tensor whole (to check its crc32c) and keeps only its own
-// slices, of any tp, dp and ZeRO level (ParamTable::write places them); no communication.
-// Under ZeRO a frozen module keeps only its compute copies, which are what is saved (its
-// bf16-form matrices rounded to bf16 under mixed precision: nn/param_table.h). A file that is
-// not a checkpoint, is truncated or corrupt, or whose tensors' shapes differ from the
-// model's is a UserError "<file>: <tensor>: ..." (exit 2).
+// Checkpoints of `vlm train` (docs/checkpoints.md). Every save is a folder
+// <train.ckpt_dir>/step_<N>/ that every rank writes in parallel (the files:
+// checkpoint/shard_format.h), and the one-line file <train.ckpt_dir>/latest names the
+// newest complete one. The tensors are the full logical ones (Hugging Face names and
+// shapes, /model/<module>/<param>, /optim/m|v/<module>/<param>), whatever the layout;
+// each rank stores the pieces of them it owns.
+// Writing (save_checkpoint, collective over the world):
+//  1. every rank writes the pieces its tables' layouts give it (its TP slices; of each
+//     run of a table's flat space its DP block, DP rank 0 also the tail: at ZeRO >= 1
+//     what it owns, nn/param_layout.h; TP-replicated parameters from TP rank 0 only:
+//     checkpoint/checkpoint_pieces.h), straight from where it keeps them, each with its
+//     CRC-32C, into its shard file under a temporary name, flushes it, renames it and
+//     flushes the folder;
+//  2. the shard headers are gathered to world rank 0, which writes the run's texts, then
+//     index.json (the commit: a folder without it is no checkpoint), then `latest`, and
+//     then removes the files of the folder the index does not name and the oldest saves
+//     beyond train.keep_last.
+// A process killed at any moment (any rank) leaves the previous save and `latest`
+// whole. Fault injection (tests): VLM_FAULT_CKPT_KILL=<n>[@<rank>] makes world rank
+// <rank> (every rank when omitted) SIGKILL itself at its n-th event of a save: each
+// piece written is one, the shard's commit one more, and on rank 0 the index's commit
+// (before `latest`) one more.
+// Reading: CheckpointReader opens either form, the sharded folder or the single file
+// (checkpoint/checkpoint_h5.h, what `vlm checkpoint consolidate` writes); every rank reads
+// only the pieces that overlap what it holds (checkpoint/tensor_store.h), at any tp, dp
+// and ZeRO stage: resharding is loading. Anything wrong is a UserError naming the file
+// and the tensor (exit 2 on every rank).
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
-#include "data/load/sampler.h"
+#include "checkpoint/checkpoint_state.h"
+#include "checkpoint/tensor_store.h"
 #include "data/text/tokenizer.h"
-#include "io/h5_io.h"
 #include "model/vlm_model.h"
 
 namespace vlm {
 
 class AdamW;
-class Communicator;
 class Config;
 class Runtime;
 
-inline constexpr const char* kCheckpointFormat = "vlm-checkpoint";
-inline constexpr int64_t kCheckpointVersion = 1;
+inline constexpr const char* kLatestName = "latest";
 
-// The run state that goes with the tensors.
-struct CheckpointState {
-  int64_t step = 0;  // optimizer steps done
-  SamplerState sampler;
-  uint64_t seed = 0;
-  int saved_tp = 1, saved_dp = 1, zero = 0;
-  int64_t global_batch = 0, micro_batches = 1;
-};
-
-// An opened, validated checkpoint file (format, version, attributes, /config, /tokenizer).
+// An opened checkpoint, either form, with its state and texts read and checked.
 class CheckpointReader {
  public:
+  // A step_<N>/ folder (its index.json) or a step_<N>.h5 file.
   explicit CheckpointReader(const std::string& path);
-  const std::string& path() const { return path_; }
-  const CheckpointState& state() const { return state_; }
-  const std::string& config_ini() const { return config_; }    // /config
-  const std::string& options_ini() const { return options_; }  // /options
-  const std::string& tokenizer_json() const { return tokenizer_; }
-  // One stored tensor ("model/llm/<name>", "optim/m/vision/<name>") as a host f32 tensor,
-  // which must have the shape `expect`, match its checksum and be finite (else a UserError
-  // naming the file and the tensor).
+  const std::string& path() const { return store_->path(); }
+  bool sharded() const { return sharded_; }
+  const CheckpointState& state() const { return store_->meta().state; }
+  const std::string& config_ini() const { return store_->meta().config; }
+  const std::string& options_ini() const { return store_->meta().options; }
+  const std::string& tokenizer_json() const { return store_->meta().tokenizer; }
+  TensorStore& store() const { return *store_; }
+  // A whole stored tensor ("model/llm/<name>") as a host f32 tensor of shape `expect`.
   Tensor read_full(const std::string& tensor, const Shape& expect) const;
-  // This rank's slice of the stored tensor of parameter `p` of table `t` (p.spec.hf shape
-  // in the file; vocabulary padding rows read as 0).
+  // This rank's slice of the stored tensor of parameter p of table t, read whole.
   Tensor read_local(const std::string& tensor, const ParamTable& t, const Param& p) const;
-  bool has(const std::string& tensor) const;
-  H5Handle file() const { return file_.get(); }
 
  private:
-  std::string path_, config_, options_, tokenizer_;
-  CheckpointState state_;
-  H5Id file_;
+  std::unique_ptr<TensorStore> store_;
+  bool sharded_ = false;
 };
 
-// `train.resume`-style resolution: a file is itself; a folder is the file its `latest`
-// names (UserError when there is none). "" when `allow_missing` and the folder holds none.
-std::string resolve_checkpoint(const std::string& file_or_dir, bool allow_missing = false);
+// `train.resume`-style resolution: a step_<N>.h5 file or a step_<N>/ folder is itself;
+// another folder is what its `latest` names (UserError when there is none, or when it
+// names no complete checkpoint). "" when `allow_missing` and the folder holds none.
+std::string resolve_checkpoint(const std::string& path, bool allow_missing = false);
 
 // Every rank loads its slices of every module's parameters into `model` (no optimizer state).
 void load_model(const CheckpointReader& ck, VlmModel& model);
-
-// Writes <dir>/step_<state.step>.h5 (collective over the world: every rank calls it),
-// then `latest`, then prunes to keep_last files (0 = keep all). Returns the path.
-std::string save_checkpoint(const std::string& dir, int keep_last, const CheckpointState& state,
-                            const Config& options, const Tokenizer& tok, VlmModel& model,
-                            const std::vector<bool>& trainable, AdamW& opt, Runtime& rt);
-// Every rank restores its parameters and optimizer moments (the optimizer of this layout).
+// Every rank restores the parameters and optimizer moments it holds (the optimizer of
+// this layout: its DpGrads gives dp, the DP rank and the ZeRO stage).
 void load_training_state(const CheckpointReader& ck, VlmModel& model, const std::vector<bool>& trainable,
                          AdamW& opt);
+
+struct SaveReport {
+  std::string path;            // the step_<N>/ folder
+  int64_t total_bytes = 0;     // tensor data of every rank (the index's; on world rank 0)
+  int64_t max_rank_bytes = 0;  // the most one rank wrote (on world rank 0)
+  int shards = 0;
+};
+// Writes <dir>/step_<state.step>/ (collective over the world: every rank calls it), then
+// `latest`, then prunes to keep_last saves (0 = keep all).
+SaveReport save_checkpoint(const std::string& dir, int keep_last, const CheckpointState& state,
+                           const Config& options, const Tokenizer& tok, VlmModel& model,
+                           const std::vector<bool>& trainable, AdamW& opt, Runtime& rt);
 
 }  // namespace vlm

@@ -1,18 +1,24 @@
-// Writing checkpoints (checkpoint/checkpoint.h): full logical tensors gathered from the TP
-// slices and the ZeRO shards (nn/param_layout.h), written by world rank 0 to a temporary
-// file that is flushed and renamed, then `latest`, then pruning.
+// Writing checkpoints (checkpoint/checkpoint.h): every rank its shard, then world rank 0
+// the texts, the index, `latest`, and the pruning.
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <random>
+#include <set>
 
 #include "base/config.h"
 #include "base/error.h"
+#include "base/file_read.h"
 #include "checkpoint/checkpoint.h"
-#include "checkpoint/checkpoint_io.h"
+#include "checkpoint/checkpoint_pieces.h"
+#include "checkpoint/shard_format.h"
 #include "io/atomic_file.h"
 #include "io/crc32c.h"
 #include "optim/optimizer.h"
@@ -21,158 +27,200 @@
 
 namespace vlm {
 
-std::string moment_group(int k, ModuleId m) { return std::string("optim/") + (k == 0 ? "m/" : "v/") + module_name(m); }
-
-uint32_t tensor_checksum(const std::vector<float>& v) { return crc32c(v.data(), v.size() * sizeof(float)); }
+namespace fs = std::filesystem;
 
 namespace {
 
-// VLM_FAULT_CKPT_KILL=<n>: the writer kills itself (SIGKILL) after its n-th tensor.
-void fault_tick() {
-  static const long limit = [] {
+constexpr int64_t kChunkFloats = int64_t(4) << 20;  // 16 MiB per device-to-host copy
+
+// VLM_FAULT_CKPT_KILL=<n>[@<rank>]: world rank <rank> (every rank when omitted) kills
+// itself (SIGKILL) at its n-th event of a save (checkpoint/checkpoint.h).
+void fault_tick(int rank) {
+  static const std::pair<long, int> at = [] {
     const char* e = std::getenv("VLM_FAULT_CKPT_KILL");
-    return e ? std::atol(e) : 0L;
+    if (!e) return std::pair<long, int>{0, -1};
+    const char* r = std::strchr(e, '@');
+    return std::pair<long, int>{std::atol(e), r ? std::atoi(r + 1) : -1};
   }();
-  static long written = 0;
-  if (limit > 0 && ++written == limit) std::raise(SIGKILL);
+  static long events = 0;
+  if (at.first > 0 && (at.second < 0 || at.second == rank) && ++events == at.first) std::raise(SIGKILL);
 }
 
-// The full logical tensor (p.spec.hf shape) of parameter p from every TP rank's local
-// slice `local` (p.local, host): an all-gather over tp when the parameter is split.
-std::vector<float> gather_full(Stream& s, Communicator& tp, const Param& p, const std::vector<float>& local,
-                               bool split) {
-  std::vector<float> full;
-  if (!split || tp.size() == 1) {
-    full = local;
-  } else {
-    Backend& b = backend_for(tp.device());
-    const int64_t n = int64_t(local.size()), r = tp.size();
-    const Tensor in = Tensor::empty(b, Shape{n}), out = Tensor::empty(b, Shape{r * n});
-    copy_tensor(in, Tensor::from_vector(local, Shape{n}));
-    tp.all_gather(s, out, in);
-    const std::vector<float> g = to_vector_f32(out);  // [r][outer][ld * inner]
-    const int d = p.spec.split_dim;
-    int64_t outer = 1, inner = 1;
-    for (int i = 0; i < d; ++i) outer *= p.spec.full[i];
-    for (int i = d + 1; i < int(p.spec.full.ndim()); ++i) inner *= p.spec.full[i];
-    const int64_t run = p.local[d] * inner;  // elements of one rank per outer index
-    full.resize(size_t(r * n));
-    for (int64_t k = 0; k < r; ++k)
-      for (int64_t o = 0; o < outer; ++o)
-        std::memcpy(&full[size_t((o * r + k) * run)], &g[size_t(k * n + o * run)], size_t(run) * 4);
+// A fresh id for the files of one save (checkpoint/shard_format.h).
+std::string new_save_id() {
+  std::random_device rd;
+  const uint64_t t = uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+  const uint64_t x = (uint64_t(rd()) << 32 ^ rd()) ^ t ^ (uint64_t(getpid()) << 16);
+  char s[17];
+  std::snprintf(s, sizeof s, "%016llx", (unsigned long long)x);
+  return s;
+}
+
+class ShardOut {
+ public:
+  explicit ShardOut(const std::string& path) : out_(path) {
+    f_ = std::fopen(out_.temp_path().c_str(), "wb");
+    VLM_REQUIRE(f_, path, ": cannot write (", std::strerror(errno), ")");
   }
-  full.resize(size_t(p.spec.hf.numel()));  // vocabulary padding rows are the last rows
-  return full;
-}
-
-H5Id create_groups(H5Handle f, const std::string& path) {  // "a/b/c", each created when absent
-  H5Id g;
-  std::string at;
-  size_t pos = 0;
-  while (pos <= path.size()) {
-    const size_t next = std::min(path.find('/', pos), path.size());
-    const std::string part = path.substr(pos, next - pos);
-    const H5Handle parent = g.valid() ? g.get() : f;
-    g = h5_exists(f, at + "/" + part) ? h5_open_group(parent, part) : h5_create_group(parent, part);
-    at += "/" + part;
-    pos = next + 1;
+  ~ShardOut() {
+    if (f_) std::fclose(f_);
   }
-  return g;
+  void write(const void* p, size_t n) {
+    VLM_REQUIRE(std::fwrite(p, 1, n, f_) == n, out_.path(), ": write failed (", std::strerror(errno), ")");
+  }
+  void commit() {
+    const bool closed = std::fclose(f_) == 0;
+    f_ = nullptr;
+    VLM_REQUIRE(closed, out_.path(), ": write failed (", std::strerror(errno), ")");
+    out_.commit();
+  }
+
+ private:
+  AtomicFile out_;
+  std::FILE* f_ = nullptr;
+};
+
+// Writes this rank's shard: every piece's data from its buffer, then the header and the
+// trailer. Returns the header as written.
+std::string write_shard(const std::string& folder, ShardHeader h, const std::vector<StatePiece>& pieces,
+                        const std::vector<ModuleParams>& mods, const AdamW& opt) {
+  ShardOut out(folder + "/" + shard_file_name(h.rank, h.save));
+  int64_t at = 0;
+  for (const StatePiece& p : pieces) {
+    const Tensor src = piece_storage(mods, &opt, p).sub(0, Shape{p.region.numel()});
+    uint32_t crc = 0;
+    for (int64_t k = 0; k < p.region.numel(); k += kChunkFloats) {
+      const std::vector<float> v = to_vector_f32(src.sub(k, Shape{std::min(kChunkFloats, p.region.numel() - k)}));
+      crc = crc32c(v.data(), v.size() * 4, crc);
+      out.write(v.data(), v.size() * 4);
+    }
+    h.pieces.push_back({p.tensor, p.shape, p.region, at, crc});
+    at += 4 * p.region.numel();
+    fault_tick(h.rank);
+  }
+  const std::string json = shard_header_json(h);
+  char trailer[kShardTrailerBytes];
+  for (int i = 0; i < 8; ++i) trailer[i] = char(uint64_t(json.size()) >> (8 * i));
+  std::memcpy(trailer + 8, kShardMagic.data(), 8);
+  out.write(json.data(), json.size());
+  out.write(trailer, sizeof trailer);
+  out.commit();
+  sync_folder(folder);
+  fault_tick(h.rank);
+  return json;
 }
 
-// Removes the oldest step_<N>.h5 beyond keep_last (never `keep`), and temporaries that
-// killed saves of other processes left behind.
+TextFile write_text(const std::string& folder, const std::string& name, const std::string& text) {
+  write_file_atomic(folder + "/" + name, text);
+  return {name, int64_t(text.size()), crc32c(text.data(), text.size())};
+}
+
+// Removes the files of `folder` that the index does not name (an earlier save of the
+// same step, a killed save's leftovers).
+void clean_folder(const std::string& folder, const CheckpointIndex& idx) {
+  std::set<std::string> keep{kIndexName, idx.config.file, idx.options.file, idx.tokenizer.file};
+  for (const ShardRef& r : idx.shards) keep.insert(r.file);
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(folder, ec))
+    if (!keep.count(e.path().filename().string())) fs::remove_all(e.path(), ec);
+}
+
+// After a failed save (a full disk on some rank): removes the files of save `save` from
+// `folder` (shards, texts, temporaries), and the folder when nothing else is in it,
+// unless its index, committed already, names that save (then the save is complete).
+void discard_save(const std::string& folder, const std::string& save) {
+  std::error_code ec;
+  const std::string index = folder + "/" + kIndexName;
+  if (fs::exists(index, ec) && read_file_bounded(index, kMaxIndexBytes, "checkpoint index").find(save) != std::string::npos)
+    return;
+  for (const fs::directory_entry& e : fs::directory_iterator(folder, ec))
+    if (e.path().filename().string().find("." + save + ".") != std::string::npos) fs::remove(e.path(), ec);
+  if (fs::is_empty(folder, ec)) fs::remove(folder, ec);
+}
+
+// The step of a save's name: step_<N>/ or step_<N>.h5; -1 for anything else.
+int64_t step_of(const std::string& n) {
+  if (n.rfind("step_", 0) != 0) return -1;
+  std::string num = n.substr(5);
+  if (num.size() > 3 && num.substr(num.size() - 3) == ".h5") num.resize(num.size() - 3);
+  if (num.empty() || num.size() > 18 || num.find_first_not_of("0123456789") != std::string::npos) return -1;
+  return std::stoll(num);
+}
+
+// Removes the oldest saves beyond keep_last (never `keep`), saves that did not finish
+// (folders without an index), and temporaries of single-file saves of killed processes.
 void prune(const std::string& dir, int keep_last, const std::string& keep) {
-  namespace fs = std::filesystem;
-  std::vector<std::pair<int64_t, std::string>> files;
-  const std::string mine = std::string(AtomicFile::kTempInfix) + std::to_string(getpid()) + "-";
+  std::vector<std::pair<int64_t, std::string>> saves;
   std::error_code ec;
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
     const std::string n = e.path().filename().string();
-    if (n.rfind(".step_", 0) == 0 && n.find(AtomicFile::kTempInfix) != std::string::npos &&
-        n.find(mine) == std::string::npos)
-      fs::remove(e.path(), ec);
-    if (n.rfind("step_", 0) != 0 || n.size() < 9 || n.substr(n.size() - 3) != ".h5") continue;
-    const std::string num = n.substr(5, n.size() - 8);
-    if (num.empty() || num.find_first_not_of("0123456789") != std::string::npos) continue;
-    files.push_back({std::stoll(num), n});
+    if (n.rfind(".step_", 0) == 0 && n.find(AtomicFile::kTempInfix) != std::string::npos) fs::remove(e.path(), ec);
+    if (step_of(n) < 0 || n == keep) continue;
+    if (e.is_directory(ec) && !fs::exists(e.path() / kIndexName, ec))
+      fs::remove_all(e.path(), ec);
+    else
+      saves.push_back({step_of(n), n});
   }
-  std::sort(files.begin(), files.end());
-  for (size_t i = 0; keep_last > 0 && i + size_t(keep_last) < files.size(); ++i)
-    if (files[i].second != keep) fs::remove(dir + "/" + files[i].second, ec);
+  std::sort(saves.begin(), saves.end());
+  const size_t others = keep_last > 0 ? size_t(keep_last - 1) : saves.size();  // `keep` is one of the kept
+  for (size_t i = 0; i + others < saves.size(); ++i) fs::remove_all(dir + "/" + saves[i].second, ec);
 }
 
 }  // namespace
 
-std::string save_checkpoint(const std::string& dir, int keep_last, const CheckpointState& state,
-                            const Config& options, const Tokenizer& tok, VlmModel& model,
-                            const std::vector<bool>& trainable, AdamW& opt, Runtime& rt) {
+SaveReport save_checkpoint(const std::string& dir, int keep_last, const CheckpointState& state,
+                           const Config& options, const Tokenizer& tok, VlmModel& model,
+                           const std::vector<bool>& trainable, AdamW& opt, Runtime& rt) {
   Stream& s = rt.backend().default_stream();
   s.synchronize();
-  Communicator& tp = rt.groups().tp();
-  const bool writer = rt.root(), gathers = rt.topology().self().dp_rank == 0;
-  const std::string name = "step_" + std::to_string(state.step) + ".h5", path = dir + "/" + name;
-  std::unique_ptr<AtomicFile> out;
-  H5Id f;
-  if (writer) {
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    VLM_REQUIRE(!ec, dir, ": cannot create the checkpoint folder (", ec.message(), ")");
-    out = std::make_unique<AtomicFile>(path);
-    f = h5_create_file(out->temp_path());
-    h5_write_attr_string(f, "format", kCheckpointFormat);
-    h5_write_attr_int(f, "version", kCheckpointVersion);
-    h5_write_attr_int(f, "step", state.step);
-    h5_write_attr_int(f, "saved_tp", state.saved_tp);
-    h5_write_attr_int(f, "saved_dp", state.saved_dp);
-    h5_write_attr_int(f, "zero", state.zero);
-    h5_write_attr_int(f, "global_batch", state.global_batch);
-    h5_write_attr_int(f, "micro_batches", state.micro_batches);
-    for (const bool set_only : {false, true}) {
-      const std::string ini = options.dump_ini(set_only);
-      h5_write_1d(f, set_only ? "options" : "config", H5Elem::U8, ini.data(), int64_t(ini.size()), true);
-    }
-    const std::string tj = tok.to_json();
-    h5_write_1d(f, "tokenizer", H5Elem::U8, tj.data(), int64_t(tj.size()), true);
-    H5Id st = h5_create_group(f, "state");
-    h5_write_attr_int(st, "seed", int64_t(state.seed));
-    h5_write_attr_int(st, "sampler_seed", int64_t(state.sampler.seed));
-    h5_write_attr_int(st, "sampler_epoch", state.sampler.epoch);
-    h5_write_attr_int(st, "sampler_step", state.sampler.step);
-  }
-  auto put = [&](const std::string& group, const Param& p, const std::vector<float>& full) {
-    if (!writer) return;
-    H5Id g = create_groups(f, group);
-    const std::vector<int64_t> dims = p.spec.hf.dims();
-    h5_write_array(g, p.spec.name, H5Elem::F32, full.data(), dims);
-    std::vector<int64_t> written;
-    H5Id ds = h5_open_dataset(f, path, "/" + group + "/" + p.spec.name, H5Elem::F32, int(dims.size()), &written);
-    h5_write_attr_int(ds, kChecksumAttr, int64_t(tensor_checksum(full)));
-    fault_tick();
-  };
+  Communicator& world = rt.groups().world();
+  const int rank = rt.topology().world_rank(), ranks = rt.topology().world_size();
+  const std::string name = "step_" + std::to_string(state.step), folder = dir + "/" + name;
+  const std::string save = all_gather_strings(world, s, rt.root() ? new_save_id() : "")[0];
   const std::vector<ModuleParams> mods = model.modules();
-  const DpGrads& dpg = opt.dp_grads();
-  for (size_t i = 0; i < mods.size(); ++i) {
-    const ParamTable& t = *mods[i].table;
-    // k = -1: the values; 0, 1: the moments (trainable modules only).
-    for (int k = -1; k < (trainable[i] ? 2 : 0); ++k) {
-      const std::vector<float> flat =
-          dpg.gather_flat(s, i, k < 0 ? dpg.owned_values(i) : to_vector_f32(opt.moment(i, k).sub(0, Shape{t.layout().owned()})));
-      if (!gathers) continue;
-      const std::string group = k < 0 ? std::string(kModelGroup) + "/" + module_name(mods[i].id) : moment_group(k, mods[i].id);
-      for (const Param& p : t.params()) {
-        const auto at = flat.begin() + p.at;
-        put(group, p, gather_full(s, tp, p, std::vector<float>(at, at + p.local.numel()), mods[i].tp_split && p.spec.split_dim >= 0));
+  for (const ModuleParams& m : mods)
+    VLM_ASSERT(m.table->layout().sharding().size == rt.topology().dp(), module_name(m.id),
+               ": its layout is not sharded over the DP group (VlmConfig::sharding)");
+  const std::vector<StatePiece> pieces = written_pieces(mods, trainable);
+  SaveReport rep;
+  rep.path = folder, rep.shards = ranks;
+  TextFile texts[3];
+  std::string header;
+  try {
+    rt.on_every_rank("checkpoint " + folder, [&] {
+      std::error_code ec;
+      fs::create_directories(folder, ec);
+      VLM_REQUIRE(!ec, folder, ": cannot create the checkpoint folder (", ec.message(), ")");
+      if (rt.root()) {
+        texts[0] = write_text(folder, "config." + save + ".ini", options.dump_ini());
+        texts[1] = write_text(folder, "options." + save + ".ini", options.dump_ini(true));
+        texts[2] = write_text(folder, "tokenizer." + save + ".json", tok.to_json());
       }
-    }
+      header = write_shard(folder, {save, state.step, rank, ranks, {}}, pieces, mods, opt);
+    });
+    const std::vector<std::string> headers = all_gather_strings(world, s, header);
+    rt.on_every_rank("checkpoint index " + folder, [&] {
+      if (!rt.root()) return;
+      const CheckpointIndex idx = build_index(save, state, texts[0], texts[1], texts[2], headers);
+      write_file_atomic(folder + "/" + kIndexName, index_json(idx));
+      sync_folder(folder);
+      fault_tick(rank);
+      write_file_atomic(dir + "/" + kLatestName, name + "\n");
+      sync_folder(dir);
+      clean_folder(folder, idx);
+      prune(dir, keep_last, name);
+      for (const ShardRef& r : idx.shards) {
+        const int64_t data = r.bytes - kShardTrailerBytes - int64_t(headers[size_t(r.rank)].size());
+        rep.total_bytes += data, rep.max_rank_bytes = std::max(rep.max_rank_bytes, data);
+      }
+    });
+  } catch (...) {
+    // A save that failed on any rank leaves nothing of itself (every rank has left its
+    // writes when on_every_rank throws).
+    if (rt.root()) discard_save(folder, save);
+    throw;
   }
-  if (writer) {
-    h5_close_file(f);
-    out->commit();
-    write_file_atomic(dir + "/" + kLatestName, name + "\n");
-    prune(dir, keep_last, name);
-  }
-  return path;
+  return rep;
 }
 
 }  // namespace vlm

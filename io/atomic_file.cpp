@@ -109,4 +109,13 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
   out.commit();
 }
 
+void sync_folder(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  VLM_REQUIRE(fd >= 0, dir, ": cannot open the folder (", std::strerror(errno), ")");
+  const bool ok = ::fsync(fd) == 0 || errno == EINVAL || errno == ENOTSUP;
+  const int e = errno;
+  ::close(fd);
+  VLM_REQUIRE(ok, dir, ": cannot flush the folder to disk (", std::strerror(e), ")");
+}
+
 }  // namespace vlm

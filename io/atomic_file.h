@@ -54,4 +54,10 @@ void check_output_path(const std::string& path);
 // Writes `bytes` to `path` through an AtomicFile.
 void write_file_atomic(const std::string& path, std::string_view bytes);
 
+// Flushes a folder's entries to disk (fsync of the folder), so that the renames of the
+// AtomicFiles committed in it are durable before what depends on them is written (a
+// checkpoint's index after its shards). A file system that cannot sync folders is left
+// as it is; another failure is a UserError naming the folder.
+void sync_folder(const std::string& dir);
+
 }  // namespace vlm

@@ -7,6 +7,18 @@
 
 namespace vlm {
 
+namespace {
+
+// The block of rank r of P over run [begin, end), and the tail (the ownership rule of
+// nn/param_layout.h; P = 1: the whole run is the block).
+void split_run(ShardRun& run, int64_t P, int64_t r) {
+  const int64_t s = run.size() / P;
+  run.block_begin = run.begin + r * s, run.block_end = P > 1 ? run.begin + (r + 1) * s : run.end;
+  run.tail_begin = run.begin + P * s, run.tail_end = P > 1 ? run.end : run.tail_begin;
+}
+
+}  // namespace
+
 ParamLayout::ParamLayout(const std::vector<ParamLayoutEntry>& params, const ParamLayoutOptions& o) : opt_(o) {
   VLM_ASSERT(o.dp.size >= 1 && o.dp.rank >= 0 && o.dp.rank < o.dp.size && o.dp.zero >= 0 && o.dp.zero <= 3,
              "parameter layout: zero ", o.dp.zero, " over DP rank ", o.dp.rank, " of ", o.dp.size);
@@ -61,10 +73,7 @@ ParamLayout::ParamLayout(const std::vector<ParamLayoutEntry>& params, const Para
   }
   for (size_t k = 0; k < runs_.size(); ++k) {
     ShardRun& run = runs_[k];
-    const int64_t s = run.size() / P;
-    run.block_begin = run.begin + r * s, run.block_end = run.begin + (r + 1) * s;
-    run.tail_begin = run.begin + P * s, run.tail_end = P > 1 ? run.end : run.tail_begin;
-    if (P == 1) run.block_end = run.end;
+    split_run(run, P, r);
     run.shard_at = owned_;
     owned_ += run.owned();
     if (group_runs_.size() <= size_t(run.group)) group_runs_.resize(size_t(run.group) + 1, {int(k), int(k)});
@@ -88,6 +97,29 @@ std::vector<ParamLayout::Piece> ParamLayout::owned_pieces(size_t param) const {
     if (b1 > b0) out.push_back({b0, b1, run.shard_at + (b0 - run.block_begin), false, int(k)});
     const int64_t t0 = std::max(pb, run.tail_begin), t1 = std::min(pe, run.tail_end);
     if (t1 > t0) out.push_back({t0, t1, run.shard_at + run.block() + (t0 - run.tail_begin), true, int(k)});
+  }
+  return out;
+}
+
+std::vector<ParamLayout::Piece> ParamLayout::written_pieces(size_t param, int dp_rank) const {
+  VLM_ASSERT(dp_rank >= 0 && dp_rank < opt_.dp.size, "DP rank ", dp_rank, " of ", opt_.dp.size);
+  std::vector<Piece> out;
+  const int64_t pb = offset_[param], pe = pb + size_[param];
+  for (size_t k = 0; k < runs_.size(); ++k) {
+    const ShardRun& run = runs_[k];
+    if (run.end <= pb || run.begin >= pe) continue;
+    ShardRun w = run;
+    split_run(w, opt_.dp.size, dp_rank);
+    // Where flat element e of the run is in the shard buffers (the owned elements: under
+    // ZeRO w's block and tail are the run's own; at zero 0 the block is the whole run).
+    const auto at = [&](int64_t e, bool tail) {
+      return stage() == 0 ? run.shard_at + (e - run.begin)
+                          : run.shard_at + (tail ? run.block() + (e - w.tail_begin) : e - w.block_begin);
+    };
+    const int64_t b0 = std::max(pb, w.block_begin), b1 = std::min(pe, w.block_end);
+    if (b1 > b0) out.push_back({b0, b1, at(b0, false), false, int(k)});
+    const int64_t t0 = std::max(pb, w.tail_begin), t1 = std::min(pe, w.tail_end);
+    if (dp_rank == 0 && t1 > t0) out.push_back({t0, t1, at(t0, true), true, int(k)});
   }
   return out;
 }

@@ -102,6 +102,9 @@ class ParamLayout {
   int unit_layer(int u) const { return unit_layer_[size_t(u)]; }
   // Pooled: a layer unit of a table with layer units, at zero >= 2 (see above).
   bool pooled(int u) const { return stage() >= 2 && unit_layer(u) >= 0; }
+  // Whether every rank holds every element of run k (its compute copy resident): all
+  // runs but the pooled ones at zero 3, of which a rank holds its owned elements only.
+  bool resident(int k) const { return !(stage() >= 3 && runs_[size_t(k)].pooled); }
   // The pooled units in order (the k-th uses pool slot k % 2).
   const std::vector<int>& pooled_units() const { return pooled_; }
   int slot_of(int u) const;  // the pool slot of a pooled unit
@@ -122,6 +125,14 @@ class ParamLayout {
     int run;
   };
   std::vector<Piece> owned_pieces(size_t param) const;
+  // The pieces of parameter i that DP rank `dp_rank` of this layout's group writes to a
+  // checkpoint (checkpoint/checkpoint_pieces.h), so that the group writes every element
+  // once: the blocks of the rule above over the whole DP group whatever the level, and on
+  // DP rank 0 the tails. Under ZeRO they are the rank's owned pieces less the tails on
+  // the other ranks; at zero 0, where every rank owns every element, they are what zero 1
+  // would give the rank (the runs of levels 0 and 1 are the same). shard_at: the position
+  // in that rank's shard buffers (at zero 0, the flat offset).
+  std::vector<Piece> written_pieces(size_t param, int dp_rank) const;
 
  private:
   ParamLayoutOptions opt_;

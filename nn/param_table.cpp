@@ -171,6 +171,13 @@ Tensor ParamTable::pool_view(int k) const {
   return pool_.sub(byte, Shape{r.size() * int64_t(dtype_size(dt))}).reinterpret(dt, Shape{r.size()});
 }
 
+Tensor ParamTable::owned_view(int k, int64_t b, int64_t e, int64_t shard_at) const {
+  const ShardRun& r = layout_.runs()[size_t(k)];
+  const RunStorage& st = runs_[size_t(k)];
+  if (st.shard.defined()) return st.shard.sub(shard_at - r.shard_at, Shape{e - b});
+  return (st.values.defined() ? st.values : st.compute).sub(b - r.begin, Shape{e - b});  // resident: every element
+}
+
 void ParamTable::write(const Param& p, const Tensor& local) {
   VLM_ASSERT(allocated(), "write before allocate");
   VLM_ASSERT(local.is_cpu() && local.dtype() == DType::F32 && local.shape() == p.local, p.spec.name,

@@ -118,6 +118,10 @@ class ParamTable {
   bool trains() const { return grads_on_; }
   const ParamLayout& layout() const { return layout_; }
   const RunStorage& run(int k) const { return runs_[size_t(k)]; }
+  // Where this rank keeps the owned elements [b, e) of run k, at `shard_at` in the shard
+  // buffers (ParamLayout::Piece): the run's shard when it has one, else its resident
+  // values or compute copy (f32, or a bf16 copy). For checkpoints and checks.
+  Tensor owned_view(int k, int64_t b, int64_t e, int64_t shard_at) const;
 
   // Writes this rank's slice `local` (host f32, shape p.local) of parameter p wherever it
   // lives: its f32 values, or its bf16 copy and this rank's owned elements of it.

@@ -176,14 +176,8 @@ std::vector<float> DpGrads::owned_values(size_t i) const {
   };
   for (size_t k = 0; k < t.layout().runs().size(); ++k) {
     const ShardRun& r = t.layout().runs()[k];
-    const RunStorage& st = t.run(int(k));
-    if (st.shard.defined()) {
-      put(st.shard);
-      continue;
-    }
-    const Tensor& src = st.values.defined() ? st.values : st.compute;  // resident: every element here
-    put(src.sub(r.block_begin - r.begin, Shape{r.block()}));
-    put(src.sub(r.tail_begin - r.begin, Shape{r.tail()}));
+    put(t.owned_view(int(k), r.block_begin, r.block_end, r.shard_at));
+    put(t.owned_view(int(k), r.tail_begin, r.tail_end, r.shard_at + r.block()));
   }
   return out;
 }

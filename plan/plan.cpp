@@ -6,7 +6,10 @@
 
 #include "base/config.h"
 #include "base/error.h"
+#include "checkpoint/checkpoint_pieces.h"
+#include "core/reserving_backend.h"
 #include "parallel/options.h"
+#include "parallel/stand_in_communicator.h"
 #include "scorers/placement/placement.h"
 
 namespace vlm {
@@ -119,6 +122,25 @@ LayoutPlan Planner::plan(const LayoutChoice& c) const {
   std::snprintf(d, sizeof d, "an %s (%.0f GiB less a %.1f GiB reserve)", gpu_.name, gpu_.memory_gib, o_.reserve_gib);
   p.device = d;
   return p;
+}
+
+// Each TP rank's model built as plan_rank builds it (train/memory_terms.h: nothing
+// allocated), sharded at the level asked for (the runs are the same on every DP rank),
+// and the writer's own pieces of it for every DP rank (checkpoint/checkpoint_pieces.h).
+std::vector<std::vector<int64_t>> Planner::checkpoint_bytes(const LayoutPlan& p, int zero) const {
+  VlmConfig cfg = p.cfg;
+  cfg.sharding = DpSharding{zero >= 0 ? zero : p.choice.zero, p.choice.dp, 0};
+  std::vector<bool> trainable;
+  for (int m = 0; m < kNumModules; ++m) trainable.push_back(!cfg.frozen[size_t(m)]);
+  std::vector<std::vector<int64_t>> bytes;
+  for (int t = 0; t < p.choice.tp; ++t) {
+    ReservingBackend b;
+    StandInCommunicator tp("tp", p.choice.tp, t), self("self", 1, 0);
+    VlmModel model(cfg, b, tp, self);
+    bytes.emplace_back();
+    for (int r = 0; r < p.choice.dp; ++r) bytes.back().push_back(pieces_bytes(written_pieces(model.modules(), trainable, r)));
+  }
+  return bytes;
 }
 
 std::vector<LayoutPlan> Planner::ranked(std::vector<std::string>* skipped) const {

@@ -63,6 +63,10 @@ class Planner {
   // scorers.placement) on nodes x gpus_per_node; UserError when it cannot run there.
   LayoutChoice requested() const;
   LayoutPlan plan(const LayoutChoice& c) const;  // UserError when the model refuses c.tp
+  // The bytes of tensor data each rank of p writes to a checkpoint at ZeRO level `zero`
+  // (p's own when -1), [TP rank][DP rank]: the writer's own pieces of the planned model
+  // (exact). Separate from plan(): the ranking does not need it.
+  std::vector<std::vector<int64_t>> checkpoint_bytes(const LayoutPlan& p, int zero = -1) const;
   // Every layout of the cluster with the run's global batch, ranked (fitting, then step
   // time, then memory); `skipped` gets one line per tp the model refuses.
   std::vector<LayoutPlan> ranked(std::vector<std::string>* skipped) const;

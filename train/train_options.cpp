@@ -90,11 +90,11 @@ const OptionSet<TrainOptions>& train_options() {
     s.option("train.save_every", &T::save_every,
              "checkpoint every N steps and at the end (0 = at the end only, -1 = never; docs/checkpoints.md)")
         .range(-1, int64_t(1) << 40);
-    s.option("train.keep_last", &T::keep_last, "checkpoints kept in train.ckpt_dir (0 = all)").range(0, 1 << 20);
+    s.option("train.keep_last", &T::keep_last, "saves kept in train.ckpt_dir (0 = all)").range(0, 1 << 20);
     s.option("train.ckpt_dir", &T::ckpt_dir, "checkpoint folder (empty = <train.out_dir>/<train.run>/checkpoints)");
     s.option("train.resume", &T::resume,
-             "resume from a checkpoint: auto (the newest in train.ckpt_dir, when there is one), a step_N.h5 "
-             "file or a checkpoint folder; empty = start afresh");
+             "resume from a checkpoint: auto (the save `latest` names in train.ckpt_dir, when there is one), "
+             "a step_N folder, a step_N.h5 file or a checkpoint folder; empty = start afresh");
     s.option("train.bucket_mb", &T::bucket_mb, "DP gradient bucket size in MiB").range(0.001, 1 << 20);
     s.option("train.precision", &T::precision,
              "arithmetic: fp32, or bf16 mixed precision (bf16 weight copies and activations, f32 master "

@@ -16,6 +16,9 @@ void Trainer::State::resume() {
   const bool automatic = train.resume == "auto";
   std::string path;
   CheckpointState c;
+  const auto t0 = TrainClock::now();
+  uint64_t read = 0;
+  int64_t stored = 0;
   rt.on_every_rank("resume", [&] {
     path = resolve_checkpoint(automatic ? train.ckpt_dir : train.resume, automatic);
     if (path.empty()) return;
@@ -29,13 +32,18 @@ void Trainer::State::resume() {
     VLM_REQUIRE(c.step <= total, path, ": saved at step ", c.step, ", after the last step of this run (", total,
                 "; raise train.steps or train.epochs)");
     load_training_state(ck, *model, trainable, *opt);
+    read = ck.store().bytes_read(), stored = ck.store().data_bytes();
   });
   if (path.empty()) return;
   loader->restore(c.sampler);
   start = c.step + 1;
-  if (rt.root())
-    std::printf("resumed from %s: step %lld of %lld (saved at tp=%d dp=%d%s)\n", path.c_str(), (long long)c.step,
-                (long long)total, c.saved_tp, c.saved_dp, c.zero ? cat(" zero=", c.zero).c_str() : "");
+  if (rt.root()) {
+    std::printf("resumed from %s: step %lld of %lld (saved at tp=%d dp=%d%s); rank 0 read %llu bytes of tensor data",
+                path.c_str(), (long long)c.step, (long long)total, c.saved_tp, c.saved_dp,
+                c.zero ? cat(" zero=", c.zero).c_str() : "", (unsigned long long)read);
+    if (stored >= 0) std::printf(" of the %lld stored", (long long)stored);
+    std::printf(" in %.2f s\n", seconds_since(t0));
+  }
 }
 
 void Trainer::State::save(int64_t step) {
@@ -44,11 +52,11 @@ void Trainer::State::save(int64_t step) {
   c.step = step, c.sampler = loader->state(), c.seed = seed;
   c.saved_tp = rt.topology().tp(), c.saved_dp = rt.topology().dp(), c.zero = dpg->zero();
   c.micro_batches = train.micro_batches, c.global_batch = int64_t(c.saved_dp) * train.micro_batches * train.batch;
-  const std::string path = save_checkpoint(train.ckpt_dir, train.keep_last, c, cfg, *tok, *model, trainable,
-                                           *opt, rt);
+  const SaveReport r = save_checkpoint(train.ckpt_dir, train.keep_last, c, cfg, *tok, *model, trainable, *opt, rt);
   if (rt.root())
-    std::printf("checkpoint: %s (%.1f MiB, %s)\n", path.c_str(),
-                double(std::filesystem::file_size(path)) / (1 << 20), format_duration(seconds_since(t0)).c_str());
+    std::printf("checkpoint: %s (%s of tensor data in %d shards, at most %s from one rank; %.2f s)\n", r.path.c_str(),
+                format_bytes(double(r.total_bytes)).c_str(), r.shards, format_bytes(double(r.max_rank_bytes)).c_str(),
+                seconds_since(t0));
 }
 
 LoaderOptions Trainer::State::loader_options(const std::string& split) const {

@@ -7,11 +7,14 @@
 // tensor bitwise (CheckpointReader::read_local, the independent reference), every exported
 // tensor must be used exactly once, and the config.json files must give back the run's
 // shapes, so a wrong name, shape or transposition fails. Two runs: Llama (untied
-// embeddings, texture on) and Qwen2 (q/k/v bias, tied embeddings, texture off).
+// embeddings, texture on) and Qwen2 (q/k/v bias, tied embeddings, texture off). The
+// checkpoint is the sharded folder the run wrote; its consolidated single file
+// (`vlm checkpoint consolidate`) exports to byte-identical files.
 // An MPI singleton (the modules need communicators); `vlm` runs as a child process.
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 #include <set>
 #include <string>
 #include <vector>
@@ -53,6 +56,20 @@ class ExportRoundTrip : public ::testing::Test {
     EXPECT_EQ(r.status, 0) << train << "\n" << r.out << r.err;
     r = test::run_command(vlm() + " export --checkpoint " + ckpt + " --out " + hf, dir_);
     EXPECT_EQ(r.status, 0) << r.out << r.err;
+    // The checkpoint consolidated into one file exports byte for byte the same files.
+    const std::string one = dir_ + "/" + run + ".h5";
+    r = test::run_command(vlm() + " checkpoint consolidate --checkpoint " + ckpt + " --out " + one, dir_);
+    EXPECT_EQ(r.status, 0) << r.out << r.err;
+    r = test::run_command(vlm() + " export --checkpoint " + one + " --out " + hf + "_h5", dir_);
+    EXPECT_EQ(r.status, 0) << r.out << r.err;
+    size_t files = 0;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(hf)) {
+      if (!e.is_regular_file()) continue;
+      const std::string rel = std::filesystem::relative(e.path(), hf).string();
+      EXPECT_EQ(test::read_file(e.path()), test::read_file(hf + "_h5/" + rel)) << rel;
+      ++files;
+    }
+    EXPECT_GE(files, 8u);
     return resolve_checkpoint(ckpt);
   }
   static inline std::string dir_, data_, tok_;

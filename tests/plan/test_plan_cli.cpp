@@ -11,6 +11,9 @@
 //    last step exactly, kind by kind. The runs fix the step's shape to the largest one
 //    plan assumes (lod.budget = lod.max_tokens, train.max_text short enough that every
 //    prompt and caption is cut to it);
+//  - checkpoint: plan's bytes of tensor data per rank at the run's ZeRO level equal the
+//    data area of that rank's shard in the checkpoint the run saved at its end, and at
+//    dp <= 2 every level's rows add up to the run's total;
 //  - bad arguments exit 2 with one line: an unknown placement, tp2 with an odd tp, a
 //    budget below the regions' count, a TP group larger than a node, a layout that does
 //    not fit in memory (naming the term), no vocabulary size;
@@ -20,12 +23,15 @@
 //    the printed MFU equals model FLOPs / (bf16 peak x printed step time).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <numeric>
 #include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "checkpoint/shard_format.h"
 #include "core/gpu_spec.h"
 #include "plan/plan_llm.h"
 #include "tests/support/cli.h"
@@ -77,17 +83,26 @@ std::vector<std::string> cells(const std::string& line) {
 struct PlanOut {
   std::vector<uint64_t> memory;  // per TP rank
   std::map<std::string, Bytes> bytes;
+  // per ZeRO level, per TP rank: DP rank 0's bytes, then the others' min and max
+  std::map<int, std::vector<std::vector<uint64_t>>> ckpt;
 };
 
 PlanOut parse_plan(const std::string& out) {
   PlanOut p;
   std::stringstream ss(out);
-  bool mem = false, comm = false;
+  bool mem = false, comm = false, ckpt = false;
   for (std::string line; std::getline(ss, line);) {
     if (line.rfind("memory per rank", 0) == 0) mem = true, comm = false;
     if (line.rfind("communication per step", 0) == 0) comm = true, mem = false;
-    if (line.empty()) mem = comm = false;
+    if (line.rfind("checkpoint (", 0) == 0) ckpt = true;
+    if (line.empty()) mem = comm = ckpt = false;
     const std::vector<std::string> c = cells(line);
+    if (ckpt && c.size() >= 3 && !c[0].empty() && std::isdigit(static_cast<unsigned char>(c[0][0]))) {
+      std::vector<std::vector<uint64_t>>& level = p.ckpt[std::stoi(c[0])];
+      EXPECT_EQ(std::stoul(c[1]), level.size()) << line;
+      level.emplace_back();
+      for (size_t k = 2; k < c.size(); ++k) level.back().push_back(std::stoull(c[k]));
+    }
     if (mem && c.size() >= 8 && !c[0].empty() && std::isdigit(static_cast<unsigned char>(c[0][0])))
       p.memory.push_back(std::stoull(c.back()));  // the exact total, the last column
     if (comm && c.size() == 9 && (c[0] == "tp" || c[0] == "dp")) {
@@ -162,7 +177,7 @@ TEST_F(PlanCli, MemoryAndBytesMatchMeasuredRuns) {
     std::string run = "r";
     run += std::to_string(&c - cases.data());
     const Result t = test::run_command((world > 1 ? mpirun(world) : std::string()) + vlm() + " train" + opts +
-                                           " --train.save_every -1 --train.out_dir " + dir_ + "/runs --train.run " + run,
+                                           " --train.out_dir " + dir_ + "/runs --train.run " + run,
                                        dir_);
     ASSERT_EQ(t.status, 0) << what << "\n" << t.out << t.err;
     const Result p = test::run_command(vlm() + " plan" + opts + " --nodes 1 --gpus-per-node " + std::to_string(world), dir_);
@@ -180,6 +195,37 @@ TEST_F(PlanCli, MemoryAndBytesMatchMeasuredRuns) {
       const Bytes want = measured_bytes(t.out, g);
       ASSERT_FALSE(want.empty()) << what << "\n" << t.out;
       EXPECT_EQ(str(plan.bytes[g]), str(want)) << what << " group " << g;
+    }
+    // Each rank's shard of the checkpoint saved at the end (world rank = tp rank + tp x dp rank).
+    const std::string folder = dir_ + "/runs/" + run + "/checkpoints/step_2";
+    const CheckpointIndex idx = parse_index(test::read_file(folder + "/index.json"), folder);
+    std::vector<uint64_t> shard(size_t(world), 0);
+    for (const IndexTensor& x : idx.tensors)
+      for (const IndexPiece& q : x.pieces) shard[size_t(idx.shards[size_t(q.shard)].rank)] += uint64_t(q.bytes());
+    // The rows of the run's ZeRO level; at dp <= 2 (the rows hold every rank) every
+    // level's rows add up to what the run stored (each element written once).
+    const size_t zat = c.extra.find("--train.zero ");
+    const int zero = c.dp > 1 && zat != std::string::npos ? c.extra[zat + 13] - '0' : 0;
+    ASSERT_EQ(plan.ckpt.size(), c.dp > 1 ? 4u : 1u) << what << "\n" << p.out;
+    const std::vector<std::vector<uint64_t>>& at = plan.ckpt[zero];
+    ASSERT_EQ(at.size(), size_t(c.tp)) << what << "\n" << p.out;
+    const uint64_t stored = std::accumulate(shard.begin(), shard.end(), uint64_t(0));
+    for (const auto& [z, level] : plan.ckpt) {
+      uint64_t sum = 0;
+      for (const std::vector<uint64_t>& b : level) sum += b[0] + (c.dp > 1 ? b[1] : 0);
+      if (c.dp <= 2) EXPECT_EQ(sum, stored) << what << " zero " << z;
+    }
+    for (int r = 0; r < c.tp; ++r) {
+      std::vector<uint64_t> want{shard[size_t(r)]};
+      if (c.dp > 1) {
+        uint64_t lo = UINT64_MAX, hi = 0;
+        for (int d = 1; d < c.dp; ++d) {
+          const uint64_t b = shard[size_t(r + c.tp * d)];
+          lo = std::min(lo, b), hi = std::max(hi, b);
+        }
+        want.push_back(lo), want.push_back(hi);
+      }
+      EXPECT_EQ(at[size_t(r)], want) << what << " tp rank " << r;
     }
     std::printf("[%s] planned per TP rank:", what.c_str());
     for (uint64_t m : plan.memory) std::printf(" %llu", (unsigned long long)m);

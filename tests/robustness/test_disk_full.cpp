@@ -7,7 +7,7 @@
 // the previous file byte for byte, and no partial file under the final name nor a
 // temporary beside it. Writers: `vlm data build` (HDF5 through DatasetWriter), `vlm data
 // tokenize` (HDF5 rewritten in a copy), `vlm data tokenizer` (write_file_atomic), `vlm
-// export` (safetensors and JSON files), and `vlm train`'s checkpoint (HDF5, one rank and
+// export` (safetensors and JSON files), and `vlm train`'s sharded checkpoint (one rank and
 // two under mpirun), metrics.jsonl and TensorBoard event file (io/append_file.h,
 // runlog/tfrecord.h) and --trace (write_file_atomic). Each case first runs the command
 // with space to spare and sees it replace the file, so the check could fail.
@@ -100,7 +100,7 @@ class DiskFull : public Robust {
                                    "--data.tokenizer", c.tok, "--train.steps", "1", "--train.out_dir", c.dir + "/runs"},
                                   c.dir);
       if (r.code != 0) throw std::runtime_error("vlm train of the base checkpoint failed: " + r.err);
-      c.ckpt = c.dir + "/runs/run/checkpoints/step_1.h5";
+      c.ckpt = c.dir + "/runs/run/checkpoints/step_1";
       return c;
     }()};
     return cache;
@@ -181,31 +181,40 @@ TEST_F(DiskFull, TrainCheckpoint) {
   const std::vector<std::string> first = train("a", 1, {"--train.ckpt_dir", "disk/ck"});
   const RunResult r = run_vlm(first, dir_);
   ASSERT_EQ(r.code, 0) << r.err;
-  ASSERT_EQ(on_disk(), (std::vector<std::string>{"ck/latest", "ck/step_1.h5"}));
-  // No page free: the file cannot be created; two: the next checkpoint (hundreds of KiB)
-  // fails in the middle.
+  // The sharded save (docs/checkpoints.md): `latest` and step_1/ with its index, shard
+  // and texts.
+  const std::vector<std::string> saved = on_disk();
+  ASSERT_EQ(saved.size(), 6u);
+  const std::string id = saved[1].substr(17, 16), at = "ck/step_1/";  // the save's id
+  ASSERT_EQ(saved, (std::vector<std::string>{"ck/latest", at + "config." + id + ".ini", at + "index.json",
+                                             at + "options." + id + ".ini", at + "rank_0." + id + ".shard",
+                                             at + "tokenizer." + id + ".json"}));
+  // No page free: no file can be created; two: the next save (hundreds of KiB) fails in
+  // the middle. Nothing of the failed save stays.
   for (const uint64_t free : {0, 2}) {
     fs::remove(disk_ + "/.filler");
     fill(free);
-    refused(train("b", 2, {"--train.ckpt_dir", "disk/ck"}), {"disk/ck/step_2.h5: ", kNoSpace});
-    EXPECT_EQ(on_disk(), (std::vector<std::string>{"ck/latest", "ck/step_1.h5"}));
+    refused(train("b", 2, {"--train.ckpt_dir", "disk/ck"}), {"disk/ck/step_2", kNoSpace});
+    EXPECT_EQ(on_disk(), saved);
   }
 }
 
 TEST_F(DiskFull, TrainCheckpointUnderMpirunEndsEveryRank) {
   const std::vector<std::string> first = train("a", 1, {"--train.ckpt_dir", "disk/ck"});
   ASSERT_EQ(run_vlm(first, dir_).code, 0);
+  const std::vector<std::string> saved = on_disk();
   fill(2);
   const auto before = snapshot(dir_);
-  // Two ranks (dp = 2); world rank 0 writes and fails, rank 1 waits in the next
-  // collective and must end too (MPI_Abort): mpirun returns, with status 2.
+  // Two ranks (dp = 2), each writing its shard; whichever fails reports, and the other
+  // ends too: mpirun returns, with status 2.
   std::string cmd = "cd '" + dir_ + "' && timeout 300 " + VLM_MPIEXEC + " -n 2 --oversubscribe " + vlm_binary();
   for (const std::string& a : train("b", 2, {"--train.ckpt_dir", "disk/ck", "--train.batch", "4"})) cmd += " '" + a + "'";
   const test::CommandResult m = test::run_command(cmd, runs_);
   EXPECT_NE(m.status, 124) << "a rank hung: " << m.err;
-  test::expect_one_error_line(m, "vlm train", "disk/ck/step_2.h5: write failed (No space left on device)");
+  test::expect_one_error_line(m, "vlm train", "disk/ck/step_2/");
+  EXPECT_NE(m.err.find(std::string("write failed (") + kNoSpace + ")"), std::string::npos) << m.err;
   EXPECT_EQ(snapshot(dir_), before);
-  EXPECT_EQ(on_disk(), (std::vector<std::string>{"ck/latest", "ck/step_1.h5"}));
+  EXPECT_EQ(on_disk(), saved);
 }
 
 // metrics.jsonl of an earlier run, whole lines ending exactly at a page boundary, so the

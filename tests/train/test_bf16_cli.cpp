@@ -94,7 +94,7 @@ TEST_F(Bf16Cli, ResumeAndEvalOfABf16Checkpoint) {
   const std::vector<double> full = run_losses("full", train("full", opts));
   const std::string cdir = dir_ + "/runs/full/checkpoints";
   const std::vector<double> resumed =
-      run_losses("resumed", train("resumed", opts + " --train.resume " + cdir + "/step_3.h5"));
+      run_losses("resumed", train("resumed", opts + " --train.resume " + cdir + "/step_3"));
   ASSERT_EQ(full.size(), 6u);
   ASSERT_EQ(resumed.size(), 3u);
   for (size_t i = 0; i < 3; ++i) EXPECT_EQ(resumed[i], full[3 + i]) << "step " << 4 + i;

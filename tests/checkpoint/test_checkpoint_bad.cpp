@@ -1,0 +1,178 @@
+// Bad checkpoints given to `vlm train --train.resume` (and to `vlm checkpoint`) exit 2 with
+// one line naming the file and, where one is at fault, the tensor (checkpoint/checkpoint.h);
+// the reference run's step 3 (sharded) and its consolidated single file are edited per case:
+//  - sharded: a missing shard, a corrupt one (a flipped data byte: its checksum), a
+//    truncated one, a truncated index, an index that is not JSON, an index naming a
+//    tensor the model lacks, a run text that is not the index's, a folder whose save did
+//    not finish (given, or named by `latest`); under mpirun (tp = 2) the rank that reads
+//    the corrupt piece reports it and every rank ends; `vlm checkpoint verify` and
+//    `consolidate` refuse the corrupt shard the same way (and write no file);
+//  - single file: not HDF5, truncated, not a checkpoint, another version, a missing /
+//    reshaped / extra / wrong-type tensor, flipped data bytes, a non-finite value, and
+//    huge finite weights, which stop the resumed run at its first step (non-finite loss);
+//  - either form: another model configuration, another global batch; a dangling
+//    `latest`, a missing path.
+#include <hdf5.h>
+
+#include <cmath>
+
+#include "io/crc32c.h"
+#include "io/h5_io.h"
+#include "tests/checkpoint/checkpoint_fixture.h"
+
+namespace vlm::test {
+namespace {
+
+class BadCheckpoint : public Checkpoint {
+ protected:
+  // `vlm train` resuming from `path`: one process reading every tensor, or `launch` + `opts`.
+  static void refused(const std::string& path, const std::string& what, const std::string& opts = "--train.batch 8",
+                      const std::string& launch = "") {
+    const CommandResult r = run_command(launch + train("bad", opts + " --train.resume " + path), dir_);
+    expect_one_error_line(r, "vlm train", what);
+  }
+  // A fresh copy of the reference's step 3 folder.
+  static std::string copy_step3() {
+    const std::string to = dir_ + "/bad_step";
+    fs::remove_all(to);
+    fs::copy(ckpt("ref", 3), to);
+    return to;
+  }
+};
+
+TEST_F(BadCheckpoint, ShardedCheckpointsExitWithOneLine) {
+  reference();
+  const CheckpointIndex idx = index(ckpt("ref", 3));
+  const std::string shard = idx.shards[1].file, ix = std::string("/") + kIndexName;
+  std::string first;  // the tensor of shard 1's first piece, where a flipped byte 20 lands
+  for (const IndexTensor& t : idx.tensors)
+    for (const IndexPiece& p : t.pieces)
+      if (p.shard == 1 && p.at == 0 && p.bytes() > 24) first = t.name;
+  ASSERT_FALSE(first.empty());
+
+  std::string b = copy_step3();
+  fs::remove(b + "/" + shard);
+  refused(b, b + "/" + shard + ": cannot open");
+
+  b = copy_step3();
+  const std::string bytes = read_file(b + "/" + shard);
+  std::string flipped = bytes;
+  flipped[20] = char(flipped[20] ^ 0x40);
+  write_file(b + "/" + shard, flipped);
+  const std::string corrupt = b + "/" + shard + ": tensor /" + first + " is corrupt";
+  refused(b, corrupt);
+  refused(b, corrupt, "--tp 2 --train.batch 8", mpirun(2));  // the rank that reads it reports; all end
+  expect_one_error_line(run_command(vlm() + " checkpoint verify --checkpoint " + b, dir_), "vlm checkpoint verify",
+                        corrupt);
+  const std::string out = dir_ + "/consolidated.h5";
+  expect_one_error_line(run_command(vlm() + " checkpoint consolidate --checkpoint " + b + " --out " + out, dir_),
+                        "vlm checkpoint consolidate", corrupt);
+  EXPECT_FALSE(fs::exists(out));
+
+  b = copy_step3();
+  write_file(b + "/" + shard, bytes.substr(0, bytes.size() - 100));
+  refused(b, b + "/" + shard + ": holds " + std::to_string(bytes.size() - 100) + " bytes, the index says " +
+                 std::to_string(bytes.size()));
+
+  b = copy_step3();
+  const std::string text = read_file(b + ix);
+  write_file(b + ix, text.substr(0, text.size() / 2));
+  refused(b, b + ix + ": JSON error");
+  write_file(b + ix, "not an index");
+  refused(b, b + ix + ": JSON error");
+  std::string renamed = text;
+  const std::string norm = "\"model/llm/model.norm.weight\"";
+  ASSERT_NE(renamed.find(norm), std::string::npos);
+  write_file(b + ix, renamed.replace(renamed.find(norm), norm.size(), "\"model/llm/extra.weight\""));
+  refused(b, b + ix + ": tensor /model/llm/extra.weight is not a parameter of this model");
+
+  b = copy_step3();
+  write_file(b + "/" + idx.options.file, read_file(b + "/" + idx.options.file) + "\n");
+  refused(b, b + "/" + idx.options.file + ": holds");
+
+  b = copy_step3();
+  fs::remove(b + ix);
+  refused(b, b + ": not a complete checkpoint (no index.json: its save did not finish)");
+  fs::create_directories(dir_ + "/unfinished");
+  fs::rename(b, dir_ + "/unfinished/step_3");
+  write_file(dir_ + "/unfinished/latest", "step_3\n");
+  refused(dir_ + "/unfinished", dir_ + "/unfinished/latest: names step_3, which is not a complete checkpoint");
+
+  refused(ckpt("ref", 3), ckpt("ref", 3) + ix + ": tensor /model/", "--train.batch 8 --model.d_model 48");
+  refused(ckpt("ref", 3), ckpt("ref", 3) + ": saved with a global batch of 8", "--train.batch 4");
+}
+
+// A copy of the consolidated file edited by `edit` (HDF5 C API, read-write).
+std::string edited(const std::string& src, const std::string& dst, void (*edit)(hid_t)) {
+  fs::copy_file(src, dst, fs::copy_options::overwrite_existing);
+  H5Id f(H5Fopen(dst.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
+  edit(f);
+  return dst;
+}
+
+void write_f32(hid_t f, const char* name, const std::vector<hsize_t>& dims, float value, bool crc) {
+  H5Ldelete(f, name, H5P_DEFAULT);
+  H5Id sp(H5Screate_simple(int(dims.size()), dims.data(), nullptr));
+  H5Id ds(H5Dcreate2(f, name, H5T_IEEE_F32LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  hsize_t n = 1;
+  for (hsize_t d : dims) n *= d;
+  std::vector<float> v(n, value);
+  H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data());
+  if (crc) h5_write_attr_int(ds, "crc32c", int64_t(crc32c(v.data(), v.size() * 4)));
+}
+
+TEST_F(BadCheckpoint, SingleFileCheckpointsExitWithOneLine) {
+  reference();
+  const std::string good = ref_h5(), bad = dir_ + "/bad.h5";
+  const std::string tensor = std::string("/") + kQproj;
+  write_file(bad, "not a checkpoint\n");
+  refused(bad, bad + ": cannot open as an HDF5 file");
+  const std::string bytes = read_file(good);
+  write_file(bad, bytes.substr(0, bytes.size() / 2));
+  refused(bad, bad);
+  refused(data_, data_ + ": not a vlm checkpoint");
+  refused(edited(good, bad, [](hid_t f) { h5_delete_attr(f, "version"), h5_write_attr_int(f, "version", 2); }),
+          bad + ": checkpoint version 2");
+  refused(edited(good, bad, [](hid_t f) { H5Ldelete(f, kQproj, H5P_DEFAULT); }),
+          bad + ": tensor " + tensor + " is missing");
+  refused(edited(good, bad, [](hid_t f) { write_f32(f, kQproj, {32, 16}, 0.f, true); }),
+          bad + ": tensor " + tensor + " has shape [32,16], the model expects [32,32]");
+  refused(edited(good, bad, [](hid_t f) { write_f32(f, "model/llm/extra.weight", {4}, 0.f, true); }),
+          bad + ": tensor /model/llm/extra.weight is not a parameter of this model");
+  refused(edited(good, bad, [](hid_t f) { write_f32(f, kQproj, {32, 32}, NAN, true); }),
+          bad + ": tensor " + tensor + " holds a non-finite value");
+  refused(edited(good, bad,
+                 [](hid_t f) {
+                   H5Ldelete(f, kQproj, H5P_DEFAULT);
+                   const hsize_t dims[2] = {32, 32};
+                   H5Id sp(H5Screate_simple(2, dims, nullptr));
+                   H5Id ds(H5Dcreate2(f, kQproj, H5T_STD_I32LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+                 }),
+          bad + ": dataset " + tensor + " has the wrong dtype (expected float32)");
+  {  // one flipped byte inside the tensor's data: its checksum no longer matches
+    haddr_t at = 0;
+    {
+      H5Id f(H5Fopen(good.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+      H5Id ds(H5Dopen2(f, kQproj, H5P_DEFAULT));
+      at = H5Dget_offset(ds);
+    }
+    ASSERT_NE(at, HADDR_UNDEF);
+    std::string b = bytes;
+    b[size_t(at) + 100] = char(b[size_t(at) + 100] ^ 0x40);
+    write_file(bad, b);
+    refused(bad, bad + ": tensor " + tensor + " is corrupt");
+  }
+  // Finite but huge weights (a diverged run): the resumed step's loss overflows, and the
+  // run stops before the optimizer step, naming it.
+  refused(edited(good, bad, [](hid_t f) { write_f32(f, kQproj, {32, 32}, 3e38f, true); }),
+          "step 4: the loss is not finite");
+  refused(good, good + ": tensor /model/", "--train.batch 8 --model.d_model 48");
+  refused(good, good + ": saved with a global batch of 8", "--train.batch 4");
+  fs::create_directories(dir_ + "/dangling");
+  write_file(dir_ + "/dangling/latest", "step_9\n");
+  refused(dir_ + "/dangling", dir_ + "/dangling/latest: names step_9, which does not exist");
+  refused(dir_ + "/nothing_here", dir_ + "/nothing_here: no such checkpoint file or folder");
+}
+
+}  // namespace
+}  // namespace vlm::test
