@@ -7,6 +7,7 @@
 // was compiled in and a GPU is present, else CPU; the choice is logged in one line.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -99,6 +100,10 @@ int thread_budget();
 bool cuda_available();
 // Why CUDA is not available ("not compiled in", "no CUDA device: <driver message>").
 std::string cuda_unavailable_reason();
+// Device allocations (cudaMalloc calls) the CUDA backend has made in this process: its
+// tensors, each stream's workspace and the growth of its cast buffer; 0 without it. A
+// step that allocates nothing leaves it unchanged (tests/train/test_step_cuda.cpp).
+uint64_t cuda_allocations();
 // The CUDA backend on the current device; throws UserError when not available.
 Backend& cuda_backend();
 Backend& backend_for(DeviceKind d);

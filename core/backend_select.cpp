@@ -11,6 +11,7 @@ namespace vlm {
 namespace cuda {
 int device_count(std::string* reason);  // core/cuda/backend_cuda.cpp
 Backend& backend();
+uint64_t allocations();
 }  // namespace cuda
 #endif
 
@@ -29,6 +30,14 @@ std::string cuda_unavailable_reason() {
   return reason;
 #else
   return "the CUDA backend was not compiled in (configure with -DVLM_CUDA=ON and nvcc present)";
+#endif
+}
+
+uint64_t cuda_allocations() {
+#ifdef VLM_HAS_CUDA
+  return cuda::allocations();
+#else
+  return 0;
 #endif
 }
 

@@ -4,6 +4,7 @@
 // handle + workspace + lazy cuDNN handle) and CudaEvent (timing when asked).
 // device_count() is the one entry that must work without a driver: it turns any error
 // of cudaGetDeviceCount into 0 and a reason, and clears the sticky error state.
+#include <atomic>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -13,6 +14,20 @@
 #include "core/cuda/cuda_check.h"
 
 namespace vlm::cuda {
+
+namespace {
+
+std::atomic<uint64_t> g_allocations{0};
+
+// Every cudaMalloc of the backend goes through here, so allocations() counts them all.
+cudaError_t device_malloc(void** p, size_t bytes) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  return cudaMalloc(p, bytes);
+}
+
+}  // namespace
+
+uint64_t allocations() { return g_allocations.load(std::memory_order_relaxed); }
 
 // ---- events and streams ---------------------------------------------------------------
 
@@ -49,7 +64,7 @@ CudaStream::CudaStream(std::string name, bool high_priority) : name_(std::move(n
   if (high_priority) CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamDefault, high_priority ? greatest : least));
   CUBLAS_CHECK(cublasLtCreate(&cublaslt_));
-  CUDA_CHECK(cudaMalloc(&workspace_, kWorkspaceBytes));
+  CUDA_CHECK(device_malloc(&workspace_, kWorkspaceBytes));
 }
 
 CudaStream::~CudaStream() {
@@ -67,7 +82,7 @@ void* CudaStream::cast_scratch(size_t bytes) {
   if (cast_) CUDA_CHECK(cudaFree(cast_));
   cast_ = nullptr;
   cast_bytes_ = 0;
-  CUDA_CHECK(cudaMalloc(&cast_, bytes));
+  CUDA_CHECK(device_malloc(&cast_, bytes));
   cast_bytes_ = bytes;
   return cast_;
 }
@@ -122,7 +137,7 @@ class CudaBackend final : public Backend {
 
   void* allocate(size_t bytes) override {
     void* p = nullptr;
-    cudaError_t st = cudaMalloc(&p, bytes ? bytes : 256);  // cudaMalloc aligns to 256 bytes
+    cudaError_t st = device_malloc(&p, bytes ? bytes : 256);  // cudaMalloc aligns to 256 bytes
     if (st == cudaErrorMemoryAllocation) {
       cudaGetLastError();  // clear, so later checks do not report this failure again
       throw std::bad_alloc();

@@ -19,6 +19,7 @@
 #include <cudnn.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "core/backend.h"
@@ -91,5 +92,7 @@ inline cudaStream_t stream_of(Stream& s) { return cuda_stream(s).handle(); }
 int device_count(std::string* reason);
 // The process-wide CUDA backend (created on first call; needs device_count() > 0).
 Backend& backend();
+// cudaMalloc calls of the backend so far (vlm::cuda_allocations, core/backend.h).
+uint64_t allocations();
 
 }  // namespace vlm::cuda
