@@ -1,6 +1,11 @@
 // Training-step benchmark of the language backbone at TP=1: prints figures, asserts
-// nothing. Models: `gpt2` (GPT-2 124M shape: V=50257, C=768, L=12, NH=12, F=3072) and
-// `llama1b` (TinyLlama-1.1B shape: V=32000, C=2048, L=22, NH=32, NKV=4, F=5632).
+// nothing. Models: `gpt2` (GPT-2 124M shape: V=50257, C=768, L=12, NH=12, F=3072),
+// `llama1b` (TinyLlama-1.1B shape: V=32000, C=2048, L=22, NH=32, NKV=4, F=5632) and
+// `tiny` (a Llama of V=512, C=128, L=2, NH=4, NKV=2, F=256: for rehearsals of the
+// command lines, bench/gpu/proof.sh rehearse).
+// --precision fp32 (exact f32 matmuls) or bf16 (train.precision=bf16: bf16 working
+// copies of the f32 master weights, bf16 matmuls with f32 accumulation; the copies are
+// re-rounded after each AdamW step, inside the timed step; docs/training.md, "Numerics").
 // One step = forward (with loss) + backward + finalize_grads + AdamW on every parameter
 // (core adamw_step with f32 moments; its median time is printed too). AdamW needs 16 bytes per parameter (value, grad,
 // m, v); with --optimizer auto it is skipped (forward + backward only, said in the
@@ -9,7 +14,9 @@
 // tokens/s = batch * seq / step time (median of --iters timed steps after --warmup).
 // FLOPs per token (PaLM appendix B): 6 N + 12 L C T, N = parameters used in matmuls
 // (embedding lookups excluded, output layer included). On CUDA, MFU = achieved FLOP/s
-// over the bf16 peak measured here with 8192^3 bf16 GEMMs (--peak_tflops overrides).
+// over the device's dense bf16 peak: --peak_tflops, else the GPU table's
+// (core/gpu_spec.h: 989 on an H100/H200 SXM), else measured here with 8192^3 bf16 GEMMs.
+// bench/gpu/torch_baseline.py prints PyTorch's figures for the same shapes in this format.
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +31,7 @@
 #include "base/error.h"
 #include "bench/bench_util.h"
 #include "core/device_options.h"
+#include "core/gpu_spec.h"
 #include "core/ops.h"
 #include "llm/backbone.h"
 #include "llm/param_specs.h"
@@ -46,8 +54,12 @@ ModelConfig model_shape(const std::string& name) {
     m.family = ModelFamily::Llama;
     m.vocab_size = 32000, m.d_model = 2048, m.n_layers = 22, m.n_heads = 32, m.n_kv_heads = 4, m.d_ff = 5632;
     m.max_pos = 2048, m.tied_embeddings = false;
+  } else if (name == "tiny") {
+    m.family = ModelFamily::Llama;
+    m.vocab_size = 512, m.d_model = 128, m.n_layers = 2, m.n_heads = 4, m.n_kv_heads = 2, m.d_ff = 256;
+    m.max_pos = 2048, m.tied_embeddings = false;
   } else {
-    throw UserError(cat("--models: unknown model '", name, "' (expected gpt2 or llama1b)"));
+    throw UserError(cat("--models: unknown model '", name, "' (expected gpt2, llama1b or tiny)"));
   }
   return m;
 }
@@ -74,8 +86,11 @@ void run_model(const std::string& name, Backend& b, Communicator& tp, const Conf
   const int64_t B = cfg.get_int("batch"), T1 = cfg.get_int("seq"), T = B * T1;
   m.max_pos = std::max<int64_t>(m.max_pos, T1);
   const int warmup = int(cfg.get_int("warmup")), iters = int(cfg.get_int("iters"));
-  Backbone bb(m, b, tp, T);
+  const bool bf16 = cfg.get_string("precision") == "bf16";
+  Backbone bb(m, b, tp, T, true, bf16 ? Precision::BF16 : Precision::FP32);
   bb.init(uint64_t(cfg.get_int("seed")));
+  Stream& s = b.default_stream();
+  bb.params().refresh_working(s);  // the bf16 copies of the initial weights (no-op at fp32)
   const double n_params = double(bb.param_bytes()) / 4.0;
 
   const std::string opt = cfg.get_string("optimizer");
@@ -99,7 +114,6 @@ void run_model(const std::string& name, Backend& b, Communicator& tp, const Conf
       targets[size_t(i * T1 + t)] = t + 1 < T1 ? ids[size_t(i * T1 + t + 1)] : kIgnoreIndex;
   }
   LmInput in = make_lm_input(b, cu, ids, targets);
-  Stream& s = b.default_stream();
 
   std::vector<double> times, adam_times;
   float loss = 0.f;
@@ -117,6 +131,7 @@ void run_model(const std::string& name, Backend& b, Communicator& tp, const Conf
       o.step = it + 1;
       const auto& ps = bb.params().params();
       for (size_t i = 0; i < ps.size(); ++i) adamw_step(s, ps[i].value, ps[i].grad, mom[i], var[i], Tensor{}, o);
+      bb.params().refresh_working(s);
       s.synchronize();
       if (it >= warmup) adam_times.push_back(std::chrono::duration<double>(clock_type::now() - a0).count());
     }
@@ -127,8 +142,8 @@ void run_model(const std::string& name, Backend& b, Communicator& tp, const Conf
   const double t = times[times.size() / 2];
   const double flops_per_token = 6.0 * matmul_params(bb.params(), m) + 12.0 * m.n_layers * double(m.d_model) * double(T1);
   const double achieved = flops_per_token * double(T) / t;
-  std::printf("%-8s params %.1fM  B=%lld T=%lld  step %s  %.3f s (median of %d)  %.0f tokens/s  %.1f %s  loss %.3f",
-              name.c_str(), n_params / 1e6, (long long)B, (long long)T1,
+  std::printf("%-8s %s params %.1fM  B=%lld T=%lld  step %s  %.3f s (median of %d)  %.0f tokens/s  %.1f %s  loss %.3f",
+              name.c_str(), bf16 ? "bf16" : "fp32", n_params / 1e6, (long long)B, (long long)T1,
               adamw ? "fwd+bwd+AdamW" : "fwd+bwd (no AdamW: memory)", t, iters, double(T) / t,
               b.device() == DeviceKind::CPU ? achieved / 1e9 : achieved / 1e12,
               b.device() == DeviceKind::CPU ? "GFLOP/s" : "TFLOP/s", double(loss));
@@ -147,22 +162,31 @@ int main(int argc, char** argv) {
   MpiSession mpi(&argc, &argv);
   Config cfg("bench_llm", "");
   register_device_options(cfg);
-  cfg.add_string("models", "gpt2,llama1b", "comma-separated models: gpt2 (124M), llama1b (1.1B)");
+  cfg.add_string("models", "gpt2,llama1b", "comma-separated models: gpt2 (124M), llama1b (1.1B), tiny (0.4M)");
   cfg.add_int("batch", 1, "samples per step", 1, 1 << 16);
   cfg.add_int("seq", 128, "tokens per sample", 2, 1 << 20);
   cfg.add_int("iters", 2, "timed steps", 1, 1 << 20);
   cfg.add_int("warmup", 1, "untimed steps first", 0, 1 << 20);
   cfg.add_choice("optimizer", "auto", {"auto", "adamw", "none"},
                  "AdamW in the step: auto = when its memory fits (always on CUDA)");
-  cfg.add_float("peak_tflops", 0.0, "bf16 peak for MFU (CUDA); 0 = measure with a large bf16 GEMM", 0.0, 1e6);
+  cfg.add_choice("precision", "fp32", {"fp32", "bf16"},
+                 "fp32: exact f32 matmuls; bf16: bf16 working weights and matmuls, f32 masters (train.precision)");
+  cfg.add_float("peak_tflops", 0.0,
+                "dense bf16 peak for MFU (CUDA); 0 = the GPU table's (core/gpu_spec.h), else measured with a bf16 GEMM",
+                0.0, 1e6);
   try {
     if (!cfg.parse(argc, argv)) return 0;
     Backend& b = backend_from_config(cfg);
     auto tp = make_communicator(b.device(), MPI_COMM_SELF, "tp", 600.0);
     double peak = cfg.get_float("peak_tflops");
     if (b.device() != DeviceKind::CPU && peak == 0.0) {
-      peak = bench::measure_bf16_peak_tflops(b);
-      std::printf("measured bf16 GEMM peak (8192^3): %.0f TFLOP/s\n", peak);
+      if (const GpuSpec* g = gpu_spec_of_device(b.description())) {
+        peak = g->bf16_tflops;
+        std::printf("dense bf16 peak of the %s (core/gpu_spec.h): %.0f TFLOP/s\n", g->name, peak);
+      } else {
+        peak = bench::measure_bf16_peak_tflops(b);
+        std::printf("measured bf16 GEMM peak (8192^3; a GPU the table does not know): %.0f TFLOP/s\n", peak);
+      }
     }
     std::stringstream ss(cfg.get_string("models"));
     for (std::string name; std::getline(ss, name, ',');) run_model(name, b, *tp, cfg, peak);

@@ -2,8 +2,12 @@
 // overlap mode: per mode the mean wall time of a step (forward, backward and the DP
 // reduction; no optimizer), the mean overlap fraction and exposed communication of the
 // scheduler's step summary (scheduler/trace.h), the busy time per stream; then the
-// serial / overlap ratio. Runs on one rank or under mpirun (TP = --tp, DP = the rest;
-// bench/bench_step.sh runs 1 rank, TP = 2 and DP = 2). Rank 0 prints; figures only.
+// serial / overlap ratio. Task times come from the graph's events: host times on the
+// CPU, CUDA events on a GPU (--device cuda), so there the busy time per stream is the
+// device's. --trace FILE writes the timed steps of both modes (serial first) as a Chrome
+// trace. --precision bf16 runs the step at train.precision=bf16. Runs on one rank or
+// under mpirun (TP = --tp, DP = the rest; bench/bench_step.sh runs 1 rank, TP = 2 and
+// DP = 2; each rank on its GPU as in `vlm train`). Rank 0 prints; figures only.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -15,9 +19,7 @@
 #include "base/config.h"
 #include "base/error.h"
 #include "optim/dp_grads.h"
-#include "parallel/groups.h"
-#include "parallel/mpi/mpi_session.h"
-#include "parallel/topology.h"
+#include "parallel/runtime.h"
 #include "scheduler/trace.h"
 #include "train/step.h"
 
@@ -39,6 +41,7 @@ VlmConfig bench_config(const Config& cfg) {
   c.llm.n_heads = 4, c.llm.n_kv_heads = 4, c.llm.d_ff = 2 * d, c.llm.tied_embeddings = false;
   c.max_images = cfg.get_int("images"), c.max_text = 24;
   c.front_slots = cfg.get_int("micro_batches") >= 2 ? 2 : 1;  // as resolve_vlm_config
+  c.precision = cfg.get_string("precision") == "bf16" ? Precision::BF16 : Precision::FP32;
   return c;
 }
 
@@ -91,49 +94,64 @@ int main(int argc, char** argv) {
   cfg.add_int("width", 128, "d_model of the encoder and the backbone", 16, 4096);
   cfg.add_int("steps", 10, "timed steps per mode", 1, 100000);
   cfg.add_int("warmup", 2, "untimed steps per mode", 0, 1000);
+  cfg.add_choice("device", "cpu", {"auto", "cpu", "cuda"}, "backend of the step (cuda: each rank on its GPU)");
+  cfg.add_choice("precision", "fp32", {"fp32", "bf16"}, "train.precision of the model");
+  cfg.add_string("trace", "", "write the timed steps of both modes as a Chrome trace to this file (rank 0)");
   MpiSession mpi(&argc, &argv);
   int code = 0;
   try {
     if (cfg.parse(argc, argv)) {
-      const int tp = int(cfg.get_int("tp")), M = int(cfg.get_int("micro_batches"));
-      VLM_REQUIRE(mpi.size() % tp == 0, "--tp ", tp, " must divide the number of ranks ", mpi.size());
-      Backend& b = cpu_backend();
-      const Topology topo = Topology::compute(mpi.size(), mpi.rank(), mpi.size(), tp);
-      ProcessGroups groups(topo, DeviceKind::CPU, 300.0);
-      auto self = make_communicator(DeviceKind::CPU, MPI_COMM_SELF, "self", 300.0);
+      RuntimeOptions ro;
+      ro.device = cfg.get_string("device");
+      ro.parallel.tp = int(cfg.get_int("tp"));
+      VLM_REQUIRE(mpi.size() % ro.parallel.tp == 0, "--tp ", ro.parallel.tp, " must divide the number of ranks ",
+                  mpi.size());
+      const int M = int(cfg.get_int("micro_batches"));
+      Runtime rt = start_runtime(ro);
+      Backend& b = rt.backend();
+      ProcessGroups& groups = rt.groups();
+      auto self = make_communicator(b.device(), MPI_COMM_SELF, "self", 300.0);
       const VlmConfig c = bench_config(cfg);
       VlmModel model(c, b, groups.tp(), *self);
       model.init(1);
+      model.refresh_working_weights();  // a no-op at fp32
       const Data data = make_data(c, M, groups.dp().size(), groups.dp().rank());
       sched::StreamSet streams(b);
       const std::vector<bool> all(kNumModules, true);
       DpGrads dpg(model.modules(), all, groups.dp(), 0, 25, b);
       const int steps = int(cfg.get_int("steps")), warmup = int(cfg.get_int("warmup"));
+      sched::Trace trace(mpi.rank());
       Result res[2];
       for (int k = 0; k < 2; ++k) {
         StepOptions o;
         o.mode = k == 0 ? sched::Mode::Serial : sched::Mode::Overlap;
         VlmStep step(model, streams, dpg, all, M, o);
         std::vector<sched::TaskTiming> timings;
-        sched::Trace trace(mpi.rank());
         for (int i = 0; i < warmup + steps; ++i) {
           groups.world().barrier(b.default_stream());
+          b.synchronize();
           const auto t0 = std::chrono::steady_clock::now();
           model.zero_grads();
           step.run(data.mbs, &timings);
           const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-          const sched::StepSummary s = trace.add_step(step.graph(), timings);
           if (i < warmup) continue;
+          const sched::StepSummary s = trace.add_step(step.graph(), timings);
           res[k].ms += ms / steps, res[k].overlap += s.overlap_fraction / steps;
           res[k].exposed += s.exposed_comm_ms / steps;
           for (int j = 0; j < sched::kNumStreams; ++j) res[k].busy[size_t(j)] += s.busy_ms[size_t(j)] / steps;
         }
       }
+      const std::string trace_path = cfg.get_string("trace");
+      if (!trace_path.empty()) {
+        const auto events = all_gather_strings(groups.world(), b.default_stream(), trace.events_json());
+        if (mpi.rank() == 0) sched::write_trace_file(trace_path, events);
+      }
       if (mpi.rank() == 0) {
-        std::printf("bench_step: %d rank(s), tp=%d dp=%d, M=%d micro-batches of %lld images, width %lld, %d steps "
-                    "(+%d warm-up), OMP_NUM_THREADS=%s\n",
-                    mpi.size(), tp, groups.dp().size(), M, (long long)c.max_images, (long long)cfg.get_int("width"),
-                    steps, warmup, std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "(unset)");
+        std::printf("bench_step: %s, %d rank(s), tp=%d dp=%d, M=%d micro-batches of %lld images, width %lld, %s, "
+                    "%d steps (+%d warm-up), OMP_NUM_THREADS=%s\n",
+                    b.description().c_str(), mpi.size(), ro.parallel.tp, groups.dp().size(), M,
+                    (long long)c.max_images, (long long)cfg.get_int("width"), cfg.get_string("precision").c_str(), steps,
+                    warmup, std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "(unset)");
         std::printf("%-8s %9s %8s %10s  %s\n", "mode", "ms/step", "overlap", "exp.comm", "busy ms per stream (rank 0)");
         for (int k = 0; k < 2; ++k) {
           std::printf("%-8s %9.2f %8.2f %10.2f ", k == 0 ? "serial" : "overlap", res[k].ms, res[k].overlap,
@@ -143,11 +161,11 @@ int main(int argc, char** argv) {
           std::printf("\n");
         }
         std::printf("serial / overlap: %.2f\n", res[0].ms / res[1].ms);
+        if (!trace_path.empty()) std::printf("trace: %s (%d steps per rank)\n", trace_path.c_str(), trace.steps());
       }
     }
   } catch (const UserError& e) {
-    std::fprintf(stderr, "bench_step: %s\n", e.what());
-    code = 2;
+    code = report_command_error("bench_step", e);
   }
   return code;
 }

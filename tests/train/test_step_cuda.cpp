@@ -24,6 +24,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -46,10 +47,17 @@ struct TinyRun {
   int64_t total_steps = 0;
 };
 
+// The repository root: $VLM_SOURCE_DIR when set (a binary run from a bundle elsewhere,
+// bench/gpu/proof.sh), else the build's.
+std::string source_dir() {
+  const char* e = std::getenv("VLM_SOURCE_DIR");
+  return e && *e ? e : VLM_SOURCE_DIR;
+}
+
 TinyRun tiny_cfg(Precision p) {
   Config cfg("test_step_cuda");
   register_all_train_options(cfg);
-  cfg.read_ini(std::string(VLM_SOURCE_DIR) + "/configs/tiny.cfg");
+  cfg.read_ini(source_dir() + "/configs/tiny.cfg");
   TrainOptions t = read_train_options(cfg);
   t.batch = kImages / kM, t.micro_batches = kM, t.precision = p;
   TinyRun r;
