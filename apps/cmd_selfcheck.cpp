@@ -1,5 +1,6 @@
 // `vlm selfcheck [--device auto|cpu|cuda] [--filter TEXT]`: prints the backend found
-// and its device, then runs every op case of the conformance table
+// and its device (on the CPU: the CPU, the BLAS and its kernel set, the level of the
+// own kernels, the bf16 units, and a warning at baseline), then runs every op case of the conformance table
 // (core/opcheck/op_case.h, the cases tests/core/test_conformance.cpp runs) once and
 // prints one line per case with PASS/FAIL.
 //  - On a GPU backend each case runs on the GPU and on the CPU reference and is
@@ -19,6 +20,7 @@
 
 #include "apps/command.h"
 #include "base/config.h"
+#include "core/cpu_kernels.h"
 #include "core/device_options.h"
 #include "core/opcheck/op_case.h"
 
@@ -41,6 +43,13 @@ int selfcheck(const Config& cfg) {
   const bool gpu = b.device() == DeviceKind::CUDA;
   std::printf("backend: %s\n", std::string(device_name(b.device())).c_str());
   std::printf("device:  %s\n", b.description().c_str());
+  if (!gpu) {  // the kernels the CPU backend chose for this CPU (core/cpu_kernels.h)
+    const CpuKernels k = cpu_kernels();
+    std::printf("cpu:     %s\n", k.cpu.c_str());
+    std::printf("blas:    %s (chosen by %s)\n", k.blas.c_str(), k.blas_chosen.c_str());
+    std::printf("kernels: own %s; bf16 products on %s\n", k.own.c_str(), k.bf16.c_str());
+    if (!k.warning.empty()) std::printf("%s\n", k.warning.c_str());
+  }
   if (!cuda_available()) std::printf("cuda:    not available (%s)\n", cuda_unavailable_reason().c_str());
   else if (!gpu) std::printf("cuda:    available, not used (--device cpu)\n");
   if (gpu)

@@ -1,8 +1,9 @@
 // GEMM throughput benchmark: prints figures, asserts nothing.
 // Shapes are those of the model's linear layers, y[M,N] = x[M,K] @ W[N,K]^T (the
 // layout llm/linear_parallel.cpp uses: trans_b), plus large squares. A GEMM counts
-// 2*M*N*K floating-point operations. CPU: f32, GFLOP/s. CUDA: f32 and bf16 (bf16 A/B,
-// f32 C), TFLOP/s and the fraction of the card's dense bf16 peak (the GPU table,
+// 2*M*N*K floating-point operations, f32 and bf16 (bf16 A/B, f32 C: on a CPU with
+// AVX512_BF16 its bf16 units, elsewhere an f32 GEMM of the bf16 values). CPU: GFLOP/s.
+// CUDA: TFLOP/s and the fraction of the card's dense bf16 peak (the GPU table,
 // core/gpu_spec.h); the best large bf16 GEMM is printed as the measured peak.
 #include <algorithm>
 #include <chrono>
@@ -52,8 +53,7 @@ int main(int argc, char** argv) {
       shapes.push_back({4096, 4096, 4096, "square 4096"});
       shapes.push_back({8192, 8192, 8192, "square 8192"});
     }
-    std::vector<DType> dtypes = {DType::F32};
-    if (gpu) dtypes.push_back(DType::BF16);
+    const std::vector<DType> dtypes = {DType::F32, DType::BF16};
     const GpuSpec* spec = gpu ? gpu_spec_of_device(b.description()) : nullptr;
     const double peak = spec ? spec->bf16_tflops : 0;
 

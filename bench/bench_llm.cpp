@@ -86,8 +86,8 @@ void run_model(const std::string& name, Backend& b, Communicator& tp, const Conf
   const int64_t B = cfg.get_int("batch"), T1 = cfg.get_int("seq"), T = B * T1;
   m.max_pos = std::max<int64_t>(m.max_pos, T1);
   const int warmup = int(cfg.get_int("warmup")), iters = int(cfg.get_int("iters"));
-  const bool bf16 = cfg.get_string("precision") == "bf16";
-  Backbone bb(m, b, tp, T, true, bf16 ? Precision::BF16 : Precision::FP32);
+  const Precision prec = cfg.get_string("precision") == "bf16" ? Precision::BF16 : Precision::FP32;
+  Backbone bb(m, b, tp, T, true, prec);
   bb.init(uint64_t(cfg.get_int("seed")));
   Stream& s = b.default_stream();
   bb.params().refresh_working(s);  // the bf16 copies of the initial weights (no-op at fp32)
@@ -142,8 +142,8 @@ void run_model(const std::string& name, Backend& b, Communicator& tp, const Conf
   const double t = times[times.size() / 2];
   const double flops_per_token = 6.0 * matmul_params(bb.params(), m) + 12.0 * m.n_layers * double(m.d_model) * double(T1);
   const double achieved = flops_per_token * double(T) / t;
-  std::printf("%-8s %s params %.1fM  B=%lld T=%lld  step %s  %.3f s (median of %d)  %.0f tokens/s  %.1f %s  loss %.3f",
-              name.c_str(), bf16 ? "bf16" : "fp32", n_params / 1e6, (long long)B, (long long)T1,
+  std::printf("%-8s params %.1fM  B=%lld T=%lld  %s  step %s  %.3f s (median of %d)  %.0f tokens/s  %.1f %s  loss %.3f",
+              name.c_str(), n_params / 1e6, (long long)B, (long long)T1, prec == Precision::BF16 ? "bf16" : "fp32",
               adamw ? "fwd+bwd+AdamW" : "fwd+bwd (no AdamW: memory)", t, iters, double(T) / t,
               b.device() == DeviceKind::CPU ? achieved / 1e9 : achieved / 1e12,
               b.device() == DeviceKind::CPU ? "GFLOP/s" : "TFLOP/s", double(loss));
@@ -164,13 +164,14 @@ int main(int argc, char** argv) {
   register_device_options(cfg);
   cfg.add_string("models", "gpt2,llama1b", "comma-separated models: gpt2 (124M), llama1b (1.1B), tiny (0.4M)");
   cfg.add_int("batch", 1, "samples per step", 1, 1 << 16);
+  cfg.add_choice("precision", "fp32", {"fp32", "bf16"},
+                 "fp32, or bf16 mixed precision (train.precision=bf16: bf16 weight copies and activations; on a CPU "
+                 "with AVX512_BF16 the matmuls run on its bf16 units)");
   cfg.add_int("seq", 128, "tokens per sample", 2, 1 << 20);
   cfg.add_int("iters", 2, "timed steps", 1, 1 << 20);
   cfg.add_int("warmup", 1, "untimed steps first", 0, 1 << 20);
   cfg.add_choice("optimizer", "auto", {"auto", "adamw", "none"},
                  "AdamW in the step: auto = when its memory fits (always on CUDA)");
-  cfg.add_choice("precision", "fp32", {"fp32", "bf16"},
-                 "fp32: exact f32 matmuls; bf16: bf16 working weights and matmuls, f32 masters (train.precision)");
   cfg.add_float("peak_tflops", 0.0,
                 "dense bf16 peak for MFU (CUDA); 0 = the GPU table's (core/gpu_spec.h), else measured with a bf16 GEMM",
                 0.0, 1e6);

@@ -2,28 +2,41 @@
  * bench/CMakeLists.txt's *.cpp glob skips it; compiled and run by
  * bench/blas_candidates.sh, once per library). For each GEMM shape of the
  * language-model step (y[M,N] = x[M,K] @ W[N,K]^T and the two backward products at
- * T = 128 and 512, GPT-2 widths) and the 2048^3 square, prints GFLOP/s; then the
- * "mixed" loop that a training step is: a GEMM followed by an OpenMP elementwise
- * region over its output, repeated, where a BLAS with its own thread pool fights the
- * OpenMP pool (ms per GEMM + region).
+ * T = 128 and 512, GPT-2 widths) and the 2048^3 square, prints GFLOP/s, and GFLOP per
+ * CPU-second of the process (the figure that holds on a machine shared with other
+ * work, and that counts threads that spin while waiting); with
+ * -DWITH_SBGEMM (OpenBLAS) also the bf16 x bf16 -> f32 product (cblas_sbgemm) of the
+ * same shapes; then the "mixed" loop that a training step is: a GEMM followed by an
+ * OpenMP elementwise region over its output, repeated, where a BLAS with its own thread
+ * pool fights the OpenMP pool (ms per GEMM + region).
+ * -DUSE_DNNL: the products go through oneDNN's dnnl_sgemm (row-major, its OpenMP
+ * threads) instead of cblas_sgemm.
  * With a third argument `safety`: instead, 3 threads call the BLAS at once (one thread
  * per call: the script sets the thread variables to 1), 50000 products each over a
  * mix of shapes and transposes, and every result is compared with the same product
  * computed alone; prints the wrong ones (a BLAS the pool can use must print 0).
- * Threads: OMP_NUM_THREADS (OpenMP builds) and OPENBLAS_NUM_THREADS (pthreads build),
- * set by the script. */
+ * Threads: OMP_NUM_THREADS (OpenMP builds), OPENBLAS_NUM_THREADS (pthreads build),
+ * BLIS_NUM_THREADS, set by the script. The first line names the library's kernels
+ * (OpenBLAS: openblas_get_corename(), which OPENBLAS_CORETYPE sets at load). */
+#ifdef USE_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#else
 #include <cblas.h>
+#endif
 #include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
-static double now(void) {
+static double clock_s(clockid_t c) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(c, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+static double now(void) { return clock_s(CLOCK_MONOTONIC); }
+/* CPU seconds of the whole process (all its threads, spinning included). */
+static double cpu_now(void) { return clock_s(CLOCK_PROCESS_CPUTIME_ID); }
 
 static float* filled(long n, unsigned seed) {
   float* p = aligned_alloc(256, (size_t)((n * 4 + 255) / 256 * 256));
@@ -31,21 +44,59 @@ static float* filled(long n, unsigned seed) {
   return p;
 }
 
-/* C[M,N] = op(A) op(B): ta/tb as in the ops (row-major). */
-static void gemm(int ta, int tb, int M, int N, int K, const float* A, const float* B, float* C) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, 1.f, A,
-              ta ? M : K, B, tb ? K : N, 0.f, C, N);
+/* Which kernels the library runs (weak: present in OpenBLAS, BLIS or neither). */
+char* openblas_get_corename(void) __attribute__((weak));
+char* openblas_get_config(void) __attribute__((weak));
+char* bli_info_get_version_str(void) __attribute__((weak));
+int bli_arch_query_id(void) __attribute__((weak));
+char* bli_arch_string(int) __attribute__((weak));
+
+static void describe(const char* name) {
+  if (openblas_get_config) printf("%-16s %s; kernels: %s\n", name, openblas_get_config(), openblas_get_corename());
+  else if (bli_info_get_version_str)
+    printf("%-16s BLIS %s; kernels: %s\n", name, bli_info_get_version_str(), bli_arch_string(bli_arch_query_id()));
+#ifdef USE_DNNL
+  else {
+    const dnnl_version_t* v = dnnl_version();
+    printf("%-16s oneDNN %d.%d.%d (%s); kernels: its JIT for this CPU (ONEDNN_VERBOSE=1 prints the ISA)\n", name,
+           v->major, v->minor, v->patch, v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other runtime");
+  }
+#endif
 }
 
-static double seconds_per_call(int ta, int tb, int M, int N, int K, const float* A, const float* B, float* C,
-                               double budget) {
-  gemm(ta, tb, M, N, K, A, B, C);
-  int n = 0;
-  double t0 = now(), t;
+/* C[M,N] = op(A) op(B): ta/tb as in the ops (row-major). */
+static void gemm(int ta, int tb, int M, int N, int K, const float* A, const float* B, float* C) {
+#ifdef USE_DNNL
+  dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.f, A, ta ? M : K, B, tb ? K : N, 0.f, C, N);
+#else
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, 1.f, A,
+              ta ? M : K, B, tb ? K : N, 0.f, C, N);
+#endif
+}
+
+#ifdef WITH_SBGEMM
+static void sbgemm(int ta, int tb, int M, int N, int K, const bfloat16* A, const bfloat16* B, float* C) {
+  cblas_sbgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, 1.f, A,
+               ta ? M : K, B, tb ? K : N, 0.f, C, N);
+}
+#endif
+
+/* Seconds per call of f (f32 or, with bf16 set, the bf16 product), over `budget`;
+ * *cpu: the process's CPU seconds per call. */
+static double seconds_per_call(int bf16, int ta, int tb, int M, int N, int K, const void* A, const void* B, float* C,
+                               double budget, double* cpu) {
+  int n = -1; /* the first call warms up */
+  double t0 = 0, t = 0, c0 = 0;
   do {
-    gemm(ta, tb, M, N, K, A, B, C);
-    ++n;
-  } while ((t = now() - t0) < budget);
+#ifdef WITH_SBGEMM
+    if (bf16) sbgemm(ta, tb, M, N, K, A, B, C);
+    else
+#endif
+      gemm(ta, tb, M, N, K, A, B, C);
+    if (++n == 0) t0 = now(), c0 = cpu_now();
+  } while (n == 0 || (t = now() - t0) < budget);
+  (void)bf16;
+  *cpu = (cpu_now() - c0) / n;
   return t / n;
 }
 
@@ -95,6 +146,7 @@ int main(int argc, char** argv) {
   const char* name = argc > 1 ? argv[1] : "?";
   if (argc > 3) return safety(name);
   const double budget = argc > 2 ? atof(argv[2]) : 0.3;
+  describe(name);
   /* {ta, tb, M, N, K, what} */
   struct {
     int ta, tb, m, n, k;
@@ -110,10 +162,25 @@ int main(int argc, char** argv) {
   /* A: at most 2048 x 2048, B: the lm head's 50304 x 768, C: 128 x 50304 (> 2048 x 2048). */
   float *A = filled(2048L * 2048, 1), *B = filled(50304L * 768, 2), *C = filled(128L * 50304, 3);
   for (int i = 0; i < ncases; ++i) {
-    double s = seconds_per_call(cases[i].ta, cases[i].tb, cases[i].m, cases[i].n, cases[i].k, A, B, C, budget);
-    printf("%-16s %-20s %5d %5d %5d  %8.3f ms  %7.1f GFLOP/s\n", name, cases[i].what, cases[i].m, cases[i].n,
-           cases[i].k, s * 1e3, 2.0 * cases[i].m * cases[i].n * cases[i].k / s / 1e9);
+    double c, s = seconds_per_call(0, cases[i].ta, cases[i].tb, cases[i].m, cases[i].n, cases[i].k, A, B, C, budget, &c);
+    const double f = 2.0 * cases[i].m * cases[i].n * cases[i].k / 1e9;
+    printf("%-16s %-20s %5d %5d %5d  %8.3f ms  %7.1f GFLOP/s  %7.1f GFLOP/cpu-s\n", name, cases[i].what, cases[i].m,
+           cases[i].n, cases[i].k, s * 1e3, f / s, f / c);
   }
+#ifdef WITH_SBGEMM
+  { /* bf16 operands (any bit pattern of a finite bf16: the top half of the f32 values) */
+    bfloat16 *Ab = malloc(2048L * 2048 * 2), *Bb = malloc(50304L * 768 * 2);
+    for (long i = 0; i < 2048L * 2048; ++i) Ab[i] = (bfloat16)(*(unsigned*)&A[i] >> 16);
+    for (long i = 0; i < 50304L * 768; ++i) Bb[i] = (bfloat16)(*(unsigned*)&B[i] >> 16);
+    for (int i = 0; i < ncases; ++i) {
+      double c, s = seconds_per_call(1, cases[i].ta, cases[i].tb, cases[i].m, cases[i].n, cases[i].k, Ab, Bb, C, budget, &c);
+      const double f = 2.0 * cases[i].m * cases[i].n * cases[i].k / 1e9;
+      printf("%-16s bf16 %-15s %5d %5d %5d  %8.3f ms  %7.1f GFLOP/s  %7.1f GFLOP/cpu-s\n", name, cases[i].what,
+             cases[i].m, cases[i].n, cases[i].k, s * 1e3, f / s, f / c);
+    }
+    free(Ab), free(Bb);
+  }
+#endif
   /* Mixed: GEMM (mlp up, T=128) then an OpenMP region over its output, 200 times. */
   const int M = 128, N = 3072, K = 768, reps = 200;
   double t0 = now();

@@ -10,7 +10,8 @@
 # Neither the build nor the tests need this script or PyTorch (see the header of
 # tools/torch_cpu_bench.py for installing torch from PyPI).
 # Usage: bench/cpu_vs_torch.sh [BUILD_DIR (default build)]
-# Environment: PY (python with torch; default /work/venv-torch/bin/python),
+# Environment: PY (python with torch; default .venv-bench/bin/python, the project-local
+#   venv of tools/torch_cpu_bench.py's header),
 #   ROUNDS (3), THREADS ("1 2"), MODELS ("gpt2 llama1b"), ITERS (5 timed steps, after 1
 #   warm-up), CASES ("llm gemm attn"), LLAMA_ADAMW (0: the 1.1B model without AdamW;
 #   1: with, ~18 GB per side), COMPILE (0; 1: torch.compile'd models too, minutes),
@@ -18,7 +19,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}
-PY=${PY:-/work/venv-torch/bin/python}
+PY=${PY:-.venv-bench/bin/python}
 ROUNDS=${ROUNDS:-3}
 THREADS=${THREADS:-1 2}
 MODELS=${MODELS:-gpt2 llama1b}

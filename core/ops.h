@@ -1,9 +1,12 @@
 // The op library: every op the model needs, each with forward and backward, declared
 // once here and implemented in core/cpu/ and core/cuda/ with the same names.
 //
-// Each op family's declarations live in core/ops/<family>.inc and are included three
-// times: in namespace vlm (the public op, which dispatches on stream.device()), in
-// vlm::cpu and in vlm::cuda (the implementations). So a signature is written once.
+// The op table (core/ops/ops_all.inc: one VLM_OP entry per op, by family in
+// core/ops/<family>.inc) is expanded three times here: in namespace vlm (the public op)
+// and in vlm::cpu and vlm::cuda (the implementations). So a signature is written once.
+// A public op checks its contract first, once for both backends (contract::<op>,
+// core/ops/contract.h), then core/ops/dispatch.cpp routes it by stream.device(). Adding
+// an op: (docs/architecture.md, "Core").
 //
 // Conventions (for every op):
 //  - First argument: the Stream the op runs on; every tensor must live on its device.
@@ -11,11 +14,15 @@
 //  - Activation gradients are OVERWRITTEN (=); parameter gradients ACCUMULATE (+=),
 //    so micro-batches and tied weights add up. Exceptions are named in the comment.
 //  - Dtypes: f32 on both backends; f64 also on CPU (for gradient checks); matmul also
-//    takes bf16 A/B on CUDA. A dtype an op does not support is an internal error.
+//    takes bf16 A/B. A dtype an op does not take on a device is an internal error.
+//  - A broken contract (dtype, shape, device, aliasing, range) is an internal error
+//    (VLM_ASSERT naming the op and the operand), raised before any backend runs.
 //  - Dimension letters: B batch, T tokens (packed), C channels, NH heads, NKV kv heads,
 //    HS head size, V vocabulary, N rows, K inner dim.
 #pragma once
 #include <array>
+#include <string_view>
+#include <vector>
 
 #include "core/backend.h"
 #include "core/tensor.h"
@@ -52,7 +59,7 @@ struct PixelNorm {
   std::array<float, 3> stddev{0.5f, 0.5f, 0.5f};
 };
 
-#define VLM_OPS_DECLARATIONS
+#define VLM_OP(name, params, args) void name params;
 #include "core/ops/ops_all.inc"
 namespace cpu {
 #include "core/ops/ops_all.inc"
@@ -60,6 +67,10 @@ namespace cpu {
 namespace cuda {
 #include "core/ops/ops_all.inc"
 }
-#undef VLM_OPS_DECLARATIONS
+#undef VLM_OP
+
+// The name of every public op, in table order (tests/core/test_conformance.cpp checks
+// that each has a conformance case).
+const std::vector<std::string_view>& op_names();
 
 }  // namespace vlm

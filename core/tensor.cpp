@@ -8,7 +8,15 @@
 
 namespace vlm {
 
-Shape::Shape(std::initializer_list<int64_t> dims) : Shape(std::vector<int64_t>(dims)) {}
+// Without a temporary vector: shapes are built inside ops (core/ops/contract_*.cpp),
+// which allocate nothing.
+Shape::Shape(std::initializer_list<int64_t> dims) {
+  VLM_ASSERT(dims.size() <= size_t(kMaxDims), "at most ", kMaxDims, " dims, got ", dims.size());
+  for (int64_t v : dims) {
+    VLM_ASSERT(v >= 0, "negative dimension ", v);
+    d_[size_t(n_++)] = v;
+  }
+}
 
 Shape::Shape(const std::vector<int64_t>& dims) {
   VLM_ASSERT(dims.size() <= size_t(kMaxDims), "at most ", kMaxDims, " dims, got ", dims.size());

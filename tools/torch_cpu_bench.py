@@ -16,16 +16,16 @@ first compilation takes minutes).
 
 Threads: torch.set_num_threads(--threads); bench/cpu_vs_torch.sh also sets OMP_NUM_THREADS.
 
-Installing PyTorch for this script (outside the repository; neither the build nor the
-tests need it). PyPI only carries CUDA builds of torch for Linux x86-64; CPU-only wheels
+Installing PyTorch for this script (a project-local venv, .venv-bench/, ignored by git;
+neither the build nor the tests need it). PyPI only carries CUDA builds of torch for Linux x86-64; CPU-only wheels
 are on download.pytorch.org, not on PyPI. From PyPI alone:
-  python3 -m venv /work/venv-torch
-  /work/venv-torch/bin/pip install --no-deps torch==2.15.0
-  /work/venv-torch/bin/pip install filelock typing-extensions sympy mpmath networkx jinja2 \\
-      markupsafe fsspec
+  python3 -m venv .venv-bench
+  .venv-bench/bin/pip install --no-deps torch==2.15.0
+  .venv-bench/bin/pip install filelock typing-extensions sympy mpmath networkx jinja2 \\
+      markupsafe fsspec numpy
 and, because torch's CUDA libraries must load even for CPU work: on a machine with the
 CUDA toolkit in the loader's path (/usr/local/cuda), the three it lacks, ~300 MB:
-  /work/venv-torch/bin/pip install --no-deps nvidia-cufile nvidia-cusparselt-cu13==0.8.1 \\
+  .venv-bench/bin/pip install --no-deps nvidia-cufile nvidia-cusparselt-cu13==0.8.1 \\
       nvidia-nvshmem-cu13==3.7.2
 elsewhere `pip install torch==2.15.0` with its dependencies (several GB of nvidia-*
 wheels). This script imports torch with lazy symbol binding (below), so a CUDA library

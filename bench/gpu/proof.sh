@@ -365,8 +365,8 @@ rehearse_inside() {
   command -v mpirun >/dev/null && [ -s "$(readlink -f "$(command -v mpirun)")" ] && die "rehearse: the system's mpirun is still usable"
   echo "rehearse: hidden ${HIDE_DIRS[*]} ${HIDE_FILES[*]} and $n Open MPI libraries of /usr/lib/x86_64-linux-gnu"
   MODE=rehearse OUT=${OUT:-$BUILD/rehearse-out} BUDGET_S=${BUDGET_S:-1200}
-  # PyTorch here: tools/torch_cpu_bench.py's header says how to install it in /work/venv-torch.
-  PYTHON=${PYTHON:-$([ -x /work/venv-torch/bin/python ] && echo /work/venv-torch/bin/python || echo python3)}
+  # PyTorch here: the venv of tools/torch_cpu_bench.py (its header says how to make it).
+  PYTHON=${PYTHON:-$([ -x "$ROOT/.venv-bench/bin/python" ] && echo "$ROOT/.venv-bench/bin/python" || echo python3)}
   rm -rf "$OUT"
   cmd_run
 }

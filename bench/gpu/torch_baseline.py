@@ -12,7 +12,7 @@ model). Each figure is the median of --iters timed steps after --warmup untimed 
 
 Output: one line per model and mode in bench_llm's format, so the ratio of the two is
 read off one run:
-  llama1b  bf16 params 1100.1M  B=1 T=2048  step fwd+bwd+AdamW  0.500 s (median of 5)
+  llama1b  params 1100.1M  B=1 T=2048  bf16  step fwd+bwd+AdamW  0.500 s (median of 5)
     4096 tokens/s  55.0 TFLOP/s  loss 10.373  MFU 5.6% of 989 TFLOP/s bf16  AdamW 0.010 s
     (torch 2.11.0 eager)
 MFU's peak: --peak_tflops, else the dense bf16 peak of an H100/H200 SXM (989 TFLOP/s,
@@ -105,7 +105,7 @@ def run(name, mode, args, device, peak):
     t_adam = statistics.median(x.elapsed() for x in adams)
     achieved = flops_per_token(model, T) * B * T / t
     gpu = device.type == "cuda"
-    line = (f"{name:<8} bf16 params {n_params / 1e6:.1f}M  B={B} T={T}  step fwd+bwd+AdamW  {t:.3f} s "
+    line = (f"{name:<8} params {n_params / 1e6:.1f}M  B={B} T={T}  bf16  step fwd+bwd+AdamW  {t:.3f} s "
             f"(median of {args.iters})  {B * T / t:.0f} tokens/s  "
             f"{achieved / (1e12 if gpu else 1e9):.1f} {'TFLOP/s' if gpu else 'GFLOP/s'}  loss {loss.item():.3f}")
     if peak:

@@ -35,6 +35,7 @@
 #include "core/backend.h"
 #include "core/cpu/blas.h"
 #include "core/cpu/thread_pool.h"
+#include "core/cpu_kernels.h"
 
 namespace vlm {
 namespace {
@@ -223,7 +224,7 @@ class CpuBackend final : public Backend {
   CpuBackend() : default_("default") { cpu::blas_init(); }
   DeviceKind device() const override { return DeviceKind::CPU; }
   std::string description() const override {
-    return cat("cpu (", cpu_thread_summary(), ")");
+    return cat("cpu (", cpu_thread_summary(), "; ", cpu_kernel_summary(), ")");
   }
   void* allocate(size_t bytes) override {
     if (bytes >= kHugeMin) {  // 2 MiB pages: fewer TLB misses in the big arenas' sweeps

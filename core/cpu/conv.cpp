@@ -6,7 +6,7 @@
 // per chunk, chunks in order), dcol = w^T @ g scattered back by col2im per sample
 // (parallel over input channels, each writing only its own plane: deterministic). The
 // chunking depends only on the shapes, so the result does not depend on the threads.
-// din is overwritten and skipped when undefined; bias/dbias may be undefined.
+// din is overwritten; din, dw, bias and dbias are skipped when undefined.
 // avgpool2d: k x k windows with a stride, no padding; backward spreads dout/(k*k) over
 // each window (parallel over (b, c) planes; overlapping windows add in a fixed order).
 // col and g are one per-thread scratch buffer, kept between calls.
@@ -24,16 +24,10 @@ struct ConvDims {
   int64_t B, Cin, H, W, Cout, KH, KW, Ho, Wo, K, P;
 };
 
-ConvDims conv_dims(const char* op, const Tensor& in, const Tensor& w, int stride, int pad) {
-  check_cpu(in, op, "in");
-  check_cpu(w, op, "w");
-  VLM_ASSERT(in.ndim() == 4 && w.ndim() == 4 && in.size(1) == w.size(1) && w.dtype() == in.dtype(), op,
-             ": in ", in.str(), " w ", w.str(), " (expected in[B,Cin,H,W], w[Cout,Cin,KH,KW])");
-  VLM_ASSERT(stride >= 1 && pad >= 0, op, ": stride ", stride, " pad ", pad);
+ConvDims conv_dims(const Tensor& in, const Tensor& w, int stride, int pad) {
   ConvDims d{};
   d.B = in.size(0), d.Cin = in.size(1), d.H = in.size(2), d.W = in.size(3);
   d.Cout = w.size(0), d.KH = w.size(2), d.KW = w.size(3);
-  VLM_ASSERT(d.H + 2 * pad >= d.KH && d.W + 2 * pad >= d.KW, op, ": kernel larger than padded input");
   d.Ho = (d.H + 2 * pad - d.KH) / stride + 1;
   d.Wo = (d.W + 2 * pad - d.KW) / stride + 1;
   d.K = d.Cin * d.KH * d.KW;
@@ -95,11 +89,7 @@ void col2im(const ConvDims& d, const T* col, int64_t ld, T* din, int stride, int
 void conv2d_forward(Stream& s, const Tensor& out, const Tensor& in, const Tensor& w,
                     const Tensor& bias, int stride, int pad) {
   const char* op = "conv2d_forward";
-  ConvDims d = conv_dims(op, in, w, stride, pad);
-  check_tensor(out, in.dtype(), d.B * d.Cout * d.P, op, "out");
-  VLM_ASSERT(out.ndim() == 4 && out.size(1) == d.Cout && out.size(2) == d.Ho && out.size(3) == d.Wo, op,
-             ": out ", out.str(), ", expected [", d.B, ",", d.Cout, ",", d.Ho, ",", d.Wo, "]");
-  if (bias.defined()) check_tensor(bias, in.dtype(), d.Cout, op, "bias");
+  const ConvDims d = conv_dims(in, w, stride, pad);
   if (d.B == 0 || d.Cout == 0 || d.P == 0) return;
   dispatch_float(in.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
@@ -131,11 +121,7 @@ void conv2d_forward(Stream& s, const Tensor& out, const Tensor& in, const Tensor
 void conv2d_backward(Stream& s, const Tensor& din, const Tensor& dw, const Tensor& dbias,
                      const Tensor& dout, const Tensor& in, const Tensor& w, int stride, int pad) {
   const char* op = "conv2d_backward";
-  ConvDims d = conv_dims(op, in, w, stride, pad);
-  check_tensor(dout, in.dtype(), d.B * d.Cout * d.P, op, "dout");
-  check_same(dw, w, op, "dw");
-  if (din.defined()) check_same(din, in, op, "din");
-  if (dbias.defined()) check_tensor(dbias, in.dtype(), d.Cout, op, "dbias");
+  const ConvDims d = conv_dims(in, w, stride, pad);
   if (d.B == 0 || d.Cout == 0 || d.P == 0) return;
   dispatch_float(in.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
@@ -143,7 +129,6 @@ void conv2d_backward(Stream& s, const Tensor& din, const Tensor& dw, const Tenso
     T* col = thread_scratch<T>(0, (d.K + d.Cout) * n_max * d.P);
     T* g = col + d.K * n_max * d.P;
     const T *pi = in.ptr<T>(), *pw = w.ptr<T>(), *pg = dout.ptr<T>();
-    T* pdw = dw.ptr<T>();
     for (int64_t b0 = 0; b0 < d.B; b0 += n_max) {
       const int64_t n = std::min(n_max, d.B - b0), ld = n * d.P;
       parallel_for(d.Cout, row_grain(n * d.P, kGrainStream), [&](int64_t c0, int64_t c1) {
@@ -162,8 +147,10 @@ void conv2d_backward(Stream& s, const Tensor& din, const Tensor& dw, const Tenso
         });
       }
       if (d.K == 0) continue;
-      for (int64_t j = 0; j < n; ++j) im2col(d, pi + (b0 + j) * d.Cin * d.H * d.W, col + j * d.P, ld, stride, pad);
-      blas_gemm(false, true, d.Cout, d.K, ld, 1.0, g, col, 1.0, pdw);
+      if (dw.defined()) {
+        for (int64_t j = 0; j < n; ++j) im2col(d, pi + (b0 + j) * d.Cin * d.H * d.W, col + j * d.P, ld, stride, pad);
+        blas_gemm(false, true, d.Cout, d.K, ld, 1.0, g, col, 1.0, dw.ptr<T>());
+      }
       if (din.defined()) {
         blas_gemm(true, false, d.K, ld, d.Cout, 1.0, pw, g, 0.0, col);
         for (int64_t j = 0; j < n; ++j) col2im(d, col + j * d.P, ld, din.ptr<T>() + (b0 + j) * d.Cin * d.H * d.W, stride, pad);
@@ -174,13 +161,8 @@ void conv2d_backward(Stream& s, const Tensor& din, const Tensor& dw, const Tenso
 
 void avgpool2d_forward(Stream& s, const Tensor& out, const Tensor& in, int k, int stride) {
   const char* op = "avgpool2d_forward";
-  check_cpu(in, op, "in");
-  VLM_ASSERT(in.ndim() == 4 && k >= 1 && stride >= 1 && in.size(2) >= k && in.size(3) >= k, op, ": in ",
-             in.str(), " k ", k, " stride ", stride);
   const int64_t BC = in.size(0) * in.size(1), H = in.size(2), W = in.size(3);
   const int64_t Ho = (H - k) / stride + 1, Wo = (W - k) / stride + 1;
-  check_tensor(out, in.dtype(), BC * Ho * Wo, op, "out");
-  VLM_ASSERT(out.ndim() == 4 && out.size(2) == Ho && out.size(3) == Wo, op, ": out ", out.str());
   dispatch_float(in.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     const T* pi = in.ptr<T>();
@@ -201,15 +183,8 @@ void avgpool2d_forward(Stream& s, const Tensor& out, const Tensor& in, int k, in
 
 void avgpool2d_backward(Stream& s, const Tensor& din, const Tensor& dout, int k, int stride) {
   const char* op = "avgpool2d_backward";
-  check_cpu(din, op, "din");
-  check_cpu(dout, op, "dout");
-  VLM_ASSERT(din.ndim() == 4 && dout.ndim() == 4 && din.dtype() == dout.dtype() && k >= 1 && stride >= 1 &&
-                 din.size(2) >= k && din.size(3) >= k,
-             op, ": din ", din.str(), " dout ", dout.str(), " k ", k, " stride ", stride);
   const int64_t BC = din.size(0) * din.size(1), H = din.size(2), W = din.size(3);
   const int64_t Ho = (H - k) / stride + 1, Wo = (W - k) / stride + 1;
-  VLM_ASSERT(dout.size(0) * dout.size(1) == BC && dout.size(2) == Ho && dout.size(3) == Wo, op, ": dout ",
-             dout.str(), " for din ", din.str());
   dispatch_float(din.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     const T* pg = dout.ptr<T>();
@@ -231,15 +206,6 @@ void avgpool2d_backward(Stream& s, const Tensor& din, const Tensor& dout, int k,
 }
 
 namespace {
-
-// The shared checks of the two layout ops: maps [B,C,H,W], rows [B*H*W, C], one dtype.
-void check_layout(const char* op, const Tensor& rows, const Tensor& maps) {
-  check_cpu(rows, op, "rows");
-  check_cpu(maps, op, "maps");
-  VLM_ASSERT(maps.ndim() == 4 && rows.ndim() == 2 && rows.dtype() == maps.dtype() &&
-                 rows.size(0) == maps.size(0) * maps.size(2) * maps.size(3) && rows.size(1) == maps.size(1),
-             op, ": rows ", rows.str(), " maps ", maps.str(), " (expected rows [B*H*W, C] for maps [B,C,H,W])");
-}
 
 // to_rows: rows[b*HW + p, c] = maps[(b*C + c)*HW + p]; else the reverse assignment.
 template <typename T>
@@ -264,12 +230,10 @@ void permute_maps(const Tensor& rows, const Tensor& maps, bool to_rows) {
 }  // namespace
 
 void maps_to_rows(Stream& s, const Tensor& rows, const Tensor& maps) {
-  check_layout("maps_to_rows", rows, maps);
   dispatch_float(maps.dtype(), "maps_to_rows", [&](auto tag) { permute_maps<decltype(tag)>(rows, maps, true); });
 }
 
 void rows_to_maps(Stream& s, const Tensor& maps, const Tensor& rows) {
-  check_layout("rows_to_maps", rows, maps);
   dispatch_float(maps.dtype(), "rows_to_maps", [&](auto tag) { permute_maps<decltype(tag)>(rows, maps, false); });
 }
 

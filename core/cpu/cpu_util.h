@@ -4,7 +4,7 @@
 //  - StatRef: a per-row statistic tensor (mean, rstd, lse, rowmax, ...) read and written
 //    as double. The declarations say these are f32; on CPU an f64 statistic is also
 //    accepted, so f64 gradient checks are exact.
-//  - check_cpu / check_same: shape, dtype and device asserts (internal errors).
+// The ops' arguments arrive checked (core/ops/contract.h): devices, dtypes, shapes.
 //  - gelu_tanh / gelu_tanh_grad: the GPT-2 tanh GELU and its derivative.
 //  - thread_scratch<T>(slot, n): per-thread scratch memory kept between calls.
 //  - VLM_CPU_CLONES: compile a function once per x86-64 level and pick at run time.
@@ -20,19 +20,34 @@
 #include "core/cpu/thread_pool.h"
 #include "core/tensor.h"
 
-// Function multi-versioning: the compiler emits an AVX2+FMA (x86-64-v3) and a baseline
-// body, and the dynamic loader binds the best one for the CPU at start-up, so the binary
-// runs on any x86-64 CPU. The kernels are compiled with -ffp-contract=off
-// (core/CMakeLists.txt), so both bodies round every element the same way. Off under
-// the sanitizers, whose run time is not ready when the loader runs the ifunc resolvers.
+// Function multi-versioning: the compiler emits an AVX-512 (x86-64-v4), an AVX2+FMA
+// (x86-64-v3) and a baseline body, and the dynamic loader binds the best one for the CPU
+// at start-up, so the binary runs on any x86-64 CPU. The kernels are compiled with
+// -ffp-contract=off and without reassociation (core/CMakeLists.txt), and their
+// reductions fix their order in the code (4-lane vectors, explicit lane sums), so every
+// body rounds every element the same way: results are bitwise the same at any level.
+// Off under the sanitizers, whose run time is not ready when the loader runs the ifunc
+// resolvers.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && \
     !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
-#define VLM_CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define VLM_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define VLM_CPU_CLONES_ON 1
 #else
 #define VLM_CPU_CLONES
 #endif
 
 namespace vlm::cpu {
+
+// The body VLM_CPU_CLONES functions run on this CPU: "x86-64-v4", "x86-64-v3" or
+// "baseline" (the loader's choice, asked the same way).
+inline const char* clone_level() {
+#ifdef VLM_CPU_CLONES_ON
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("x86-64-v4")) return "x86-64-v4";
+  if (__builtin_cpu_supports("x86-64-v3")) return "x86-64-v3";
+#endif
+  return "baseline";
+}
 
 // Scratch of `bytes` for the calling thread in slot 0..3, grown when a larger size is
 // asked and kept, so an op allocates only the first time it sees a size. One op uses a
@@ -52,32 +67,10 @@ void dispatch_float(DType t, const char* op, F&& f) {
   }
 }
 
-inline void check_cpu(const Tensor& t, const char* op, const char* what) {
-  VLM_ASSERT(t.defined(), op, ": ", what, " is undefined");
-  VLM_ASSERT(t.is_cpu(), op, ": ", what, " is ", t.str(), ", expected a cpu tensor");
-}
-
-// t is on CPU, has dtype `dt` and `numel` elements.
-inline void check_tensor(const Tensor& t, DType dt, int64_t numel, const char* op, const char* what) {
-  check_cpu(t, op, what);
-  VLM_ASSERT(t.dtype() == dt, op, ": ", what, " is ", t.str(), ", expected dtype ", dtype_name(dt));
-  VLM_ASSERT(t.numel() == numel, op, ": ", what, " is ", t.str(), ", expected ", numel, " elements");
-}
-
-// t is on CPU with the shape and dtype of ref.
-inline void check_same(const Tensor& t, const Tensor& ref, const char* op, const char* what) {
-  check_cpu(t, op, what);
-  VLM_ASSERT(t.dtype() == ref.dtype() && t.shape() == ref.shape(), op, ": ", what, " is ", t.str(),
-             ", expected ", ref.str());
-}
-
 class StatRef {
  public:
-  StatRef(const Tensor& t, int64_t n, const char* op, const char* what) : p_(t.data()), dt_(t.dtype()) {
-    check_cpu(t, op, what);
-    VLM_ASSERT(dt_ == DType::F32 || dt_ == DType::F64, op, ": ", what, " is ", t.str(), ", expected f32 or f64");
-    VLM_ASSERT(t.numel() == n, op, ": ", what, " is ", t.str(), ", expected ", n, " elements");
-  }
+  // t: f32 or f64 (the contract's stat(), core/ops/contract.h).
+  explicit StatRef(const Tensor& t) : p_(t.data()), dt_(t.dtype()) {}
   double get(int64_t i) const {
     return dt_ == DType::F32 ? double(static_cast<const float*>(p_)[i]) : static_cast<const double*>(p_)[i];
   }

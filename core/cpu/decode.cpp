@@ -20,18 +20,11 @@
 namespace vlm::cpu {
 
 void scatter_rows(Stream& s, const Tensor& dst, const Tensor& src, const Tensor& rows) {
-  const char* op = "scatter_rows";
-  check_cpu(dst, op, "dst");
-  check_cpu(src, op, "src");
-  VLM_ASSERT(dst.ndim() >= 1 && src.ndim() >= 1 && dst.dtype() == src.dtype(), op, ": dst ", dst.str(), " src ",
-             src.str());
   const int64_t R = dst.size(0), N = src.size(0);
   const int64_t width = R > 0 ? dst.numel() / R : 0;
-  VLM_ASSERT(N == 0 || src.numel() / N == width, op, ": rows of dst ", dst.str(), " and src ", src.str(),
-             " differ in width");
-  check_tensor(rows, DType::I32, N, op, "rows");
   const int32_t* r = rows.ptr<int32_t>();
-  for (int64_t i = 0; i < N; ++i) VLM_ASSERT(r[i] < R, op, ": row ", r[i], " of ", i, " outside dst ", dst.str());
+  for (int64_t i = 0; i < N; ++i)
+    VLM_ASSERT(r[i] < R, "scatter_rows: row ", r[i], " of ", i, " outside dst ", dst.str());
   const size_t row_bytes = size_t(width) * dtype_size(dst.dtype());
   char* d = static_cast<char*>(dst.data());
   const char* p = static_cast<const char*>(src.data());
@@ -44,17 +37,7 @@ void scatter_rows(Stream& s, const Tensor& dst, const Tensor& src, const Tensor&
 void attention_decode(Stream& s, const Tensor& out, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                       const Tensor& key_start, const Tensor& key_len, int max_len) {
   const char* op = "attention_decode";
-  check_cpu(q, op, "q");
-  check_cpu(k_cache, op, "k_cache");
-  VLM_ASSERT(q.ndim() == 3 && k_cache.ndim() == 3, op, ": q ", q.str(), " k_cache ", k_cache.str(),
-             " must be 3-D");
-  check_same(v_cache, k_cache, op, "v_cache");
-  check_same(out, q, op, "out");
   const int64_t N = q.size(0), NH = q.size(1), HS = q.size(2), R = k_cache.size(0), NKV = k_cache.size(1);
-  VLM_ASSERT(k_cache.dtype() == q.dtype() && k_cache.size(2) == HS && NKV > 0 && NH % NKV == 0, op, ": q ",
-             q.str(), " k_cache ", k_cache.str(), " (need the same HS and NH % NKV == 0)");
-  check_tensor(key_start, DType::I32, N, op, "key_start");
-  check_tensor(key_len, DType::I32, N, op, "key_len");
   const int32_t *ks = key_start.ptr<int32_t>(), *kl = key_len.ptr<int32_t>();
   for (int64_t n = 0; n < N; ++n)
     VLM_ASSERT(kl[n] >= 1 && kl[n] <= max_len && ks[n] >= 0 && int64_t(ks[n]) + kl[n] <= R, op, ": row ", n,

@@ -7,10 +7,12 @@
 //    (f32 GELU through the 4-lane vec_math.h kernel).
 //  - beta == 0 never reads C (BLAS overwrites it; K == 0 zeroes it), so NaN garbage
 //    cannot leak in.
-//  - Mixed precision (A or B bf16, C f32): both operands are copied as f32 holding
-//    their bf16 values (an f32 operand is rounded to bf16), then the f32 GEMM runs. A
-//    product of two bf16 values is exact in f32, so this is a bf16 GEMM with f32
-//    accumulation, as cuBLASLt's on the GPU (up to the order of the sums).
+//  - Mixed precision (A or B bf16, C f32; an f32 operand is rounded to bf16): on a CPU
+//    with AVX512_BF16, the bf16 operands go to the bf16 kernel (blas.h, gemm_bf16.h:
+//    vdpbf16ps, f32 sums); elsewhere both are copied as f32 holding their bf16 values
+//    and the f32 GEMM runs. A product of two bf16 values is exact in f32, so either is a
+//    bf16 GEMM with f32 accumulation, as cuBLASLt's on the GPU (up to the order of the
+//    sums, which differs between the two paths).
 // Deterministic: a GEMM is split between threads by output blocks, never over K
 // (blas.h); bias_backward sums the rows of each column in row order.
 #include <algorithm>
@@ -26,36 +28,36 @@
 namespace vlm::cpu {
 namespace {
 
-template <typename T>
-void matmul_impl(const Tensor& C, const Tensor& A, const Tensor& B, const GemmOpts& o) {
-  const GemmShape g = gemm_shape(C, A, B, o);
+// The products of every batch entry: C = alpha op(A) op(B) + beta C, A and B of element
+// type TA (T, or bf16 on the bf16 units), C of T.
+template <typename T, typename TA>
+void batched_gemm(const GemmShape& g, const TA* pa, const TA* pb, T* pc, const GemmOpts& o, size_t c_bytes) {
   const int64_t M = g.M, N = g.N, K = g.K, nb = g.batch;
-  const T* pa = A.ptr<T>();
-  const T* pb = B.ptr<T>();
-  T* pc = C.ptr<T>();
   const int64_t sa = g.stride_a, sb = g.stride_b, sc = g.stride_c;
   // beta == 0: BLAS overwrites C without reading it (BLAS contract); only K == 0, done by
   // hand below, needs C zeroed first.
-  if (o.beta == 0.f && K == 0) std::memset(static_cast<void*>(pc), 0, C.nbytes());
+  if (o.beta == 0.f && K == 0) std::memset(static_cast<void*>(pc), 0, c_bytes);
   for (int64_t i = 0; i < nb; ++i) {
     if (M == 0 || N == 0) break;
     if (K == 0) {  // BLAS may return early: apply beta by hand
       for (int64_t j = 0; j < sc; ++j) pc[i * sc + j] *= T(o.beta);
       continue;
     }
-    blas_gemm(o.trans_a, o.trans_b, M, N, K, o.alpha, pa + i * sa, pb + i * sb, o.beta, pc + i * sc);
+    gemm_ld(o.trans_a, o.trans_b, M, N, K, o.alpha, pa + i * sa, o.trans_a ? M : K, pb + i * sb, o.trans_b ? K : N,
+            o.beta, pc + i * sc, N);
   }
+}
+
+// + bias, then GELU (keeping pre_gelu), on every row of C.
+template <typename T>
+void epilogue(const Tensor& C, const GemmShape& g, const GemmOpts& o) {
   if (!o.bias && !o.gelu) return;
+  const int64_t N = g.N, nb = g.batch, M = g.M;
+  T* pc = C.ptr<T>();
   const T* bias = nullptr;
-  if (o.bias) {
-    check_tensor(*o.bias, C.dtype(), N, "matmul", "bias");
-    bias = o.bias->ptr<T>();
-  }
+  if (o.bias) bias = o.bias->ptr<T>();
   T* pre = nullptr;
-  if (o.gelu && o.pre_gelu) {
-    check_same(*o.pre_gelu, C, "matmul", "pre_gelu");
-    pre = o.pre_gelu->ptr<T>();
-  }
+  if (o.gelu && o.pre_gelu) pre = o.pre_gelu->ptr<T>();
   const int64_t rows = nb * M;
   parallel_for(rows, row_grain(N, o.gelu ? kGrainMath : kGrainStream), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
@@ -73,9 +75,15 @@ void matmul_impl(const Tensor& C, const Tensor& A, const Tensor& B, const GemmOp
 }
 
 template <typename T>
+void matmul_impl(const Tensor& C, const Tensor& A, const Tensor& B, const GemmOpts& o) {
+  const GemmShape g = gemm_shape(C, A, B, o);
+  batched_gemm<T>(g, A.ptr<T>(), B.ptr<T>(), C.ptr<T>(), o, C.nbytes());
+  epilogue<T>(C, g, o);
+}
+
+template <typename T>
 void bias_backward_impl(const Tensor& dbias, const Tensor& dout) {
   const int64_t N = dout.cols(), R = dout.rows();
-  check_tensor(dbias, dout.dtype(), N, "bias_backward", "dbias");
   const T* g = dout.ptr<T>();
   T* db = dbias.ptr<T>();
   // Column blocks in parallel; inside a block rows are summed in order (fixed order).
@@ -101,8 +109,7 @@ Tensor bf16_values_f32(const Tensor& t, int slot) {
     parallel_for(n, kGrainStream, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) d[i] = bf16_to_f32(p[i]);
     });
-  } else {
-    VLM_ASSERT(t.dtype() == DType::F32, "matmul: mixed-precision operand ", t.str(), " (f32 or bf16)");
+  } else {  // f32 (the contract: core/ops/contract_gemm.cpp)
     const float* p = t.ptr<float>();
     parallel_for(n, kGrainStream, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) d[i] = bf16_to_f32(f32_to_bf16(p[i]));
@@ -111,27 +118,42 @@ Tensor bf16_values_f32(const Tensor& t, int slot) {
   return Tensor(d, t.shape(), DType::F32, DeviceKind::CPU);
 }
 
+// t (f32 or bf16) as bf16: t's own data when bf16, else a rounded copy in this thread's
+// scratch `slot`.
+const bf16* bf16_operand(const Tensor& t, int slot) {
+  if (t.dtype() == DType::BF16) return t.ptr<bf16>();
+  VLM_ASSERT(t.dtype() == DType::F32, "matmul: mixed-precision operand ", t.str(), " (f32 or bf16)");
+  const int64_t n = t.numel();
+  bf16* d = thread_scratch<bf16>(slot, n);
+  const float* p = t.ptr<float>();
+  parallel_for(n, kGrainStream, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) d[i] = f32_to_bf16(p[i]);
+  });
+  return d;
+}
+
 }  // namespace
 
 void matmul(Stream& s, const Tensor& C, const Tensor& A, const Tensor& B, const GemmOpts& o) {
-  check_cpu(C, "matmul", "C");
-  check_cpu(A, "matmul", "A");
-  check_cpu(B, "matmul", "B");
-  if (A.dtype() == DType::BF16 || B.dtype() == DType::BF16) {  // mixed precision (file comment)
-    VLM_ASSERT(C.dtype() == DType::F32, "matmul: bf16 operands need an f32 C, got ", C.str());
-    VLM_ASSERT(!o.bias || o.bias->dtype() == DType::F32, "matmul: bias of a bf16 GEMM must be f32");
-    // Slots 0 and 3 of this thread (cpu_util.h); the BLAS tasks use no scratch.
+  if (A.dtype() == DType::BF16 || B.dtype() == DType::BF16) {  // mixed precision (file comment), C f32
+    // Slots 0 and 3 of this thread (cpu_util.h); the BLAS tasks use no scratch, the bf16
+    // kernel slots 1 and 2.
+    if (gemm_bf16_units()) {
+      const GemmShape g = gemm_shape(C, A, B, o);
+      const bf16* a = bf16_operand(A, 0);
+      const bf16* b = bf16_operand(B, 3);
+      batched_gemm<float>(g, a, b, C.ptr<float>(), o, C.nbytes());
+      epilogue<float>(C, g, o);
+      return;
+    }
     const Tensor a = bf16_values_f32(A, 0), b = bf16_values_f32(B, 3);
     matmul_impl<float>(C, a, b, o);
     return;
   }
-  VLM_ASSERT(A.dtype() == C.dtype() && B.dtype() == C.dtype(), "matmul: dtypes differ: A ", A.str(), " B ",
-             B.str(), " C ", C.str());
   dispatch_float(C.dtype(), "matmul", [&](auto tag) { matmul_impl<decltype(tag)>(C, A, B, o); });
 }
 
 void bias_backward(Stream& s, const Tensor& dbias, const Tensor& dout) {
-  check_cpu(dout, "bias_backward", "dout");
   dispatch_float(dout.dtype(), "bias_backward", [&](auto tag) { bias_backward_impl<decltype(tag)>(dbias, dout); });
 }
 

@@ -18,13 +18,6 @@
 namespace vlm::cpu {
 namespace {
 
-// Common checks: logits[N,V] on CPU and targets[N] i32; returns N.
-int64_t check_logits(const char* op, const Tensor& logits, const Tensor& targets) {
-  check_cpu(logits, op, "logits");
-  check_tensor(targets, DType::I32, logits.rows(), op, "targets");
-  return logits.rows();
-}
-
 template <typename T>
 double row_max(const T* x, int64_t V) {
   double mx = -INFINITY;
@@ -82,8 +75,8 @@ void for_rows(int64_t N, int64_t V, F&& f) {
 void cross_entropy_forward(Stream& s, const Tensor& losses, const Tensor& logits,
                            const Tensor& targets, int ignore_index) {
   const char* op = "cross_entropy_forward";
-  const int64_t N = check_logits(op, logits, targets), V = logits.cols();
-  StatRef ls(losses, N, op, "losses");
+  const int64_t N = logits.rows(), V = logits.cols();
+  const StatRef ls(losses);
   const int32_t* tg = targets.ptr<int32_t>();
   dispatch_float(logits.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
@@ -104,9 +97,8 @@ void cross_entropy_forward(Stream& s, const Tensor& losses, const Tensor& logits
 void cross_entropy_backward(Stream& s, const Tensor& dlogits, const Tensor& logits,
                             const Tensor& targets, const Tensor& dlosses, int ignore_index) {
   const char* op = "cross_entropy_backward";
-  const int64_t N = check_logits(op, logits, targets), V = logits.cols();
-  check_same(dlogits, logits, op, "dlogits");
-  StatRef dl(dlosses, N, op, "dlosses");
+  const int64_t N = logits.rows(), V = logits.cols();
+  const StatRef dl(dlosses);
   const int32_t* tg = targets.ptr<int32_t>();
   dispatch_float(logits.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
@@ -128,9 +120,8 @@ void cross_entropy_backward(Stream& s, const Tensor& dlogits, const Tensor& logi
 
 void vocab_ce_rowmax(Stream& s, const Tensor& rowmax, const Tensor& logits) {
   const char* op = "vocab_ce_rowmax";
-  check_cpu(logits, op, "logits");
   const int64_t N = logits.rows(), V = logits.cols();
-  StatRef rm(rowmax, N, op, "rowmax");
+  const StatRef rm(rowmax);
   dispatch_float(logits.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     const T* x = logits.ptr<T>();
@@ -142,8 +133,8 @@ void vocab_ce_sumexp(Stream& s, const Tensor& sumexp, const Tensor& target_logit
                      const Tensor& logits, const Tensor& rowmax, const Tensor& targets,
                      int64_t vocab_offset) {
   const char* op = "vocab_ce_sumexp";
-  const int64_t N = check_logits(op, logits, targets), V = logits.cols();
-  StatRef se(sumexp, N, op, "sumexp"), tl(target_logit, N, op, "target_logit"), rm(rowmax, N, op, "rowmax");
+  const int64_t N = logits.rows(), V = logits.cols();
+  const StatRef se(sumexp), tl(target_logit), rm(rowmax);
   const int32_t* tg = targets.ptr<int32_t>();
   dispatch_float(logits.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
@@ -159,12 +150,8 @@ void vocab_ce_sumexp(Stream& s, const Tensor& sumexp, const Tensor& target_logit
 
 void vocab_ce_loss(Stream& s, const Tensor& losses, const Tensor& rowmax, const Tensor& sumexp,
                    const Tensor& target_logit, const Tensor& targets, int ignore_index) {
-  const char* op = "vocab_ce_loss";
-  check_cpu(targets, op, "targets");
   const int64_t N = targets.numel();
-  check_tensor(targets, DType::I32, N, op, "targets");
-  StatRef ls(losses, N, op, "losses"), rm(rowmax, N, op, "rowmax"), se(sumexp, N, op, "sumexp"),
-      tl(target_logit, N, op, "target_logit");
+  const StatRef ls(losses), rm(rowmax), se(sumexp), tl(target_logit);
   const int32_t* tg = targets.ptr<int32_t>();
   for (int64_t n = 0; n < N; ++n)
     ls.set(n, tg[n] == ignore_index ? 0.0 : std::log(se.get(n)) + rm.get(n) - tl.get(n));
@@ -174,9 +161,8 @@ void vocab_ce_backward(Stream& s, const Tensor& dlogits, const Tensor& logits,
                        const Tensor& rowmax, const Tensor& sumexp, const Tensor& targets,
                        const Tensor& dlosses, int64_t vocab_offset, int ignore_index) {
   const char* op = "vocab_ce_backward";
-  const int64_t N = check_logits(op, logits, targets), V = logits.cols();
-  check_same(dlogits, logits, op, "dlogits");
-  StatRef rm(rowmax, N, op, "rowmax"), se(sumexp, N, op, "sumexp"), dl(dlosses, N, op, "dlosses");
+  const int64_t N = logits.rows(), V = logits.cols();
+  const StatRef rm(rowmax), se(sumexp), dl(dlosses);
   const int32_t* tg = targets.ptr<int32_t>();
   dispatch_float(logits.dtype(), op, [&](auto tag) {
     using T = decltype(tag);

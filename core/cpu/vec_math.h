@@ -1,12 +1,18 @@
-// Branch-free f32 math on 4-lane GCC/Clang vectors for the CPU ops' hot loops
-// (attention softmax, tanh-GELU in matmul epilogues and gelu_forward/backward); not a
-// public header. The f64 paths keep std:: functions (gradient checks need them exact).
+// Branch-free f32 math on GCC/Clang vectors for the CPU ops' hot loops (attention
+// softmax, tanh-GELU in matmul epilogues and gelu_forward/backward); not a public
+// header. The f64 paths keep std:: functions (gradient checks need them exact).
+//  - exp_v / tanh_v / gelu_v / gelu_grad_v: lane-wise, on any vector width (v4f, v16f):
+//    every lane runs the same IEEE operations in the same order (no contraction:
+//    core/CMakeLists.txt), so a value does not depend on the width nor on the
+//    instruction set a clone was compiled for.
 //  - exp_v4: Cephes expf, relative error < 2e-7; x clamped to [-87.3, 88.3] (so exp of
 //    a very negative x is FLT_MIN, not 0).
 //  - tanh_v4: sign(u) (1 - 2 / (exp(2|u|) + 1)), absolute error < 3e-7.
-//  - gelu_f32 / gelu_grad_f32: the GPT-2 tanh GELU (cpu_util.h) over n floats. Every
-//    element goes through the same vector code (a short tail is padded), so a value
-//    never depends on its position or on how a loop was split between threads.
+//  - gelu_f32 / gelu_grad_f32: the GPT-2 tanh GELU (cpu_util.h) over n floats, 16 lanes
+//    at a time in VLM_CPU_CLONES bodies (vec_math.cpp: one zmm on AVX-512, two ymm on
+//    AVX2, four xmm at baseline). Every element goes through the same vector code (a
+//    short tail is padded), so a value never depends on its position or on how a loop
+//    was split between threads.
 //  - exp_shifted: the exponentials of a softmax row (attention.cpp, decode.cpp share it,
 //    so cached decoding and full attention round alike).
 #pragma once
@@ -19,41 +25,51 @@ namespace vlm::cpu {
 
 using v4f = float __attribute__((vector_size(16)));
 using v4i = int32_t __attribute__((vector_size(16)));
+using v16f = float __attribute__((vector_size(64)));
+using v16i = int32_t __attribute__((vector_size(64)));
 
-inline v4f exp_v4(v4f x) {
-  x = x < -87.33654f ? v4f{} - 87.33654f : x;
-  x = x > 88.3762626647949f ? v4f{} + 88.3762626647949f : x;
+// VI: the int32 vector of V's lane count.
+template <typename V, typename VI>
+inline V exp_v(V x) {
+  x = x < -87.33654f ? V{} - 87.33654f : x;
+  x = x > 88.3762626647949f ? V{} + 88.3762626647949f : x;
   const float magic = 12582912.0f;  // 1.5 * 2^23: adding and subtracting rounds to nearest
-  const v4f n = (x * 1.44269504088896341f + magic) - magic;
+  const V n = (x * 1.44269504088896341f + magic) - magic;
   x = x - n * 0.693359375f + n * 2.12194440e-4f;  // x - n ln2 in two parts
-  v4f y = x * 1.9875691500e-4f + 1.3981999507e-3f;
+  V y = x * 1.9875691500e-4f + 1.3981999507e-3f;
   y = y * x + 8.3334519073e-3f;
   y = y * x + 4.1665795894e-2f;
   y = y * x + 1.6666665459e-1f;
   y = y * x + 5.0000001201e-1f;
   y = y * x * x + x + 1.0f;
-  const v4i e = (__builtin_convertvector(n, v4i) + 127) << 23;  // bits of 2^n
-  v4f p2;
+  const VI e = (__builtin_convertvector(n, VI) + 127) << 23;  // bits of 2^n
+  V p2;
   std::memcpy(&p2, &e, sizeof p2);
   return y * p2;
 }
 
-inline v4f tanh_v4(v4f u) {
-  const v4f a = u < 0.0f ? -u : u;
-  const v4f t = 1.0f - 2.0f / (exp_v4(a + a) + 1.0f);
+template <typename V, typename VI>
+inline V tanh_v(V u) {
+  const V a = u < 0.0f ? -u : u;
+  const V t = 1.0f - 2.0f / (exp_v<V, VI>(a + a) + 1.0f);
   return u < 0.0f ? -t : t;
 }
 
-inline v4f gelu_v4(v4f x) {
+template <typename V, typename VI>
+inline V gelu_v(V x) {
   const float k = float(kGeluK), c = float(kGeluC);
-  return 0.5f * x * (1.0f + tanh_v4(k * (x + c * x * x * x)));
+  return 0.5f * x * (1.0f + tanh_v<V, VI>(k * (x + c * x * x * x)));
 }
 
-inline v4f gelu_grad_v4(v4f x) {
+template <typename V, typename VI>
+inline V gelu_grad_v(V x) {
   const float k = float(kGeluK), c = float(kGeluC);
-  const v4f t = tanh_v4(k * (x + c * x * x * x));
+  const V t = tanh_v<V, VI>(k * (x + c * x * x * x));
   return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * k * (1.0f + 3.0f * c * x * x);
 }
+
+inline v4f exp_v4(v4f x) { return exp_v<v4f, v4i>(x); }
+inline v4f tanh_v4(v4f u) { return tanh_v<v4f, v4i>(u); }
 
 // Calls f(j, w) for chunks [j, j+w) of [0, n), w = 4 but for a last shorter chunk.
 template <typename F>
@@ -78,17 +94,11 @@ inline void store4(float* p, v4f v, int64_t w) {
     std::memcpy(p, &v, size_t(w) * sizeof(float));
 }
 
-// y[i] = gelu(x[i]); y may alias x.
-inline void gelu_f32(float* y, const float* x, int64_t n) {
-  for_chunks4(n, [&](int64_t j, int64_t w) { store4(y + j, gelu_v4(load4(x + j, w)), w); });
-}
+// y[i] = gelu(x[i]); y may alias x (vec_math.cpp).
+void gelu_f32(float* y, const float* x, int64_t n);
 
-// d[i] = g[i] * gelu'(x[i]); d may alias g or x.
-inline void gelu_grad_f32(float* d, const float* x, const float* g, int64_t n) {
-  for_chunks4(n, [&](int64_t j, int64_t w) {
-    store4(d + j, load4(g + j, w) * gelu_grad_v4(load4(x + j, w)), w);
-  });
-}
+// d[i] = g[i] * gelu'(x[i]); d may alias g or x (vec_math.cpp).
+void gelu_grad_f32(float* d, const float* x, const float* g, int64_t n);
 
 // x[j] = exp(x[j] - m), j < n; returns sum_j x[j] in double (f32: exp_v4, four lane
 // sums added in a fixed order at the end; f64: std::exp).

@@ -1,5 +1,5 @@
 // Shared pieces of the CUDA attention kernels (attention_forward.cu, attention_backward.cu):
-// tile sizes, the launch parameters, argument checks and the head-size dispatch.
+// tile sizes, the launch parameters, the kernels' limits and the head-size dispatch.
 //
 // Layout: q[T,NH,HS], k/v[T,NKV,HS], out[T,NH,HS], lse[T,NH], all f32; cu_seqlens[B+1]
 // (i32, device) cuts T into samples; head h reads kv head h / (NH/NKV).
@@ -38,25 +38,13 @@ struct Params {
   bool causal;
 };
 
-// Checks the shapes common to forward and backward; returns the number of samples B.
-inline int check_attention(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
-                           const Tensor& cu_seqlens, int max_seqlen) {
-  check_f32(q, op, "q");
-  check_f32(k, op, "k");
-  check_f32(v, op, "v");
-  VLM_ASSERT(q.ndim() == 3 && k.ndim() == 3, op, ": expected q[T,NH,HS], k[T,NKV,HS], got ", q.str(), " ", k.str());
-  check_same(v, k, op, "v");
-  VLM_ASSERT(k.size(0) == q.size(0) && k.size(2) == q.size(2), op, ": k ", k.str(), " does not match q ", q.str());
-  VLM_ASSERT(k.size(1) > 0 && q.size(1) % k.size(1) == 0, op, ": NH=", q.size(1), " not a multiple of NKV=",
-             k.size(1));
-  VLM_ASSERT(q.size(2) >= 1 && q.size(2) <= kMaxHeadSize, op, ": head size ", q.size(2), " outside [1, ",
-             kMaxHeadSize, "] (the CUDA kernels keep ceil(HS/32) columns per lane)");
-  check_dev(cu_seqlens, op, "cu_seqlens");
-  VLM_ASSERT(cu_seqlens.dtype() == DType::I32 && cu_seqlens.ndim() == 1 && cu_seqlens.numel() >= 1, op,
-             ": cu_seqlens must be i32 [B+1], got ", cu_seqlens.str());
+// The limits of these kernels, common to forward and backward (the op's contract is
+// checked before: core/ops/contract_attention.cpp); returns the number of samples B.
+inline int check_limits(const char* op, const Tensor& q, const Tensor& cu_seqlens) {
+  VLM_ASSERT(q.size(2) <= kMaxHeadSize, op, ": head size ", q.size(2), " above ", kMaxHeadSize,
+             " (the CUDA kernels keep ceil(HS/32) columns per lane)");
   const int64_t B = cu_seqlens.numel() - 1;
   VLM_ASSERT(B <= 65535, op, ": at most 65535 samples per call, got ", B);
-  VLM_ASSERT(max_seqlen >= 0 && max_seqlen <= q.size(0), op, ": max_seqlen ", max_seqlen, " for T=", q.size(0));
   VLM_ASSERT(q.size(0) < (int64_t(1) << 31), op, ": T must fit in int32");
   return int(B);
 }

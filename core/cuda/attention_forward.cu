@@ -120,9 +120,7 @@ void launch_forward(cudaStream_t st, dim3 grid, const Params& P, float* out, flo
 void attention_forward(Stream& s, const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
                        const Tensor& v, const Tensor& cu_seqlens, int max_seqlen, bool causal) {
   const char* op = "attention_forward";
-  const int B = check_attention(op, q, k, v, cu_seqlens, max_seqlen);
-  check_same(out, q, op, "out");
-  check_tensor(lse, DType::F32, q.size(0) * q.size(1), op, "lse");
+  const int B = check_limits(op, q, cu_seqlens);
   cudaStream_t st = stream_of(s);
   // Rows outside every sample are never visited by the kernel: define them as 0.
   CUDA_CHECK(cudaMemsetAsync(out.data(), 0, out.nbytes(), st));

@@ -62,15 +62,9 @@ struct Conv {
         c(stride, pad) {}
 };
 
-// Checks in/w and returns the convolution (out shape given by the formula of conv.inc).
+// The convolution of in/w (out shape given by the formula of conv.inc; the op's contract
+// is checked before: core/ops/contract_conv.cpp), within cuDNN's int dimensions.
 Conv make_conv(const char* op, const Tensor& in, const Tensor& w, int stride, int pad) {
-  check_f32(in, op, "in");
-  check_f32(w, op, "w");
-  VLM_ASSERT(in.ndim() == 4 && w.ndim() == 4 && in.size(1) == w.size(1), op, ": in ", in.str(), " w ", w.str(),
-             " (expected in[B,Cin,H,W], w[Cout,Cin,KH,KW])");
-  VLM_ASSERT(stride >= 1 && pad >= 0, op, ": stride ", stride, " pad ", pad);
-  VLM_ASSERT(in.size(2) + 2 * pad >= w.size(2) && in.size(3) + 2 * pad >= w.size(3), op,
-             ": kernel larger than padded input");
   VLM_ASSERT(in.numel() < (int64_t(1) << 31), op, ": cuDNN descriptors take int dimensions");
   return Conv(in.size(0), in.size(1), in.size(2), in.size(3), w.size(0), w.size(2), w.size(3), stride, pad);
 }
@@ -108,10 +102,6 @@ void conv2d_forward(Stream& s, const Tensor& out, const Tensor& in, const Tensor
                     int pad) {
   const char* op = "conv2d_forward";
   Conv cv = make_conv(op, in, w, stride, pad);
-  check_f32(out, op, "out");
-  VLM_ASSERT(out.shape() == Shape({cv.B, cv.Cout, cv.Ho, cv.Wo}), op, ": out is ", out.str(), ", expected [", cv.B,
-             ",", cv.Cout, ",", cv.Ho, ",", cv.Wo, "]");
-  if (bias.defined()) check_tensor(bias, DType::F32, cv.Cout, op, "bias");
   if (out.numel() == 0) return;
   CudaStream& cs = cuda_stream(s);
   cudnnHandle_t h = cs.cudnn();
@@ -139,12 +129,6 @@ void conv2d_backward(Stream& s, const Tensor& din, const Tensor& dw, const Tenso
                      const Tensor& in, const Tensor& w, int stride, int pad) {
   const char* op = "conv2d_backward";
   Conv cv = make_conv(op, in, w, stride, pad);
-  check_f32(dout, op, "dout");
-  VLM_ASSERT(dout.shape() == Shape({cv.B, cv.Cout, cv.Ho, cv.Wo}), op, ": dout is ", dout.str(), ", expected [",
-             cv.B, ",", cv.Cout, ",", cv.Ho, ",", cv.Wo, "]");
-  if (din.defined()) check_same(din, in, op, "din");
-  if (dw.defined()) check_same(dw, w, op, "dw");
-  if (dbias.defined()) check_tensor(dbias, DType::F32, cv.Cout, op, "dbias");
   if (din.defined() && in.numel() > 0 && dout.numel() == 0)  // nothing flows back: din = 0
     CUDA_CHECK(cudaMemsetAsync(din.data(), 0, din.nbytes(), stream_of(s)));
   if (dout.numel() == 0) return;
@@ -198,12 +182,7 @@ __global__ void permute_maps_kernel(float* rows, float* maps, int64_t n, int64_t
   }
 }
 
-void permute_maps(Stream& s, const char* op, const Tensor& rows, const Tensor& maps, bool to_rows) {
-  check_f32(rows, op, "rows");
-  check_f32(maps, op, "maps");
-  VLM_ASSERT(maps.ndim() == 4 && rows.ndim() == 2 && rows.size(0) == maps.size(0) * maps.size(2) * maps.size(3) &&
-                 rows.size(1) == maps.size(1),
-             op, ": rows ", rows.str(), " maps ", maps.str(), " (expected rows [B*H*W, C] for maps [B,C,H,W])");
+void permute_maps(Stream& s, const Tensor& rows, const Tensor& maps, bool to_rows) {
   const int64_t n = rows.numel();
   if (n == 0) return;
   permute_maps_kernel<<<grid_1d(n), kThreads, 0, stream_of(s)>>>(f32p(rows), f32p(maps), n, maps.size(1),
@@ -213,7 +192,7 @@ void permute_maps(Stream& s, const char* op, const Tensor& rows, const Tensor& m
 
 }  // namespace
 
-void maps_to_rows(Stream& s, const Tensor& rows, const Tensor& maps) { permute_maps(s, "maps_to_rows", rows, maps, true); }
-void rows_to_maps(Stream& s, const Tensor& maps, const Tensor& rows) { permute_maps(s, "rows_to_maps", rows, maps, false); }
+void maps_to_rows(Stream& s, const Tensor& rows, const Tensor& maps) { permute_maps(s, rows, maps, true); }
+void rows_to_maps(Stream& s, const Tensor& maps, const Tensor& rows) { permute_maps(s, rows, maps, false); }
 
 }  // namespace vlm::cuda

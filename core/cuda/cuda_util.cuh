@@ -1,6 +1,6 @@
 // Helpers shared by the CUDA op files (core/cuda/*.cu), not a public header:
-//  - tensor checks (defined, on CUDA, dtype, element count) as internal errors, and typed
-//    device pointers (f32p, i32p, bf16p);
+//  - typed device pointers (f32p, i32p, bf16p); the ops' arguments arrive checked
+//    (core/ops/contract.h), so a kernel file checks only its device's own limits;
 //  - launch sizes: grid-stride loops over int64 element counts (grid_1d), kThreads;
 //  - warp and block reductions (sum, max) in f32; block reductions need blockDim.x to be
 //    a multiple of 32 and are called by every thread of the block;
@@ -23,32 +23,7 @@ namespace vlm::cuda {
 
 inline constexpr int kThreads = 256;
 
-// ---- checks and pointers (host) -------------------------------------------------------
-
-inline void check_dev(const Tensor& t, const char* op, const char* what) {
-  VLM_ASSERT(t.defined(), op, ": ", what, " is undefined");
-  VLM_ASSERT(t.device() == DeviceKind::CUDA, op, ": ", what, " is ", t.str(), ", expected a cuda tensor");
-}
-
-// t is a CUDA tensor of dtype dt with numel elements.
-inline void check_tensor(const Tensor& t, DType dt, int64_t numel, const char* op, const char* what) {
-  check_dev(t, op, what);
-  VLM_ASSERT(t.dtype() == dt, op, ": ", what, " is ", t.str(), ", expected dtype ", dtype_name(dt));
-  VLM_ASSERT(t.numel() == numel, op, ": ", what, " is ", t.str(), ", expected ", numel, " elements");
-}
-
-// t is a CUDA tensor with the shape and dtype of ref.
-inline void check_same(const Tensor& t, const Tensor& ref, const char* op, const char* what) {
-  check_dev(t, op, what);
-  VLM_ASSERT(t.dtype() == ref.dtype() && t.shape() == ref.shape(), op, ": ", what, " is ", t.str(),
-             ", expected ", ref.str());
-}
-
-// t is a CUDA f32 tensor.
-inline void check_f32(const Tensor& t, const char* op, const char* what) {
-  check_dev(t, op, what);
-  VLM_ASSERT(t.dtype() == DType::F32, op, ": ", what, " is ", t.str(), ", expected f32 on cuda");
-}
+// ---- pointers (host) -----------------------------------------------------------------
 
 inline float* f32p(const Tensor& t) { return t.ptr<float>(); }
 inline int32_t* i32p(const Tensor& t) { return t.ptr<int32_t>(); }

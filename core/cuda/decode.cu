@@ -98,16 +98,8 @@ void launch_decode(cudaStream_t st, dim3 grid, float* out, const float* q, const
 }  // namespace
 
 void scatter_rows(Stream& s, const Tensor& dst, const Tensor& src, const Tensor& rows) {
-  const char* op = "scatter_rows";
-  check_dev(dst, op, "dst");
-  check_dev(src, op, "src");
-  VLM_ASSERT(dst.ndim() >= 1 && src.ndim() >= 1 && dst.dtype() == src.dtype(), op, ": dst ", dst.str(), " src ",
-             src.str());
   const int64_t R = dst.size(0), N = src.size(0);
   const int64_t width = R > 0 ? dst.numel() / R : 0;
-  VLM_ASSERT(N == 0 || src.numel() / N == width, op, ": rows of dst ", dst.str(), " and src ", src.str(),
-             " differ in width");
-  check_tensor(rows, DType::I32, N, op, "rows");
   const int64_t row_bytes = width * int64_t(dtype_size(dst.dtype()));
   if (N == 0 || row_bytes == 0) return;
   cudaStream_t st = stream_of(s);
@@ -127,21 +119,9 @@ void scatter_rows(Stream& s, const Tensor& dst, const Tensor& src, const Tensor&
 void attention_decode(Stream& s, const Tensor& out, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                       const Tensor& key_start, const Tensor& key_len, int max_len) {
   const char* op = "attention_decode";
-  check_f32(q, op, "q");
-  check_f32(k_cache, op, "k_cache");
-  VLM_ASSERT(q.ndim() == 3 && k_cache.ndim() == 3, op, ": q ", q.str(), " k_cache ", k_cache.str(),
-             " must be 3-D");
-  check_same(v_cache, k_cache, op, "v_cache");
-  check_same(out, q, op, "out");
   const int64_t N = q.size(0), NH = q.size(1), HS = q.size(2), NKV = k_cache.size(1);
-  VLM_ASSERT(k_cache.size(2) == HS && NKV > 0 && NH % NKV == 0, op, ": q ", q.str(), " k_cache ", k_cache.str(),
-             " (need the same HS and NH % NKV == 0)");
-  VLM_ASSERT(HS >= 1 && HS <= attn::kMaxHeadSize, op, ": head size ", HS, " outside [1, ", attn::kMaxHeadSize, "]");
+  VLM_ASSERT(HS <= attn::kMaxHeadSize, op, ": head size ", HS, " above ", attn::kMaxHeadSize);
   VLM_ASSERT(N <= 65535 && NH <= 65535, op, ": at most 65535 rows and heads per call, got ", N, " and ", NH);
-  check_tensor(key_start, DType::I32, N, op, "key_start");
-  check_tensor(key_len, DType::I32, N, op, "key_len");
-  VLM_ASSERT(max_len >= 1 && max_len <= k_cache.size(0), op, ": max_len ", max_len, " for a cache of ",
-             k_cache.size(0), " rows");
   if (N == 0) return;
   cudaStream_t st = stream_of(s);
   const dim3 grid(static_cast<unsigned>(NH), static_cast<unsigned>(N));

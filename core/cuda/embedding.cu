@@ -28,12 +28,7 @@ __global__ void embedding_backward_kernel(float* dtable, const float* dout, cons
 }  // namespace
 
 void embedding_forward(Stream& s, const Tensor& out, const Tensor& ids, const Tensor& table, int64_t vocab_offset) {
-  const char* op = "embedding_forward";
-  check_f32(table, op, "table");
-  VLM_ASSERT(table.ndim() == 2, op, ": table must be [V,C], got ", table.str());
   const int64_t V = table.size(0), C = table.size(1), T = ids.numel();
-  check_tensor(ids, DType::I32, T, op, "ids");
-  check_tensor(out, DType::F32, T * C, op, "out");
   const int64_t n = T * C;
   if (n == 0) return;
   embedding_forward_kernel<<<grid_1d(n), kThreads, 0, stream_of(s)>>>(f32p(out), i32p(ids), f32p(table), n, C, V,
@@ -43,12 +38,7 @@ void embedding_forward(Stream& s, const Tensor& out, const Tensor& ids, const Te
 
 void embedding_backward(Stream& s, const Tensor& dtable, const Tensor& dout, const Tensor& ids,
                         int64_t vocab_offset) {
-  const char* op = "embedding_backward";
-  check_f32(dtable, op, "dtable");
-  VLM_ASSERT(dtable.ndim() == 2, op, ": dtable must be [V,C], got ", dtable.str());
   const int64_t V = dtable.size(0), C = dtable.size(1), T = ids.numel();
-  check_tensor(ids, DType::I32, T, op, "ids");
-  check_tensor(dout, DType::F32, T * C, op, "dout");
   const int64_t n = T * C;
   if (n == 0) return;
   embedding_backward_kernel<<<grid_1d(n), kThreads, 0, stream_of(s)>>>(f32p(dtable), f32p(dout), i32p(ids), n, C,

@@ -181,36 +181,17 @@ __global__ void bias_backward_kernel(float* dbias, const float* dout, int64_t ro
 }  // namespace
 
 void matmul(Stream& s, const Tensor& C, const Tensor& A, const Tensor& B, const GemmOpts& o) {
-  check_dev(C, "matmul", "C");
-  check_dev(A, "matmul", "A");
-  check_dev(B, "matmul", "B");
   if (A.dtype() != B.dtype()) {  // mixed precision: cast the f32 operand (file comment)
     const bool a_f32 = A.dtype() == DType::F32;
     const Tensor& f = a_f32 ? A : B;
-    VLM_ASSERT((a_f32 ? B : A).dtype() == DType::BF16 && f.dtype() == DType::F32,
-               "matmul: operands ", A.str(), " and ", B.str(), " (f32 and/or bf16)");
     Tensor cast(cuda_stream(s).cast_scratch(size_t(f.numel()) * 2), f.shape(), DType::BF16, DeviceKind::CUDA);
     cuda::convert(s, cast, f);
     return a_f32 ? cuda::matmul(s, C, cast, B, o) : cuda::matmul(s, C, A, cast, o);
   }
-  VLM_ASSERT(A.dtype() == B.dtype() && (A.dtype() == DType::F32 || A.dtype() == DType::BF16),
-             "matmul: A and B must both be f32 or both bf16, got ", A.str(), " and ", B.str());
-  VLM_ASSERT(C.dtype() == DType::F32 || (C.dtype() == DType::BF16 && A.dtype() == DType::BF16),
-             "matmul: C must be f32, or bf16 with bf16 A/B; got ", C.str(), " with A ", A.str());
   const GemmShape g = gemm_shape(C, A, B, o);
   const int64_t M = g.M, N = g.N, K = g.K, nb = g.batch;
   const Tensor* bias = o.bias;
-  if (bias) {
-    check_dev(*bias, "matmul", "bias");
-    VLM_ASSERT(bias->numel() == N && (bias->dtype() == DType::F32 || bias->dtype() == DType::BF16),
-               "matmul: bias is ", bias->str(), ", expected f32 or bf16 [", N, "]");
-  }
   const Tensor* pre = (o.gelu && o.pre_gelu) ? o.pre_gelu : nullptr;
-  if (pre) {
-    check_dev(*pre, "matmul", "pre_gelu");
-    VLM_ASSERT(pre->shape() == C.shape() && (pre->dtype() == DType::F32 || pre->dtype() == DType::BF16),
-               "matmul: pre_gelu is ", pre->str(), ", expected the shape of C ", C.str());
-  }
   if (M == 0 || N == 0 || nb == 0) return;
   CudaStream& cs = cuda_stream(s);
   const bool c_bf = C.dtype() == DType::BF16;
@@ -260,9 +241,7 @@ void matmul(Stream& s, const Tensor& C, const Tensor& A, const Tensor& B, const 
 }
 
 void bias_backward(Stream& s, const Tensor& dbias, const Tensor& dout) {
-  check_f32(dout, "bias_backward", "dout");
   const int64_t n = dout.cols(), rows = dout.rows();
-  check_tensor(dbias, DType::F32, n, "bias_backward", "dbias");
   if (n == 0 || rows == 0) return;
   const dim3 block(32, 16);
   bias_backward_kernel<<<unsigned((n + 31) / 32), block, 0, stream_of(s)>>>(f32p(dbias), f32p(dout), rows, n);

@@ -46,22 +46,15 @@ struct PoolDims {
   int64_t planes, H, W, Ho, Wo;
 };
 
-PoolDims pool_dims(const char* op, const Tensor& in, const Tensor& out, int k, int stride) {
-  check_f32(in, op, "input");
-  check_f32(out, op, "output");
-  VLM_ASSERT(in.ndim() == 4 && k >= 1 && stride >= 1 && in.size(2) >= k && in.size(3) >= k, op, ": input ",
-             in.str(), " with k=", k, " stride=", stride);
-  PoolDims d{in.size(0) * in.size(1), in.size(2), in.size(3), (in.size(2) - k) / stride + 1,
-             (in.size(3) - k) / stride + 1};
-  VLM_ASSERT(out.shape() == Shape({in.size(0), in.size(1), d.Ho, d.Wo}), op, ": output ", out.str(),
-             " does not match input ", in.str(), " with k=", k, " stride=", stride);
-  return d;
+PoolDims pool_dims(const Tensor& in, int k, int stride) {
+  return {in.size(0) * in.size(1), in.size(2), in.size(3), (in.size(2) - k) / stride + 1,
+          (in.size(3) - k) / stride + 1};
 }
 
 }  // namespace
 
 void avgpool2d_forward(Stream& s, const Tensor& out, const Tensor& in, int k, int stride) {
-  const PoolDims d = pool_dims("avgpool2d_forward", in, out, k, stride);
+  const PoolDims d = pool_dims(in, k, stride);
   const int64_t n = out.numel();
   if (n == 0) return;
   avgpool_forward_kernel<<<grid_1d(n), kThreads, 0, stream_of(s)>>>(f32p(out), f32p(in), n, d.H, d.W, d.Ho, d.Wo,
@@ -70,7 +63,7 @@ void avgpool2d_forward(Stream& s, const Tensor& out, const Tensor& in, int k, in
 }
 
 void avgpool2d_backward(Stream& s, const Tensor& din, const Tensor& dout, int k, int stride) {
-  const PoolDims d = pool_dims("avgpool2d_backward", din, dout, k, stride);
+  const PoolDims d = pool_dims(din, k, stride);
   const int64_t n = din.numel();
   if (n == 0) return;
   avgpool_backward_kernel<<<grid_1d(n), kThreads, 0, stream_of(s)>>>(f32p(din), f32p(dout), n, d.H, d.W, d.Ho,

@@ -54,8 +54,6 @@ __global__ void row_stats_backward_kernel(float* din, const float* dout, const f
 }  // namespace
 
 void sigmoid_forward(Stream& s, const Tensor& out, const Tensor& in) {
-  check_f32(in, "sigmoid_forward", "in");
-  check_same(out, in, "sigmoid_forward", "out");
   const int64_t n = in.numel();
   if (n == 0) return;
   sigmoid_forward_kernel<<<unsigned((n + 255) / 256), 256, 0, stream_of(s)>>>(f32p(out), f32p(in), n);
@@ -63,9 +61,6 @@ void sigmoid_forward(Stream& s, const Tensor& out, const Tensor& in) {
 }
 
 void sigmoid_backward(Stream& s, const Tensor& din, const Tensor& dout, const Tensor& out) {
-  check_f32(out, "sigmoid_backward", "out");
-  check_same(dout, out, "sigmoid_backward", "dout");
-  check_same(din, out, "sigmoid_backward", "din");
   const int64_t n = out.numel();
   if (n == 0) return;
   sigmoid_backward_kernel<<<unsigned((n + 255) / 256), 256, 0, stream_of(s)>>>(f32p(din), f32p(dout), f32p(out), n);
@@ -73,22 +68,14 @@ void sigmoid_backward(Stream& s, const Tensor& din, const Tensor& dout, const Te
 }
 
 void row_stats_forward(Stream& s, const Tensor& out, const Tensor& in, float eps) {
-  check_f32(in, "row_stats_forward", "in");
-  check_f32(out, "row_stats_forward", "out");
   const int64_t N = in.rows(), C = in.cols();
-  VLM_ASSERT(out.numel() == N * 3 && C > 0, "row_stats_forward: out ", out.str(), " for in ", in.str());
   if (N == 0) return;
   row_stats_forward_kernel<<<unsigned(N), kRowThreads, 0, stream_of(s)>>>(f32p(out), f32p(in), C, eps);
   CUDA_CHECK_LAUNCH();
 }
 
 void row_stats_backward(Stream& s, const Tensor& din, const Tensor& dout, const Tensor& in, const Tensor& out) {
-  check_f32(in, "row_stats_backward", "in");
-  check_same(din, in, "row_stats_backward", "din");
-  check_f32(out, "row_stats_backward", "out");
-  check_f32(dout, "row_stats_backward", "dout");
   const int64_t N = in.rows(), C = in.cols();
-  VLM_ASSERT(out.numel() == N * 3 && dout.numel() == N * 3, "row_stats_backward: out/dout must be [N,3]");
   if (N == 0) return;
   row_stats_backward_kernel<<<unsigned(N), kRowThreads, 0, stream_of(s)>>>(f32p(din), f32p(dout), f32p(in),
                                                                              f32p(out), C);

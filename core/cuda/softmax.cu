@@ -33,8 +33,6 @@ __global__ void softmax_backward_kernel(float* din, const float* dout, const flo
 }  // namespace
 
 void softmax_forward(Stream& s, const Tensor& out, const Tensor& in) {
-  check_f32(in, "softmax_forward", "in");
-  check_same(out, in, "softmax_forward", "out");
   const int64_t N = in.rows(), C = in.cols();
   if (N == 0 || C == 0) return;
   softmax_forward_kernel<<<unsigned(N), kRowThreads, 0, stream_of(s)>>>(f32p(out), f32p(in), C);
@@ -42,9 +40,6 @@ void softmax_forward(Stream& s, const Tensor& out, const Tensor& in) {
 }
 
 void softmax_backward(Stream& s, const Tensor& din, const Tensor& dout, const Tensor& out) {
-  check_f32(out, "softmax_backward", "out");
-  check_same(din, out, "softmax_backward", "din");
-  check_same(dout, out, "softmax_backward", "dout");
   const int64_t N = out.rows(), C = out.cols();
   if (N == 0 || C == 0) return;
   softmax_backward_kernel<<<unsigned(N), kRowThreads, 0, stream_of(s)>>>(f32p(din), f32p(dout), f32p(out), C);

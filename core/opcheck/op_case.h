@@ -15,8 +15,9 @@
 // (the reference) and on b, and compares every output with the metric
 //   err = max_i |x_i - ref_i| / (1 + |ref_i|)      (ok when err <= tol).
 // On the CPU backend itself err must be 0 (the CPU ops are deterministic).
-// The first word of a case's name is its op ("slice_cols/unslice_cols" names two ops);
-// tests/core/test_conformance.cpp checks that every op has a case.
+// The first word of a case's name is its op ("slice_cols/unslice_cols" names two ops;
+// "layernorm" names layernorm_forward and layernorm_backward); tests/core/
+// test_conformance.cpp checks that every op of the op table has a case.
 #pragma once
 #include <cstdint>
 #include <functional>

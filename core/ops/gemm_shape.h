@@ -1,7 +1,9 @@
 // The shape contract of matmul (core/ops/gemm.inc), resolved once for both backends:
 // M, N, K from the 2-D or 3-D operands and the transposes, the batch count, and the
 // element stride between batch entries of each operand (0 = a 2-D operand broadcast
-// over the batch). Mismatched shapes are internal errors (VLM_ASSERT) naming both.
+// over the batch). Mismatched shapes are internal errors (VLM_ASSERT) naming both:
+// matmul's contract (core/ops/contract_gemm.cpp) calls it first, so the backends' own
+// calls (for the sizes) never fail.
 #pragma once
 #include <cstdint>
 
