@@ -29,10 +29,13 @@ Tensor CaseCtx::i32(const std::vector<int32_t>& v) {
   return to_backend(b_, Tensor::from_vector(v, Shape{int64_t(v.size())}));
 }
 
-Tensor CaseCtx::junk(Shape s) {
+Tensor CaseCtx::junk(Shape s, DType dt) {
   Tensor t = Tensor::empty(b_, s, DType::F32);
   fill(stream(), t, 777.f);
-  return t;
+  if (dt == DType::F32) return t;
+  Tensor r = Tensor::empty(b_, s, dt);
+  convert(stream(), r, t);
+  return r;
 }
 
 Tensor CaseCtx::rand_host(Shape s, double lo, double hi) {

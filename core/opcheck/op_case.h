@@ -66,8 +66,8 @@ class CaseCtx {
   Tensor ints(Shape s, int lo, int hi);  // uniform in [lo, hi]
   Tensor i32(const std::vector<int32_t>& v);
   Tensor zeros(Shape s, DType dt = DType::F32) { return Tensor::zeros(b_, s, dt); }
-  // An output that the op must overwrite: starts as junk.
-  Tensor junk(Shape s);
+  // An output that the op must overwrite: starts as junk (777, f32 or bf16).
+  Tensor junk(Shape s, DType dt = DType::F32);
 
  private:
   double unit() { return double(g_() >> 11) * (1.0 / 9007199254740992.0); }
