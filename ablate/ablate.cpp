@@ -2,6 +2,7 @@
 #include "ablate/ablate.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -51,21 +52,55 @@ std::vector<std::string> names(const std::string& list, const std::string& optio
 
 struct RowSpec {
   std::string placement, lod;
-  int64_t budget = 0;
+  int64_t budget = 0, seed = 0;
 };
+
+// The mean of v over each of `parts` consecutive equal slices (entries < 0 left out; -1
+// for a slice without any).
+std::vector<double> parts_mean(const std::vector<double>& v, int parts) {
+  std::vector<double> out;
+  for (int k = 0; k < parts && !v.empty(); ++k) {
+    const size_t a = v.size() * size_t(k) / size_t(parts), b = v.size() * size_t(k + 1) / size_t(parts);
+    double sum = 0;
+    int n = 0;
+    for (size_t i = a; i < b; ++i)
+      if (v[i] >= 0) sum += v[i], ++n;
+    out.push_back(n ? sum / n : -1.0);
+  }
+  return out;
+}
+
+std::vector<int64_t> seed_list(const std::string& text) {
+  std::vector<int64_t> out;
+  if (text.empty()) return out;
+  std::stringstream ss(text);
+  std::string w;
+  while (std::getline(ss, w, ',')) {
+    int64_t v = -1;
+    auto [p, ec] = std::from_chars(w.data(), w.data() + w.size(), v);
+    VLM_REQUIRE(ec == std::errc() && p == w.data() + w.size() && v >= 0, "--seeds: '", w,
+                "' is not a seed (expected a comma list of integers >= 0)");
+    VLM_REQUIRE(std::find(out.begin(), out.end(), v) == out.end(), "--seeds: ", v, " is given twice");
+    out.push_back(v);
+  }
+  return out;
+}
 
 // The options a row sets (read after the base options, so they win).
 std::string row_overrides(const RowSpec& r, const AblateOptions& a, const Config& base, int tp, int dp) {
   std::ostringstream os;
   const int64_t min_tokens = std::min(base.get_int("lod.min_tokens"), r.budget);
+  // lod.anneal trains from lod.max_tokens down to the budget: the row keeps that maximum.
+  const int64_t max_tokens = base.get_float("lod.anneal") > 0 ? std::max(base.get_int("lod.max_tokens"), r.budget) : r.budget;
   double lr = base.get_float("train.lr");
   if (!a.test_break.empty() && a.test_break == r.placement) lr *= 1.1;  // test only (docs/ablations.md)
   char lr_text[32];
   std::snprintf(lr_text, sizeof lr_text, "%.17g", lr);
-  os << "[lod]\npolicy = " << r.lod << "\nbudget = " << r.budget << "\nmax_tokens = " << r.budget
+  os << "seed = " << r.seed << "\n[lod]\npolicy = " << r.lod << "\nbudget = " << r.budget << "\nmax_tokens = " << max_tokens
      << "\nmin_tokens = " << min_tokens << "\n[scorers]\nplacement = " << r.placement << "\n[train]\n";
   if (a.steps > 0) os << "steps = " << a.steps << "\n";
-  os << "lr = " << lr_text << "\nrun = " << r.placement << "-" << r.lod << "-" << r.budget << "-tp" << tp << "dp" << dp
+  os << "lr = " << lr_text << "\nrun = " << r.placement << "-" << r.lod << "-" << r.budget << "-s" << r.seed << "-tp" << tp
+     << "dp" << dp
      << "\nout_dir = \"" << a.out << "/runs\"\nckpt_dir = \"\"\nsave_every = -1\nresume = \"\"\neval_every = 0\n"
      << "[eval]\nsplit = \"\"\npictures = 0\n";
   return os.str();
@@ -88,7 +123,7 @@ std::string fingerprint(const Config& base, int64_t steps) {
                                          "scorers.placement", "train.run", "train.out_dir", "train.ckpt_dir",
                                          "train.resume", "train.save_every", "train.keep_last", "train.log_every",
                                          "train.eval_every", "data.threads", "data.prefetch", "eval.pictures",
-                                         "eval.split", "train.steps"};
+                                         "eval.split", "train.steps", "seed"};
   while (std::getline(in, line)) {
     if (line.empty() || line[0] == '#') continue;
     if (line[0] == '[') {
@@ -122,6 +157,7 @@ void register_ablate_options(Config& cfg) {
   cfg.add_int_list("ablate.budgets", "64,100,200,400",
                    "visual tokens per image at most (each at least the number of regions, at most G*G)", 1,
                    int64_t(1) << 30);
+  cfg.add_string("ablate.seeds", "", "comma list of run seeds: every row once per seed (empty = the option seed)");
   cfg.add_int("ablate.steps", 0, "optimizer steps of every row (0 = train.steps / train.epochs)", 0, int64_t(1) << 40);
   cfg.add_string("ablate.out", "ablation", "folder of ablation.csv/.md/.png and the rows' run folders (resumed)");
   cfg.add_float("ablate.tol", 1e-5, "relative tolerance of the equal losses of rows that differ only by placement",
@@ -135,6 +171,7 @@ void register_ablate_options(Config& cfg) {
   cfg.add_alias("placements", "ablate.placements");
   cfg.add_alias("lod", "ablate.lod");
   cfg.add_alias("budgets", "ablate.budgets");
+  cfg.add_alias("seeds", "ablate.seeds");
   cfg.add_alias("steps", "ablate.steps");
   cfg.add_alias("out", "ablate.out");
 }
@@ -144,6 +181,8 @@ AblateOptions read_ablate_options(const Config& cfg) {
   a.placements = {cfg.get_string("ablate.placements")};  // split and checked in run_ablation
   a.lods = {cfg.get_string("ablate.lod")};
   a.budgets = cfg.get_int_list("ablate.budgets");
+  a.seeds = seed_list(cfg.get_string("ablate.seeds"));
+  if (a.seeds.empty()) a.seeds = {cfg.get_int("seed")};
   a.steps = cfg.get_int("ablate.steps");
   a.out = cfg.get_string("ablate.out");
   a.tol = cfg.get_float("ablate.tol");
@@ -206,24 +245,26 @@ int run_ablation(const Config& cfg, Runtime& rt) {
     }
     for (const std::string& p : a.placements)
       for (const std::string& l : a.lods)
-        for (int64_t b : a.budgets) {
-          const RowSpec r{p, l, b};
-          AblationRow k;
-          k.placement = p, k.lod = l, k.budget = b, k.tp = tp, k.dp = dp;
-          if (std::any_of(done.begin(), done.end(), [&](const AblationRow& d) { return d.key() == k.key(); }))
-            continue;
-          const auto row = row_config(cfg, row_overrides(r, a, cfg, tp, dp));
-          const TrainOptions t = read_train_options(*row);
-          t.check(dp);
-          resolve_vlm_config(*row, t, *tok, tp);  // the model of the row (UserError naming its options)
-          todo.push_back(r);
-        }
+        for (int64_t b : a.budgets)
+          for (int64_t seed : a.seeds) {
+            const RowSpec r{p, l, b, seed};
+            AblationRow k;
+            k.placement = p, k.lod = l, k.budget = b, k.seed = seed, k.tp = tp, k.dp = dp;
+            if (std::any_of(done.begin(), done.end(), [&](const AblationRow& d) { return d.key() == k.key(); }))
+              continue;
+            const auto row = row_config(cfg, row_overrides(r, a, cfg, tp, dp));
+            const TrainOptions t = read_train_options(*row);
+            t.check(dp);
+            resolve_vlm_config(*row, t, *tok, tp);  // the model of the row (UserError naming its options)
+            todo.push_back(r);
+          }
   });
-  const size_t skipped = a.placements.size() * a.lods.size() * a.budgets.size() - todo.size();
+  const size_t skipped = a.placements.size() * a.lods.size() * a.budgets.size() * a.seeds.size() - todo.size();
   std::ostringstream cmd;  // the command line of the table (the lists as given)
   cmd << "vlm ablate --placements " << cfg.get_string("ablate.placements") << " --lod " << cfg.get_string("ablate.lod")
       << " --budgets ";
   for (size_t i = 0; i < a.budgets.size(); ++i) cmd << (i ? "," : "") << a.budgets[i];
+  if (!cfg.get_string("ablate.seeds").empty()) cmd << " --seeds " << cfg.get_string("ablate.seeds");
   if (a.steps > 0) cmd << " --steps " << a.steps;
   const std::string command = cmd.str();
   if (rt.root()) {
@@ -239,6 +280,7 @@ int run_ablation(const Config& cfg, Runtime& rt) {
       write_file_atomic(a.out + "/ablation.csv", ablation_csv(rows));
       write_file_atomic(a.out + "/ablation.md", ablation_markdown(rows, command, a.tol));
       write_file_atomic(a.out + "/ablation.png", ablation_chart_png(rows));
+      write_file_atomic(a.out + "/training.png", training_chart_png(rows));
       if (report)
         for (const std::string& b : bad) std::fprintf(stderr, "vlm ablate: %s\n", b.c_str());
     }
@@ -249,7 +291,8 @@ int run_ablation(const Config& cfg, Runtime& rt) {
     const RowSpec& spec = todo[i];
     const auto row = row_config(cfg, row_overrides(spec, a, cfg, tp, dp));
     AblationRow r;
-    r.placement = spec.placement, r.lod = spec.lod, r.budget = spec.budget, r.tp = tp, r.dp = dp, r.config = fp;
+    r.placement = spec.placement, r.lod = spec.lod, r.budget = spec.budget, r.seed = spec.seed, r.tp = tp, r.dp = dp;
+    r.config = fp;
     if (rt.root()) {
       std::printf("vlm ablate: row %zu/%zu: %s\n", i + 1, todo.size(), r.key().c_str());
       std::fflush(stdout);
@@ -266,7 +309,9 @@ int run_ablation(const Config& cfg, Runtime& rt) {
     const std::vector<double> mx =
         all_reduce_values(rt.groups().world(), s, {mem, rep.tp_bytes_per_step, rep.dp_bytes_per_step}, ReduceOp::Max);
     r.early_losses.assign(rep.losses.begin(), rep.losses.begin() + std::min<size_t>(rep.losses.size(), size_t(a.check_steps)));
-    r.steps = rep.steps, r.tokens_per_image = rep.visual_tokens_per_image;
+    r.steps = rep.steps, r.tokens_per_image = ans.tokens_per_image();
+    r.train_precision = parts_mean(rep.relevance_precision, kTrainingParts);
+    r.scorer_grad = parts_mean(rep.scorer_grad_norms, kTrainingParts);
     r.first_loss = rep.first_loss, r.loss = rep.last_loss, r.val_loss = rep.val_loss;
     r.accuracy = ans.accuracy(), r.answered = ans.samples;
     r.precision = ans.precision(), r.precision_chance = ans.chance();

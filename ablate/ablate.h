@@ -5,8 +5,10 @@
 // ablate.out after each row.
 // Invariants:
 //  - A row = the base options with lod.policy, lod.budget = lod.max_tokens = the budget
-//    (lod.min_tokens lowered to it when above), scorers.placement, and the run folder
-//    <out>/runs/<placement>-<lod>-<budget>-tp<T>dp<D>; no checkpoints, no periodic
+//    (lod.min_tokens lowered to it when above; with lod.anneal, lod.max_tokens is kept
+//    when above the budget: the training budget falls from it), scorers.placement, the run seed (one row
+//    per --seeds entry; the configuration's seed when none), and the run folder
+//    <out>/runs/<placement>-<lod>-<budget>-s<seed>-tp<T>dp<D>; no checkpoints, no periodic
 //    validation, no caption accuracy (the answers are measured by ablate/ablate_eval.h).
 //  - Every row is checked before the first one trains (a refused row refuses the whole
 //    ablation with one line, exit 2): the names, tp2's even parallel.tp, the budgets
@@ -31,6 +33,7 @@ class Runtime;
 struct AblateOptions {
   std::vector<std::string> placements, lods;
   std::vector<int64_t> budgets;
+  std::vector<int64_t> seeds;  // empty: the configuration's seed
   int64_t steps = 0;          // 0: the configuration's train.steps / train.epochs
   std::string out = "ablation";
   double tol = 1e-5;          // relative tolerance of the placements' equal losses
@@ -39,7 +42,7 @@ struct AblateOptions {
   std::string test_break;     // test only: a placement whose rows train differently
 };
 
-// Registers ablate.* (with the aliases --placements, --lod, --budgets, --steps, --out) and
+// Registers ablate.* (with the aliases --placements, --lod, --budgets, --seeds, --steps, --out) and
 // every option of `vlm train`.
 void register_ablate_options(Config& cfg);
 // Reads ablate.* (the names are checked by run_ablation, on every rank).

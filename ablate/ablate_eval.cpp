@@ -1,35 +1,10 @@
 // Answer accuracy and relevance precision of `vlm ablate` (ablate/ablate_eval.h).
 #include "ablate/ablate_eval.h"
 
-#include <algorithm>
-#include <numeric>
-
 #include "base/error.h"
 #include "model/generate.h"
 
 namespace vlm {
-
-void add_relevance_precision(const float* r, int G, int S, const float box[4], AnswerReport& rep) {
-  const double p = double(S) / G;
-  const int64_t N = int64_t(G) * G;
-  std::vector<uint8_t> inside(static_cast<size_t>(N), 0);
-  int64_t k = 0;
-  for (int y = 0; y < G; ++y)
-    for (int x = 0; x < G; ++x) {
-      const double cx = (x + 0.5) * p, cy = (y + 0.5) * p;
-      const bool in = cx >= box[0] && cx < box[2] && cy >= box[1] && cy < box[3];
-      inside[size_t(y * G + x)] = in;
-      k += in;
-    }
-  if (k == 0) return;
-  std::vector<int64_t> order(static_cast<size_t>(N));
-  std::iota(order.begin(), order.end(), int64_t(0));
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return r[a] > r[b]; });
-  int64_t hits = 0;
-  for (int64_t i = 0; i < k; ++i) hits += inside[size_t(order[size_t(i)])];
-  rep.boxed += 1, rep.top_cells += double(k), rep.hits += double(hits);
-  rep.chance_hits += double(k) * double(k) / double(N);
-}
 
 AnswerReport answer_accuracy(VlmModel& model, Stream& s, Communicator& dp, Loader& loader, const TextRule& rule,
                              const Tokenizer& tok, int max_new) {
@@ -49,20 +24,23 @@ AnswerReport answer_accuracy(VlmModel& model, Stream& s, Communicator& dp, Loade
     model.front_forward(s, mb);
     s.synchronize();
     const std::vector<float> r = to_vector_f32(model.stage().relevance());  // [B, G*G]
+    const std::vector<int64_t>& cu = model.stage().offsets();
     GenerateOptions g;
     g.max_new = max_new, g.eos = tok.eos();
     const std::vector<std::vector<int32_t>> gen = generate_captions(model, s, mb.prompt, g);
     for (int i = 0; i < n; ++i) {
       if (!b.is_pad.empty() && b.is_pad[size_t(i)]) continue;
       ++rep.samples;
+      rep.visual_tokens += cu[size_t(i) + 1] - cu[size_t(i)];
       rep.correct += tok.decode(gen[size_t(i)]) == d.caption(b.caption_index[size_t(i)]);
       add_relevance_precision(r.data() + size_t(i) * G * G, G, S, b.boxes.data() + size_t(i) * 4, rep);
     }
   }
   const std::vector<double> t = all_reduce_values(
-      dp, s, {double(rep.samples), double(rep.correct), double(rep.boxed), rep.top_cells, rep.hits, rep.chance_hits});
+      dp, s, {double(rep.samples), double(rep.correct), double(rep.boxed), rep.top_cells, rep.hits, rep.chance_hits,
+              double(rep.visual_tokens)});
   rep.samples = int64_t(t[0]), rep.correct = int64_t(t[1]), rep.boxed = int64_t(t[2]);
-  rep.top_cells = t[3], rep.hits = t[4], rep.chance_hits = t[5];
+  rep.top_cells = t[3], rep.hits = t[4], rep.chance_hits = t[5], rep.visual_tokens = int64_t(t[6]);
   return rep;
 }
 

@@ -16,11 +16,11 @@ namespace vlm {
 
 namespace {
 
-const char* const kColumns[] = {"placement", "lod", "budget", "tp", "dp", "steps", "config", "tokens_per_image",
+const char* const kColumns[] = {"placement", "lod", "budget", "seed", "tp", "dp", "steps", "config", "tokens_per_image",
                                 "first_loss", "loss", "val_loss", "accuracy", "answered", "precision",
                                 "precision_random", "precision_chance", "step_ms", "images_per_s", "mem_mib_per_rank",
                                 "tp_bytes_per_step", "dp_bytes_per_step", "seconds", "loss_check",
-                                "early_diff", "val_diff", "early_losses"};
+                                "early_diff", "val_diff", "early_losses", "train_precision", "scorer_grad"};
 constexpr size_t kNumColumns = sizeof kColumns / sizeof kColumns[0];
 
 std::string num(double v, int digits = 9) {
@@ -41,7 +41,42 @@ std::vector<std::string> split(const std::string& s, char sep) {
 }
 
 // Rows equal but for the placement share this.
-auto group_of(const AblationRow& r) { return std::tie(r.lod, r.budget, r.tp, r.dp, r.steps); }
+auto group_of(const AblationRow& r) { return std::tie(r.lod, r.budget, r.seed, r.tp, r.dp, r.steps); }
+// Rows equal but for the seed share this.
+auto seeds_of(const AblationRow& r) { return std::tie(r.placement, r.lod, r.budget, r.tp, r.dp, r.steps); }
+
+std::string joined(const std::vector<double>& v, int digits) {
+  std::string s;
+  for (size_t k = 0; k < v.size(); ++k) s += (k ? ";" : "") + num(v[k], digits);
+  return s;
+}
+
+std::vector<double> numbers(const std::string& text, const std::string& where, const char* column) {
+  std::vector<double> out;
+  for (const std::string& x : split(text, ';')) {
+    if (x.empty()) continue;
+    double v = 0;
+    auto [p, ec] = std::from_chars(x.data(), x.data() + x.size(), v);
+    VLM_REQUIRE(ec == std::errc() && p == x.data() + x.size(), where, ": ", column, " holds '", x, "', not a number");
+    out.push_back(v);
+  }
+  return out;
+}
+
+// Element-wise mean of equal-length curves, entries < 0 left out (-1 where none).
+std::vector<double> mean_curve(const std::vector<const std::vector<double>*>& curves) {
+  size_t n = 0;
+  for (const auto* c : curves) n = std::max(n, c->size());
+  std::vector<double> out(n, -1.0);
+  for (size_t k = 0; k < n; ++k) {
+    double sum = 0;
+    int m = 0;
+    for (const auto* c : curves)
+      if (k < c->size() && (*c)[k] >= 0) sum += (*c)[k], ++m;
+    if (m) out[k] = sum / m;
+  }
+  return out;
+}
 
 double rel_diff(double a, double b) {
   const double m = std::max(std::abs(a), std::abs(b));
@@ -51,8 +86,8 @@ double rel_diff(double a, double b) {
 }  // namespace
 
 std::string AblationRow::key() const {
-  return placement + " " + lod + " " + std::to_string(budget) + " tp=" + std::to_string(tp) +
-         " dp=" + std::to_string(dp);
+  return placement + " " + lod + " " + std::to_string(budget) + " seed=" + std::to_string(seed) +
+         " tp=" + std::to_string(tp) + " dp=" + std::to_string(dp);
 }
 
 std::vector<std::string> check_placements(std::vector<AblationRow>& rows, double tol) {
@@ -95,8 +130,8 @@ void fill_random_precision(std::vector<AblationRow>& rows) {
   for (AblationRow& r : rows) {
     r.precision_random = -1;
     for (const AblationRow& q : rows)
-      if (q.lod == "random" && q.placement == r.placement && q.budget == r.budget && q.tp == r.tp && q.dp == r.dp &&
-          q.steps == r.steps)
+      if (q.lod == "random" && q.placement == r.placement && q.budget == r.budget && q.seed == r.seed && q.tp == r.tp &&
+          q.dp == r.dp && q.steps == r.steps)
         r.precision_random = q.precision;
   }
 }
@@ -106,12 +141,8 @@ std::string ablation_csv(const std::vector<AblationRow>& rows) {
   for (size_t c = 0; c < kNumColumns; ++c) s += std::string(c ? "," : "") + kColumns[c];
   s += "\n";
   for (const AblationRow& r : rows) {
-    std::string early;
-    for (size_t k = 0; k < r.early_losses.size(); ++k) {
-      if (k) early.push_back(';');
-      early.append(num(r.early_losses[k], 17));
-    }
-    const std::vector<std::string> v = {r.placement, r.lod, std::to_string(r.budget), std::to_string(r.tp),
+    const std::vector<std::string> v = {r.placement, r.lod, std::to_string(r.budget), std::to_string(r.seed),
+                                        std::to_string(r.tp),
                                         std::to_string(r.dp), std::to_string(r.steps), r.config,
                                         num(r.tokens_per_image), num(r.first_loss, 17), num(r.loss, 17),
                                         num(r.val_loss, 17), num(r.accuracy), std::to_string(r.answered),
@@ -119,7 +150,8 @@ std::string ablation_csv(const std::vector<AblationRow>& rows) {
                                         num(r.precision_chance), num(r.step_ms), num(r.images_per_s), num(r.mem_mib),
                                         num(r.tp_bytes, 12), num(r.dp_bytes, 12), num(r.seconds), r.loss_check,
                                         r.early_diff < 0 ? "" : num(r.early_diff, 3),
-                                        r.val_diff < 0 ? "" : num(r.val_diff, 3), early};
+                                        r.val_diff < 0 ? "" : num(r.val_diff, 3), joined(r.early_losses, 17),
+                                        joined(r.train_precision, 9), joined(r.scorer_grad, 9)};
     for (size_t c = 0; c < v.size(); ++c) s += (c ? "," : "") + v[c];
     s += "\n";
   }
@@ -145,50 +177,96 @@ std::vector<AblationRow> parse_ablation_csv(const std::string& text, const std::
       return v;
     };
     AblationRow r;
-    r.placement = f[0], r.lod = f[1], r.budget = int64_t(d(2)), r.tp = int(d(3)), r.dp = int(d(4));
-    r.steps = int64_t(d(5)), r.config = f[6], r.tokens_per_image = d(7), r.first_loss = d(8), r.loss = d(9);
-    r.val_loss = d(10), r.accuracy = d(11), r.answered = int64_t(d(12)), r.precision = d(13);
-    r.precision_random = d(14), r.precision_chance = d(15), r.step_ms = d(16), r.images_per_s = d(17);
-    r.mem_mib = d(18), r.tp_bytes = d(19), r.dp_bytes = d(20), r.seconds = d(21), r.loss_check = f[22];
-    for (const std::string& x : split(f[25], ';')) {
-      if (x.empty()) continue;
-      double v = 0;
-      auto [p, ec] = std::from_chars(x.data(), x.data() + x.size(), v);
-      VLM_REQUIRE(ec == std::errc() && p == x.data() + x.size(), where, ": early_losses holds '", x, "', not a number");
-      r.early_losses.push_back(v);
-    }
+    r.placement = f[0], r.lod = f[1], r.budget = int64_t(d(2)), r.seed = int64_t(d(3)), r.tp = int(d(4));
+    r.dp = int(d(5)), r.steps = int64_t(d(6)), r.config = f[7], r.tokens_per_image = d(8), r.first_loss = d(9);
+    r.loss = d(10), r.val_loss = d(11), r.accuracy = d(12), r.answered = int64_t(d(13)), r.precision = d(14);
+    r.precision_random = d(15), r.precision_chance = d(16), r.step_ms = d(17), r.images_per_s = d(18);
+    r.mem_mib = d(19), r.tp_bytes = d(20), r.dp_bytes = d(21), r.seconds = d(22), r.loss_check = f[23];
+    r.early_losses = numbers(f[26], where, "early_losses");
+    r.train_precision = numbers(f[27], where, "train_precision");
+    r.scorer_grad = numbers(f[28], where, "scorer_grad");
     rows.push_back(r);
   }
   return rows;
 }
 
+std::vector<AblationSummary> summarize(const std::vector<AblationRow>& rows) {
+  std::vector<AblationSummary> out;
+  std::vector<bool> used(rows.size(), false);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (used[i]) continue;
+    std::vector<const AblationRow*> g;
+    for (size_t j = i; j < rows.size(); ++j)
+      if (!used[j] && seeds_of(rows[j]) == seeds_of(rows[i])) g.push_back(&rows[j]), used[j] = true;
+    const AblationRow& f = *g[0];
+    AblationSummary m;
+    m.placement = f.placement, m.lod = f.lod, m.budget = f.budget, m.steps = f.steps, m.tp = f.tp, m.dp = f.dp;
+    m.seeds = int(g.size()), m.answered = f.answered, m.precision_chance = f.precision_chance;
+    const double S = double(g.size());
+    double rand = 0;
+    int nrand = 0;
+    std::vector<const std::vector<double>*> tp, sg;
+    for (const AblationRow* r : g) {
+      m.tokens_per_image += r->tokens_per_image / S, m.val_loss += r->val_loss / S;
+      m.accuracy += r->accuracy / S, m.precision += r->precision / S;
+      m.answered = std::min(m.answered, r->answered);
+      if (r->precision_random >= 0) rand += r->precision_random, ++nrand;
+      tp.push_back(&r->train_precision), sg.push_back(&r->scorer_grad);
+    }
+    m.precision_random = nrand ? rand / nrand : -1.0;
+    double va = 0, vp = 0;
+    for (const AblationRow* r : g)
+      va += (r->accuracy - m.accuracy) * (r->accuracy - m.accuracy), vp += (r->precision - m.precision) * (r->precision - m.precision);
+    va = g.size() > 1 ? va / (S - 1) : 0.0, vp = g.size() > 1 ? vp / (S - 1) : 0.0;
+    const double p = m.accuracy, n = double(std::max<int64_t>(1, m.answered));
+    m.accuracy_se = std::sqrt(va / S + p * (1 - p) / n);
+    m.precision_se = std::sqrt(vp / S);
+    m.train_precision = mean_curve(tp), m.scorer_grad = mean_curve(sg);
+    out.push_back(m);
+  }
+  return out;
+}
+
 std::string ablation_markdown(const std::vector<AblationRow>& rows, const std::string& command, double tol) {
   std::ostringstream os;
-  os << "| placement | lod | budget | tp x dp | steps | tokens/img | val loss | accuracy | rel. precision "
+  os << "| placement | lod | budget | seed | tp x dp | steps | tokens/img | val loss | accuracy | rel. precision "
         "(random row / chance) | ms/step | img/s | MiB/rank | TP B/step | DP B/step | loss check (early / val diff) |\n"
-     << "|---|---|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|\n";
+     << "|---|---|---:|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|\n";
   char b[512];
   for (const AblationRow& r : rows) {
     const std::string diffs = r.early_diff < 0 ? "" : " (" + num(r.early_diff, 2) + " / " + num(r.val_diff, 2) + ")";
     std::snprintf(b, sizeof b,
-                  "| %s | %s | %lld | %d x %d | %lld | %.1f | %.4f | %.1f%% (%lld) | %.3f (%s / %.3f) | %.0f | %.1f | "
-                  "%.1f | %.3g | %.3g | %s%s |\n",
-                  r.placement.c_str(), r.lod.c_str(), (long long)r.budget, r.tp, r.dp, (long long)r.steps,
-                  r.tokens_per_image, r.val_loss, 100.0 * r.accuracy, (long long)r.answered, r.precision,
-                  r.precision_random < 0 ? "-" : num(r.precision_random, 3).c_str(), r.precision_chance, r.step_ms,
-                  r.images_per_s, r.mem_mib, r.tp_bytes, r.dp_bytes,
-                  r.loss_check == "MISMATCH" ? "**MISMATCH**" : r.loss_check.c_str(),
-                  diffs.c_str());
+                  "| %s | %s | %lld | %lld | %d x %d | %lld | %.1f | %.4f | %.1f%% (%lld) | %.3f (%s / %.3f) | %.0f | "
+                  "%.1f | %.1f | %.3g | %.3g | %s%s |\n",
+                  r.placement.c_str(), r.lod.c_str(), (long long)r.budget, (long long)r.seed, r.tp, r.dp,
+                  (long long)r.steps, r.tokens_per_image, r.val_loss, 100.0 * r.accuracy, (long long)r.answered,
+                  r.precision, r.precision_random < 0 ? "-" : num(r.precision_random, 3).c_str(), r.precision_chance,
+                  r.step_ms, r.images_per_s, r.mem_mib, r.tp_bytes, r.dp_bytes,
+                  r.loss_check == "MISMATCH" ? "**MISMATCH**" : r.loss_check.c_str(), diffs.c_str());
     os << b;
   }
   os << "\nLoss check: rows equal but for the placement must have equal losses over their first steps to "
      << num(tol, 3) << " relative (ref = the group's reference row); the relative differences of those steps and of "
      << "the final validation loss are in brackets.\n";
+  os << "\nOver seeds (mean; accuracy +- one standard error over seeds and questions, sqrt(var_seeds / S + "
+        "p (1 - p) / n); precision +- its standard error over seeds):\n\n"
+     << "| placement | lod | budget | tp x dp | seeds | tokens/img | val loss | accuracy | rel. precision | "
+        "random row | chance |\n|---|---|---:|---|---:|---:|---:|---:|---|---:|---:|\n";
+  for (const AblationSummary& m : summarize(rows)) {
+    std::snprintf(b, sizeof b, "| %s | %s | %lld | %d x %d | %d | %.1f | %.4f | %.1f%% +- %.1f | %.3f +- %.3f | %s | %.3f |\n",
+                  m.placement.c_str(), m.lod.c_str(), (long long)m.budget, m.tp, m.dp, m.seeds, m.tokens_per_image,
+                  m.val_loss, 100.0 * m.accuracy, 100.0 * m.accuracy_se, m.precision, m.precision_se,
+                  m.precision_random < 0 ? "-" : num(m.precision_random, 3).c_str(), m.precision_chance);
+    os << b;
+  }
   if (!command.empty()) os << "\nCommand: `" << command << "`\n";
   return os.str();
 }
 
-std::string ablation_chart_png(const std::vector<AblationRow>& rows) {
+namespace {
+
+// The placement and layout with the most rows.
+std::tuple<std::string, int, int> main_layout(const std::vector<AblationRow>& rows) {
   std::map<std::tuple<std::string, int, int>, int> count;
   std::tuple<std::string, int, int> best;
   int most = 0;
@@ -196,24 +274,65 @@ std::string ablation_chart_png(const std::vector<AblationRow>& rows) {
     const int c = ++count[{r.placement, r.tp, r.dp}];
     if (c > most) most = c, best = {r.placement, r.tp, r.dp};
   }
+  return best;
+}
+
+std::string layout_text(const std::tuple<std::string, int, int>& l) {
+  return std::get<0>(l) + ", tp=" + std::to_string(std::get<1>(l)) + " dp=" + std::to_string(std::get<2>(l));
+}
+
+}  // namespace
+
+std::string ablation_chart_png(const std::vector<AblationRow>& rows) {
+  const auto best = main_layout(rows);
+  const std::vector<AblationSummary> sums = summarize(rows);
   std::vector<ChartSeries> series;
   for (const char* lod : {"relevance", "uniform", "random"}) {
-    std::vector<std::pair<double, double>> pts;
-    for (const AblationRow& r : rows)
-      if (r.lod == lod && std::tie(r.placement, r.tp, r.dp) == best)
-        pts.push_back({r.tokens_per_image, 100.0 * r.accuracy});
+    std::vector<std::tuple<double, double, double>> pts;
+    for (const AblationSummary& m : sums)
+      if (m.lod == lod && std::tie(m.placement, m.tp, m.dp) == best)
+        pts.push_back({m.tokens_per_image, 100.0 * m.accuracy, 100.0 * m.accuracy_se});
     if (pts.empty()) continue;
     std::sort(pts.begin(), pts.end());
     ChartSeries s;
     s.name = lod;
-    for (const auto& [x, y] : pts) s.x.push_back(x), s.y.push_back(y);
+    for (const auto& [x, y, e] : pts) s.x.push_back(x), s.y.push_back(y), s.err.push_back(e);
     series.push_back(s);
   }
   ChartOptions o;
-  o.title = "answer accuracy vs visual tokens (" + std::get<0>(best) + ", tp=" + std::to_string(std::get<1>(best)) +
-            " dp=" + std::to_string(std::get<2>(best)) + ")";
+  o.title = "accuracy vs tokens (" + layout_text(best) + "; bars 1 s.e.)";
   o.x_label = "mean visual tokens per image";
   o.y_label = "answer accuracy (%)";
+  return render_line_chart_png(series, o);
+}
+
+std::string training_chart_png(const std::vector<AblationRow>& rows) {
+  const auto best = main_layout(rows);
+  const std::vector<AblationSummary> sums = summarize(rows);
+  int64_t smallest = -1;
+  for (const AblationSummary& m : sums)
+    if (std::tie(m.placement, m.tp, m.dp) == best && (smallest < 0 || m.budget < smallest)) smallest = m.budget;
+  std::vector<ChartSeries> series;
+  double chance = -1, steps = 0;
+  for (const char* lod : {"relevance", "uniform", "random"})
+    for (const AblationSummary& m : sums) {
+      if (m.lod != lod || m.budget != smallest || std::tie(m.placement, m.tp, m.dp) != best) continue;
+      ChartSeries s;
+      s.name = std::string(lod) + " (" + std::to_string(m.seeds) + (m.seeds > 1 ? " seeds)" : " seed)");
+      const size_t n = m.train_precision.size();
+      for (size_t k = 0; k < n; ++k)
+        if (m.train_precision[k] >= 0) {
+          s.x.push_back(double(m.steps) * (double(k) + 0.5) / double(n));
+          s.y.push_back(m.train_precision[k]);
+        }
+      series.push_back(s);
+      chance = m.precision_chance, steps = double(m.steps);
+    }
+  if (chance >= 0) series.push_back({"chance (at test)", {0.0, steps}, {chance, chance}, {}});
+  ChartOptions o;
+  o.title = "relevance precision in training, budget " + std::to_string(smallest);
+  o.x_label = "training step";
+  o.y_label = "relevance precision";
   return render_line_chart_png(series, o);
 }
 

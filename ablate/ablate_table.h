@@ -1,12 +1,19 @@
-// The rows of `vlm ablate` and the three files it writes in its --out folder
-// (docs/ablations.md): ablation.csv (every column, read back to resume), ablation.md (a
-// Markdown table) and ablation.png (answer accuracy against mean visual tokens per image,
-// one line per LOD policy, picture/line_chart.h). Every file is written atomically.
+// The rows of `vlm ablate` and the files it writes in its --out folder
+// (docs/ablations.md): ablation.csv (every column, read back to resume), ablation.md (the
+// rows, then their summary over seeds), ablation.png (answer accuracy against mean visual
+// tokens per image, one line per LOD policy, mean over seeds with error bars of one
+// standard error) and training.png (relevance precision during training; both
+// picture/line_chart.h). Every file is written atomically.
 // Invariants:
-//  - A row's key is (placement, lod, budget, tp, dp); the CSV holds each key once.
+//  - A row's key is (placement, lod, budget, seed, tp, dp); the CSV holds each key once.
 //  - The derived columns are recomputed from the rows at every write, never trusted from
 //    a file: precision_random (the relevance precision of the lod=random row with the
-//    same placement, budget and layout) and loss_check (see check_placements).
+//    same placement, budget, seed and layout) and loss_check (see check_placements).
+//  - Summary over seeds (summarize): rows equal but for the seed form a group; its
+//    accuracy is the mean p over the S seeds, with the standard error over seeds and
+//    questions  se = sqrt(var_seeds / S + p (1 - p) / n)  (var_seeds the sample variance
+//    of the seeds' accuracies, 0 for one seed; n the questions answered per seed: every
+//    seed answers the same questions, so their sampling error does not shrink with S).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -14,10 +21,13 @@
 
 namespace vlm {
 
+// Training curves are kept as the means over this many equal parts of the steps.
+inline constexpr int kTrainingParts = 10;
+
 struct AblationRow {
   // The key, and the configuration fingerprint of the ablation it belongs to.
   std::string placement, lod;
-  int64_t budget = 0;
+  int64_t budget = 0, seed = 0;
   int tp = 1, dp = 1;
   int64_t steps = 0;
   std::string config;
@@ -28,13 +38,31 @@ struct AblationRow {
   double precision = 0, precision_chance = 0;
   double step_ms = 0, images_per_s = 0, mem_mib = 0, tp_bytes = 0, dp_bytes = 0, seconds = 0;
   std::vector<double> early_losses;  // the losses of the first steps (ablate.check_steps)
+  // Over kTrainingParts equal parts of the steps (train/lod_metrics.h): the mean
+  // relevance precision of the training batches (-1 without boxes) and the mean norm of
+  // the scorers' gradient.
+  std::vector<double> train_precision, scorer_grad;
   // Derived (recomputed): -1 = no random row / no reference.
   double precision_random = -1;
   std::string loss_check = "-";  // "ref", "ok", "MISMATCH", "-" (no other placement)
   double early_diff = -1, val_diff = -1;  // relative differences to the group's reference
 
-  std::string key() const;  // "replicated relevance 64 tp=1 dp=1"
+  std::string key() const;  // "replicated relevance 64 seed=1 tp=1 dp=1"
 };
+
+// The rows of one (placement, lod, budget, tp, dp, steps) over their seeds.
+struct AblationSummary {
+  std::string placement, lod;
+  int64_t budget = 0, steps = 0, answered = 0;
+  int tp = 1, dp = 1, seeds = 0;
+  double tokens_per_image = 0, val_loss = 0;
+  double accuracy = 0, accuracy_se = 0;      // mean over seeds; se over seeds and questions (above)
+  double precision = 0, precision_se = 0;    // mean over seeds; se over seeds (0 for one seed)
+  double precision_random = -1, precision_chance = 0;
+  std::vector<double> train_precision, scorer_grad;  // means over seeds, per part
+};
+// Groups in order of first appearance.
+std::vector<AblationSummary> summarize(const std::vector<AblationRow>& rows);
 
 // Fills loss_check, early_diff and val_diff of every row: rows equal in everything but
 // the placement form a group; its reference is the replicated row (else the first of the
@@ -54,7 +82,12 @@ std::string ablation_csv(const std::vector<AblationRow>& rows);
 std::vector<AblationRow> parse_ablation_csv(const std::string& text, const std::string& path);
 // `command`: the command line, printed under the table. `tol`: the loss check's tolerance.
 std::string ablation_markdown(const std::vector<AblationRow>& rows, const std::string& command, double tol);
-// The chart of the rows of one placement and layout (the one with the most rows).
+// The chart of the rows of one placement and layout (the one with the most rows): the
+// summaries' accuracies with error bars of one standard error.
 std::string ablation_chart_png(const std::vector<AblationRow>& rows);
+// Relevance precision of the training batches over the steps, one line per LOD policy at
+// the smallest budget (same placement and layout as ablation_chart_png), and the chance
+// level.
+std::string training_chart_png(const std::vector<AblationRow>& rows);
 
 }  // namespace vlm

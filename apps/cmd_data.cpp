@@ -6,6 +6,9 @@
 //                  [--data.tokenizer tok.json]
 //   vlm data build --data.from scenes --data.out FILE.h5 [--data.limit N] [--data.seed S]
 //                  [--data.scene_size 224] [--data.stamp_fraction F] [--data.stamps DIR]
+//   vlm data build --data.from colours --data.out FILE.h5 [--data.limit N] [--data.seed S]
+//                  [--data.scene_size 64] [--data.colour_grid 4] [--data.colour_items 4]
+//                  [--data.colour_classes digits|fashion]
 //   vlm data inspect FILE.h5 [--data.samples K]
 //   vlm data tokenizer --data.train FILE.h5 --data.vocab N --data.out tok.json
 //   vlm data tokenize FILE.h5 --data.tokenizer tok.json
@@ -19,6 +22,7 @@
 #include "apps/command.h"
 #include "base/config.h"
 #include "base/error.h"
+#include "data/convert/colour_compose.h"
 #include "data/convert/converters.h"
 #include "data/storage/dataset.h"
 #include "data/text/tokenizer.h"
@@ -29,17 +33,23 @@ namespace vlm {
 namespace {
 
 void register_options(Config& c) {
-  c.add_choice("data.from", "", {"", "fashion-mnist", "tuxpaint", "jsonl", "llava", "scenes"},
-               "source kind for `data build` (scenes: generated question-answer scenes, docs/dataset-format.md)");
+  c.add_choice("data.from", "", {"", "fashion-mnist", "tuxpaint", "jsonl", "llava", "scenes", "colours"},
+               "source kind for `data build` (scenes, colours: generated question-answer scenes, "
+               "docs/dataset-format.md)");
   c.add_string("data.input", "",
-               "build: IDX folder (fashion-mnist, scenes), stamps folder (tuxpaint), .jsonl or LLaVA .json file");
+               "build: IDX folder (fashion-mnist, scenes, colours), stamps folder (tuxpaint), .jsonl or LLaVA .json file");
   c.add_string("data.images", "", "build: folder the jsonl/llava image paths are relative to "
                                   "(default: the folder of --data.input)");
   c.add_string("data.out", "", "output file (.h5 for build, .json for tokenizer)");
-  c.add_int("data.limit", 0, "build: convert at most N images (0 = all); scenes: the number of scenes (10000 when not given)",
+  c.add_int("data.limit", 0, "build: convert at most N images (0 = all); scenes, colours: the number of scenes (10000 when not given)",
             0);
-  c.add_int("data.scene_size", 224, "build scenes: side of the square scene images in pixels", kMinSceneSize,
-            kMaxSceneSize);
+  c.add_int("data.scene_size", 224, "build scenes: side of the square scene images in pixels (scenes: at least 96; "
+            "colours: default 64, a multiple of data.colour_grid)", 8, kMaxSceneSize);
+  c.add_int("data.colour_grid", 4, "build colours: slots per side of the scene (one item per slot at most)", 1, 64);
+  c.add_choice("data.colour_classes", "digits", {"digits", "fashion"},
+               "build colours: the items, digits 0-9 or Fashion-MNIST's 10 classes");
+  c.add_int("data.colour_items", 4, "build colours: most items per scene (each in its own colour; at least 2)", 2,
+            kColourPaletteSize);
   c.add_float("data.stamp_fraction", 0.25,
               "build scenes: probability that an item is a Tux Paint stamp (0 = Fashion-MNIST items only)", 0, 1);
   c.add_string("data.stamps", "", "build scenes: Tux Paint stamps folder (\"\" = /usr/share/tuxpaint/stamps)");
@@ -86,8 +96,8 @@ int do_build(const Config& c) {
   }
   const std::string from = need(c, "data.from");
   std::string input = c.get_string("data.input");
-  if (from == "scenes" && !c.is_set("data.limit")) o.limit = kDefaultScenes;
-  if (input.empty() && (from == "fashion-mnist" || from == "scenes")) input = "/usr/share/datasets/fashion-mnist";
+  if ((from == "scenes" || from == "colours") && !c.is_set("data.limit")) o.limit = kDefaultScenes;
+  if (input.empty() && (from == "fashion-mnist" || from == "scenes" || from == "colours")) input = "/usr/share/datasets/fashion-mnist";
   if (input.empty() && from == "tuxpaint") input = "/usr/share/tuxpaint/stamps";
   VLM_REQUIRE(!input.empty(), "--data.input is required for --data.from ", from);
   std::string images = c.get_string("data.images");
@@ -101,6 +111,14 @@ int do_build(const Config& c) {
     so.fashion_dir = input;
     if (!c.get_string("data.stamps").empty()) so.stamps_dir = c.get_string("data.stamps");
     r = build_scenes(so, o);
+  } else if (from == "colours") {
+    ColourSceneOptions co;
+    co.size = c.is_set("data.scene_size") ? int(c.get_int("data.scene_size")) : co.size;
+    co.grid = int(c.get_int("data.colour_grid"));
+    co.max_items = int(c.get_int("data.colour_items"));
+    co.classes = c.get_string("data.colour_classes") == "fashion" ? ColourClasses::Fashion : ColourClasses::Digits;
+    co.fashion_dir = input;
+    r = build_colour_scenes(co, o);
   } else if (from == "fashion-mnist") r = build_fashion_mnist(input, o);
   else if (from == "tuxpaint") r = build_tuxpaint(input, o);
   else if (from == "jsonl") r = build_from_jsonl(input, images, o);

@@ -1,6 +1,7 @@
 // The VLM training step (train/step.h) on synthetic micro-batches, in serial and in
 // overlap mode: per mode the mean wall time of a step (forward, backward and the DP
-// reduction; no optimizer), the mean overlap fraction and exposed communication of the
+// reduction, and at --zero 3 the layers' gathers; no optimizer), the mean overlap
+// fraction and exposed communication of the
 // scheduler's step summary (scheduler/trace.h), the busy time per stream; then the
 // serial / overlap ratio. Task times come from the graph's events: host times on the
 // CPU, CUDA events on a GPU (--device cuda), so there the busy time per stream is the
@@ -96,6 +97,7 @@ int main(int argc, char** argv) {
   cfg.add_int("warmup", 2, "untimed steps per mode", 0, 1000);
   cfg.add_choice("device", "cpu", {"auto", "cpu", "cuda"}, "backend of the step (cuda: each rank on its GPU)");
   cfg.add_choice("precision", "fp32", {"fp32", "bf16"}, "train.precision of the model");
+  cfg.add_int("zero", 0, "the ZeRO level over DP (train.zero, docs/training.md)", 0, 3);
   cfg.add_string("trace", "", "write the timed steps of both modes as a Chrome trace to this file (rank 0)");
   MpiSession mpi(&argc, &argv);
   int code = 0;
@@ -111,14 +113,16 @@ int main(int argc, char** argv) {
       Backend& b = rt.backend();
       ProcessGroups& groups = rt.groups();
       auto self = make_communicator(b.device(), MPI_COMM_SELF, "self", 300.0);
-      const VlmConfig c = bench_config(cfg);
+      const int zero = int(cfg.get_int("zero"));
+      VlmConfig c = bench_config(cfg);
+      c.sharding = DpSharding{zero, groups.dp().size(), groups.dp().rank()};
       VlmModel model(c, b, groups.tp(), *self);
       model.init(1);
       model.refresh_working_weights();  // a no-op at fp32
       const Data data = make_data(c, M, groups.dp().size(), groups.dp().rank());
       sched::StreamSet streams(b);
       const std::vector<bool> all(kNumModules, true);
-      DpGrads dpg(model.modules(), all, groups.dp(), 0, 25, b);
+      DpGrads dpg(model.modules(), all, groups.dp(), zero, 25, b);
       const int steps = int(cfg.get_int("steps")), warmup = int(cfg.get_int("warmup"));
       sched::Trace trace(mpi.rank());
       Result res[2];
@@ -147,9 +151,9 @@ int main(int argc, char** argv) {
         if (mpi.rank() == 0) sched::write_trace_file(trace_path, events);
       }
       if (mpi.rank() == 0) {
-        std::printf("bench_step: %s, %d rank(s), tp=%d dp=%d, M=%d micro-batches of %lld images, width %lld, %s, "
-                    "%d steps (+%d warm-up), OMP_NUM_THREADS=%s\n",
-                    b.description().c_str(), mpi.size(), ro.parallel.tp, groups.dp().size(), M,
+        std::printf("bench_step: %s, %d rank(s), tp=%d dp=%d, zero=%d, M=%d micro-batches of %lld images, width %lld, "
+                    "%s, %d steps (+%d warm-up), OMP_NUM_THREADS=%s\n",
+                    b.description().c_str(), mpi.size(), ro.parallel.tp, groups.dp().size(), dpg.zero(), M,
                     (long long)c.max_images, (long long)cfg.get_int("width"), cfg.get_string("precision").c_str(), steps,
                     warmup, std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "(unset)");
         std::printf("%-8s %9s %8s %10s  %s\n", "mode", "ms/step", "overlap", "exp.comm", "busy ms per stream (rank 0)");

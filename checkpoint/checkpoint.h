@@ -19,14 +19,17 @@
 // Every tensor carries an attribute crc32c (CRC-32C of its little-endian f32 bytes), so
 // flipped bits in the data are refused, not trained on.
 // Writing (save_checkpoint): every rank contributes its slices (TP slices of the split
-// tables, ZeRO-1 blocks of the moments) to DP rank 0 of TP rank 0 (world rank 0), which
+// tables, ZeRO shards of the master weights and moments: nn/param_layout.h) to DP rank 0
+// of TP rank 0 (world rank 0), which
 // writes the file under a temporary name, flushes it to disk, renames it, then replaces
 // `latest` the same way and removes the oldest files beyond train.keep_last. A process
 // killed at any moment leaves the previous checkpoint and `latest` intact.
 // Fault injection (tests): VLM_FAULT_CKPT_KILL=<n> makes the writer SIGKILL itself after
 // the n-th tensor written.
 // Reading: every rank reads each tensor whole (to check its crc32c) and keeps only its own
-// slices, of any tp, dp, ZeRO or not; no communication. A file that is
+// slices, of any tp, dp and ZeRO level (ParamTable::write places them); no communication.
+// Under ZeRO a frozen module keeps only its compute copies, which are what is saved (its
+// bf16-form matrices rounded to bf16 under mixed precision: nn/param_table.h). A file that is
 // not a checkpoint, is truncated or corrupt, or whose tensors' shapes differ from the
 // model's is a UserError "<file>: <tensor>: ..." (exit 2).
 #pragma once

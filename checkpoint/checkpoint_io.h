@@ -18,7 +18,5 @@ inline constexpr const char* kChecksumAttr = "crc32c";
 std::string moment_group(int k, ModuleId m);
 // CRC-32C of the f32 values' bytes (io/crc32c.h).
 uint32_t tensor_checksum(const std::vector<float>& v);
-// Element offset of p's local view in its table's flat value arena (= in the gradient arena).
-int64_t arena_offset(const ParamTable& t, const Param& p);
 
 }  // namespace vlm

@@ -56,7 +56,7 @@ CheckpointReader::CheckpointReader(const std::string& path) : path_(path) {
   state_.step = attr_in(f, path, "step", 0, INT64_MAX);
   state_.saved_tp = int(attr_in(f, path, "saved_tp", 1, 1 << 20));
   state_.saved_dp = int(attr_in(f, path, "saved_dp", 1, 1 << 20));
-  state_.zero = int(attr_in(f, path, "zero", 0, 1));
+  state_.zero = int(attr_in(f, path, "zero", 0, 3));
   state_.global_batch = attr_in(f, path, "global_batch", 1, INT64_MAX);
   state_.micro_batches = attr_in(f, path, "micro_batches", 1, INT64_MAX);
   VLM_REQUIRE(h5_exists(f, "/state"), path, ": group /state is missing (not a complete vlm checkpoint)");
@@ -120,7 +120,7 @@ void load_model(const CheckpointReader& ck, VlmModel& model) {
   for (const ModuleParams& m : model.modules()) {
     const std::string group = std::string(kModelGroup) + "/" + module_name(m.id);
     check_members(ck, group, *m.table);
-    for (const Param& p : m.table->params()) copy_tensor(p.value, ck.read_local(group + "/" + p.spec.name, *m.table, p));
+    for (const Param& p : m.table->params()) m.table->write(p, ck.read_local(group + "/" + p.spec.name, *m.table, p));
   }
   model.refresh_working_weights();  // bf16 copies of the loaded values (no-op at fp32)
 }
@@ -128,24 +128,26 @@ void load_model(const CheckpointReader& ck, VlmModel& model) {
 void load_training_state(const CheckpointReader& ck, VlmModel& model, const std::vector<bool>& trainable, AdamW& opt) {
   load_model(ck, model);
   const std::vector<ModuleParams> mods = model.modules();
-  const DpGrads& dpg = opt.dp_grads();
   for (size_t i = 0; i < mods.size(); ++i) {
     if (!trainable[i]) continue;
     const ParamTable& t = *mods[i].table;
-    const DpGrads::Owned& own = dpg.owned(i);
-    const int64_t blk = own.end - own.begin, tail = own.tail_end - own.tail_begin;
+    const ParamLayout& L = t.layout();
     for (int k = 0; k < 2; ++k) {
       const std::string group = moment_group(k, mods[i].id);
       if (!ck.has(group)) continue;  // frozen when saved: the moments start at zero
       check_members(ck, group, t);
-      std::vector<float> flat(t.value_arena().bytes() / 4, 0.f);
+      std::vector<float> flat(size_t(L.numel()), 0.f);
       for (const Param& p : t.params()) {
         const std::vector<float> v = to_vector_f32(ck.read_local(group + "/" + p.spec.name, t, p));
-        std::memcpy(&flat[size_t(arena_offset(t, p))], v.data(), v.size() * 4);
+        std::memcpy(&flat[size_t(p.at)], v.data(), v.size() * 4);
       }
-      std::vector<float> mine(flat.begin() + own.begin, flat.begin() + own.end);
-      mine.insert(mine.end(), flat.begin() + own.tail_begin, flat.begin() + own.tail_end);
-      if (blk + tail > 0) copy_tensor(opt.moment(i, k).sub(0, Shape{blk + tail}), Tensor::from_vector(mine, Shape{blk + tail}));
+      // This rank's owned elements, run after run (nn/param_layout.h).
+      std::vector<float> mine;
+      for (const ShardRun& r : L.runs()) {
+        mine.insert(mine.end(), flat.begin() + r.block_begin, flat.begin() + r.block_end);
+        mine.insert(mine.end(), flat.begin() + r.tail_begin, flat.begin() + r.tail_end);
+      }
+      if (!mine.empty()) copy_tensor(opt.moment(i, k).sub(0, Shape{L.owned()}), Tensor::from_vector(mine, Shape{L.owned()}));
     }
   }
 }

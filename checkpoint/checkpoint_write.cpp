@@ -1,6 +1,6 @@
 // Writing checkpoints (checkpoint/checkpoint.h): full logical tensors gathered from the TP
-// slices and ZeRO-1 blocks, written by world rank 0 to a temporary file that is flushed
-// and renamed, then `latest`, then pruning.
+// slices and the ZeRO shards (nn/param_layout.h), written by world rank 0 to a temporary
+// file that is flushed and renamed, then `latest`, then pruning.
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,10 +24,6 @@ namespace vlm {
 std::string moment_group(int k, ModuleId m) { return std::string("optim/") + (k == 0 ? "m/" : "v/") + module_name(m); }
 
 uint32_t tensor_checksum(const std::vector<float>& v) { return crc32c(v.data(), v.size() * sizeof(float)); }
-
-int64_t arena_offset(const ParamTable& t, const Param& p) {
-  return (static_cast<const char*>(p.value.data()) - static_cast<const char*>(t.value_arena().storage().data())) / 4;
-}
 
 namespace {
 
@@ -67,29 +63,6 @@ std::vector<float> gather_full(Stream& s, Communicator& tp, const Param& p, cons
   }
   full.resize(size_t(p.spec.hf.numel()));  // vocabulary padding rows are the last rows
   return full;
-}
-
-// A module's moment k as the flat arena of this TP rank on every DP rank (the ZeRO-1
-// blocks all-gathered over dp, then the tail).
-std::vector<float> flat_moment(Stream& s, const AdamW& opt, size_t i, int k, int64_t n) {
-  const DpGrads& dpg = opt.dp_grads();
-  const DpGrads::Owned& own = dpg.owned(i);
-  const Tensor mom = opt.moment(i, k);
-  if (dpg.zero() == 0) return to_vector_f32(mom.sub(0, Shape{n}));
-  const int64_t blk = own.end - own.begin, tail = own.tail_end - own.tail_begin;
-  std::vector<float> flat;
-  if (blk > 0) {
-    Backend& b = backend_for(dpg.dp().device());
-    const Tensor all = Tensor::empty(b, Shape{own.tail_begin});
-    dpg.dp().all_gather(s, all, mom.sub(0, Shape{blk}));
-    flat = to_vector_f32(all);
-  }
-  if (tail > 0) {
-    const std::vector<float> t = to_vector_f32(mom.sub(blk, Shape{tail}));
-    flat.insert(flat.end(), t.begin(), t.end());
-  }
-  VLM_ASSERT(int64_t(flat.size()) == n, "ZeRO-1 blocks and tail cover the arena");
-  return flat;
 }
 
 H5Id create_groups(H5Handle f, const std::string& path) {  // "a/b/c", each created when absent
@@ -178,22 +151,18 @@ std::string save_checkpoint(const std::string& dir, int keep_last, const Checkpo
     fault_tick();
   };
   const std::vector<ModuleParams> mods = model.modules();
-  for (const ModuleParams& m : mods) {
-    if (!gathers) break;
-    for (const Param& p : m.table->params())
-      put(std::string(kModelGroup) + "/" + module_name(m.id), p,
-          gather_full(s, tp, p, to_vector_f32(p.value), m.tp_split && p.spec.split_dim >= 0));
-  }
+  const DpGrads& dpg = opt.dp_grads();
   for (size_t i = 0; i < mods.size(); ++i) {
-    if (!trainable[i]) continue;
     const ParamTable& t = *mods[i].table;
-    for (int k = 0; k < 2; ++k) {
-      const std::vector<float> flat = flat_moment(s, opt, i, k, int64_t(t.value_arena().bytes() / 4));
+    // k = -1: the values; 0, 1: the moments (trainable modules only).
+    for (int k = -1; k < (trainable[i] ? 2 : 0); ++k) {
+      const std::vector<float> flat =
+          dpg.gather_flat(s, i, k < 0 ? dpg.owned_values(i) : to_vector_f32(opt.moment(i, k).sub(0, Shape{t.layout().owned()})));
       if (!gathers) continue;
+      const std::string group = k < 0 ? std::string(kModelGroup) + "/" + module_name(mods[i].id) : moment_group(k, mods[i].id);
       for (const Param& p : t.params()) {
-        const auto at = flat.begin() + arena_offset(t, p);
-        put(moment_group(k, mods[i].id), p,
-            gather_full(s, tp, p, std::vector<float>(at, at + p.local.numel()), mods[i].tp_split && p.spec.split_dim >= 0));
+        const auto at = flat.begin() + p.at;
+        put(group, p, gather_full(s, tp, p, std::vector<float>(at, at + p.local.numel()), mods[i].tp_split && p.spec.split_dim >= 0));
       }
     }
   }

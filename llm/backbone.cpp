@@ -21,7 +21,7 @@ const ModelConfig& validated(const ModelConfig& cfg, int tp) {
 }  // namespace
 
 Backbone::Backbone(const ModelConfig& cfg, Backend& backend, Communicator& tp, int64_t max_tokens, bool grads,
-                   Precision precision)
+                   Precision precision, DpSharding dp)
     : cfg_(validated(cfg, tp.size())),
       backend_(backend),
       tp_(tp),
@@ -33,9 +33,12 @@ Backbone::Backbone(const ModelConfig& cfg, Backend& backend, Communicator& tp, i
   VLM_REQUIRE(max_tokens > 0 && (!sp_ || max_tokens % tp.size() == 0), "backbone: max tokens per micro-batch ",
               max_tokens, " must be > 0", sp_ ? cat(" and a multiple of parallel.tp=", tp.size(),
                                                      " (model.sequence_parallel)") : "");
-  params_ = std::make_unique<ParamTable>(backbone_param_specs(cfg_, tp.size()), tp.size(), tp.rank());
+  params_ = std::make_unique<ParamTable>(backbone_param_specs(cfg_, tp.size()), tp.size(), tp.rank(), DType::F32,
+                                         true);
   if (precision == Precision::BF16) params_->add_bf16_working_copy();
-  params_->allocate(backend_, grads);
+  params_->allocate(backend_, grads, dp);
+  VLM_ASSERT(params_->layout().units() == cfg_.n_layers + 2 && params_->layout().unit_layer(layer_unit(0)) == 0,
+             "backbone units: the embedding, the layers, the head");
   bind_params();
   plan_activations();
   loss_ = Tensor::zeros(backend, Shape{1});
@@ -58,8 +61,22 @@ float Backbone::forward(Stream& s, const LmInput& in) {
 }
 
 void Backbone::forward(Stream& s, const LmInput& in, const Tensor& loss) {
+  forward_begin(s, in);
+  forward_layers(s, in, 0, cfg_.n_layers);
+  forward_end(s, in, loss);
+}
+
+void Backbone::forward_begin(Stream& s, const LmInput& in) { run_embedding(s, in); }
+
+void Backbone::forward_layers(Stream& s, const LmInput& in, int l0, int l1) {
+  VLM_ASSERT(in.n_tokens == last_T_, "forward of layers of a batch of ", in.n_tokens, " tokens after ", last_T_);
+  TpContext ctx = context(s);
+  stack_.forward_layers(ctx, PackedSeqs{in.cu_seqlens, in.max_seqlen, in.positions}, l0, l1);
+}
+
+void Backbone::forward_end(Stream& s, const LmInput& in, const Tensor& loss) {
   require_shape(loss, Shape{1}, "backbone loss");
-  const double norm = run_forward(s, in, Tensor{}, true);
+  const double norm = run_head(s, in, true);
   fill(s, loss, 0.f);
   if (norm <= 0) return;
   bias_backward(s, loss, head_.losses.view(Shape{in.n_tokens, 1}));  // loss += the sum over rows
@@ -67,6 +84,14 @@ void Backbone::forward(Stream& s, const LmInput& in, const Tensor& loss) {
 }
 
 double Backbone::run_forward(Stream& s, const LmInput& in, const Tensor& cache_slots, bool loss) {
+  run_embedding(s, in);
+  TpContext ctx = context(s);
+  const PackedSeqs seq{in.cu_seqlens, in.max_seqlen, in.positions};
+  stack_.forward(ctx, seq, cache_slots.defined() ? cache_.get() : nullptr, cache_slots);
+  return run_head(s, in, loss);
+}
+
+void Backbone::run_embedding(Stream& s, const LmInput& in) {
   const int64_t T = in.n_tokens;
   VLM_REQUIRE(T > 0 && T <= max_tokens_, "backbone: micro-batch of ", T, " tokens, planned for at most ",
               max_tokens_);
@@ -87,9 +112,7 @@ double Backbone::run_forward(Stream& s, const LmInput& in, const Tensor& cache_s
   cut(T);
   const int64_t Ts = stream_rows(T), row0 = sp_ ? int64_t(tp_.rank()) * Ts : 0;
   TpContext ctx = context(s);
-  const PackedSeqs seq{in.cu_seqlens, in.max_seqlen, in.positions};
   const Scratch& sc = stack_.scratch();
-  const HeadActs& a = head_;
 
   // Embedding -> h[0] [Ts,C]. Caller embeddings are replicated: this rank keeps its rows
   // (the mixed path places them inside the embedding's reduction: embedding_parallel.h).
@@ -103,8 +126,11 @@ double Backbone::run_forward(Stream& s, const LmInput& in, const Tensor& cache_s
     add(s, h0, h0, sc.dtmp);
   }
   round_act(s, h0, params_->has_working());  // the residual stream in bf16 (docs/training.md, "Numerics")
-  stack_.forward(ctx, seq, cache_slots.defined() ? cache_.get() : nullptr, cache_slots);
+}
 
+double Backbone::run_head(Stream& s, const LmInput& in, bool loss) {
+  TpContext ctx = context(s);
+  const HeadActs& a = head_;
   lnf_.forward(s, a.ln, a.ln_mean, a.ln_rstd, stack_.output());
   out_.forward(ctx, a.logits, a.ln_full, a.ln, a.pad_fill);
   if (!loss || !in.targets.defined()) return 0.0;
@@ -174,11 +200,7 @@ void Backbone::finalize_grads(Stream& s, int64_t begin, int64_t end) { params_->
 
 int64_t Backbone::layer_grad_begin(int l) const {
   VLM_ASSERT(0 <= l && l <= cfg_.n_layers, "layer ", l, " of ", cfg_.n_layers);
-  const std::string first = l < cfg_.n_layers ? layer_param_name(l, "") : std::string(kFinalNormWeight);
-  for (const Param& p : params_->params())
-    if (p.spec.name.compare(0, first.size(), first) == 0) return params_->grad_offset(p);
-  VLM_ASSERT(false, "no parameter ", first, " in the backbone");
-  return 0;
+  return params_->layout().unit_range(layer_unit(l)).first;  // l = L: the head's unit
 }
 
 Tensor Backbone::gather_logits(Stream& s) {

@@ -67,8 +67,10 @@ class Backbone {
   // d_embeddings.
   // precision BF16: the table gets its bf16 working copy (nn/param_table.h; refresh it
   // with params().refresh_working after every change of the values).
+  // dp: the ZeRO sharding of the table (nn/param_layout.h); its layers are the pooled
+  // units (units: the embedding, layer 0 .. L-1, the output head).
   Backbone(const ModelConfig& cfg, Backend& backend, Communicator& tp, int64_t max_tokens, bool grads = true,
-           Precision precision = Precision::FP32);
+           Precision precision = Precision::FP32, DpSharding dp = {});
   ~Backbone();
   Backbone(const Backbone&) = delete;
   Backbone& operator=(const Backbone&) = delete;
@@ -84,6 +86,13 @@ class Backbone {
   // 1/loss_norm; 0 without targets. Nothing waits for the device (the training step
   // reads it after its graph).
   void forward(Stream& s, const LmInput& in, const Tensor& loss);
+  // The same in parts (a training step under ZeRO-3 gathers each layer's weights just
+  // before it, train/step.h): forward_begin (the embedding), forward_layers over
+  // consecutive ranges from the bottom, forward_end (final norm, output layer, loss):
+  // exactly forward's ops in forward's order.
+  void forward_begin(Stream& s, const LmInput& in);
+  void forward_layers(Stream& s, const LmInput& in, int l0, int l1);
+  void forward_end(Stream& s, const LmInput& in, const Tensor& loss);
   // The same, returning the loss: read on the host (copy_to_host, a synchronisation of
   // s; decoding, evaluation, checks).
   float forward(Stream& s, const LmInput& in);
@@ -106,15 +115,20 @@ class Backbone {
   // (those of the parameters that start there); disjoint ranges covering the arena =
   // finalize_grads.
   void finalize_grads(Stream& s, int64_t begin, int64_t end);
-  // The gradient arena is [embeddings][layer 0] .. [layer L-1][final norm, lm_head]
-  // (llm/param_specs.h): where layer l's gradients start, in elements (l = L: where the
-  // head's start). Needs the gradient arena (not frozen).
+  // The flat space is [embeddings][layer 0] .. [layer L-1][final norm, lm_head], one
+  // layout unit each (llm/param_specs.h, nn/param_layout.h): where layer l's elements
+  // start (l = L: where the head's start), and the unit of layer l.
   int64_t layer_grad_begin(int l) const;
+  int layer_unit(int l) const { return l + 1; }
   int n_layers() const { return cfg_.n_layers; }
   void zero_grads() { params_->zero_grads(); }
   // The side stream of the TP collectives that the next ops do not wait for
   // (nn/tp_side.h), or none; the forward and backward after the call use it.
   void set_tp_side(TpSide* side) { side_ = side; }
+  // The stack's layer fetch (nn/stack.h): the backbone's layers gathered on demand.
+  void set_layer_fetch(LayerFetch f) { stack_.set_layer_fetch(std::move(f)); }
+  const LayerFetch& layer_fetch() const { return stack_.layer_fetch(); }
+  void fetch_layers(Stream& s) const { stack_.fetch_layers(s); }
 
   // Results of the last forward: this rank's logits [T, Vl] (columns
   // [vocab_offset(), +Vl); padding columns hold -1e30) and per-token losses [T].
@@ -168,6 +182,8 @@ class Backbone {
   // forward and prefill: cache_slots defined = keep k/v there; loss = compute the
   // per-token losses. Returns the divisor of their sum, or 0 when there is no loss.
   double run_forward(Stream& s, const LmInput& in, const Tensor& cache_slots, bool loss);
+  void run_embedding(Stream& s, const LmInput& in);  // checks `in`, cuts, the embedding -> h[0]
+  double run_head(Stream& s, const LmInput& in, bool loss);  // h[L] -> logits (and the losses)
   // Cuts every activation view to T tokens (Ts on the residual stream).
   void cut(int64_t T);
   TpContext context(Stream& s) const { return TpContext{s, tp_, sp_, side_}; }

@@ -3,7 +3,8 @@
 
 namespace vlm {
 
-CommCounters backbone_tp_bytes(const ModelConfig& m, int tp_size, int64_t T, int64_t act, int64_t M, bool trains) {
+CommCounters backbone_tp_bytes(const ModelConfig& m, int tp_size, int64_t T, int64_t act, int64_t M, bool trains,
+                               int64_t layer_finalizes) {
   CommCounters c;
   if (tp_size == 1) return c;
   auto add = [&](CollKind k, int64_t bytes) { c.bytes[size_t(k)] += uint64_t(bytes); };
@@ -18,10 +19,11 @@ CommCounters backbone_tp_bytes(const ModelConfig& m, int tp_size, int64_t T, int
     add(CollKind::AllGather, M * wire * Ts * C);
     add(CollKind::AllReduce, M * 4 * 3 * T);
   }
-  if (trains) {
+  if (trains) {  // per layer (R, S's layer part) and outside the layers (S's final norm, positions)
     const int64_t R = NKV < tp ? L * (2 * NKV * HS * C + (m.has_qkv_bias() ? 2 * NKV * HS : 0)) : 0;
-    const int64_t S = !sp ? 0 : m.is_llama() ? L * 2 * C + C : L * 6 * C + 2 * C + m.max_pos * C;
-    add(CollKind::AllReduce, 4 * (R + S));
+    const int64_t S_layers = !sp ? 0 : m.is_llama() ? L * 2 * C : L * 6 * C;
+    const int64_t S_rest = !sp ? 0 : m.is_llama() ? C : 2 * C + m.max_pos * C;
+    add(CollKind::AllReduce, 4 * (layer_finalizes * (R + S_layers) + S_rest));
   }
   return c;
 }

@@ -54,7 +54,7 @@ void import_hf_params(ParamTable& params, const SafetensorsCheckpoint& ckpt, boo
       throw UserError(cat(ckpt.dir(), ": tensor '", p.spec.name, "' missing from the checkpoint (the model config ",
                           "needs it)"));
     std::vector<float> local = read_local(p, ckpt);
-    copy_tensor(p.value, Tensor::from_vector(local, p.local));
+    params.write(p, Tensor::from_vector(local, p.local));
     used.insert(p.spec.name);
   }
   for (const std::string& name : ckpt.names()) {

@@ -42,18 +42,22 @@ std::vector<ParamSpec> backbone_param_specs(const ModelConfig& cfg, int tp) {
   const bool sp = bc.seq_parallel(tp), gpt2 = !cfg.is_llama();
   const int64_t C = cfg.d_model, V = cfg.vocab_size, Vp = cfg.padded_vocab(tp);
   std::vector<ParamSpec> v;
-  auto vocab_table = [&](const char* name) {
+  auto vocab_table = [&](const char* name, bool lookups) {
     ParamSpec s = param_spec(name, Shape{Vp, C}, 0, InitKind::Normal, cfg.init_std);
     s.hf = Shape{V, C};
+    s.f32_reads = lookups;  // the embedding's (and the prompt query's) lookups read f32 rows
     v.push_back(std::move(s));
   };
-  vocab_table(kEmbedTokens);
-  if (gpt2) v.push_back(param_spec("model.embed_positions.weight", Shape{cfg.max_pos, C}, -1, InitKind::Normal,
-                                   cfg.init_std, sp));
+  vocab_table(kEmbedTokens, true);
+  if (gpt2) {
+    v.push_back(param_spec("model.embed_positions.weight", Shape{cfg.max_pos, C}, -1, InitKind::Normal,
+                           cfg.init_std, sp));
+    v.back().f32_reads = true;
+  }
   for (ParamSpec& s : stack_param_specs(bc, cfg.n_layers, tp, cfg.init_std, backbone_block_param_name))
     v.push_back(std::move(s));
   for (ParamSpec& s : Norm::param_specs(bc.norm, C, kFinalNormWeight, kFinalNormBias, sp)) v.push_back(std::move(s));
-  if (!cfg.tied_embeddings) vocab_table("lm_head.weight");
+  if (!cfg.tied_embeddings) vocab_table("lm_head.weight", false);
   return v;
 }
 

@@ -86,15 +86,20 @@ AccuracyReport caption_accuracy(VlmModel& model, Stream& s, Communicator& dp, Lo
   TextRule decode_rule = rule;
   decode_rule.captions = false;
   const int64_t steps = loader.steps_per_epoch();
+  // With layers fetched from the DP group (ZeRO-3), every rank decodes in lockstep: the
+  // batches until every rank has seen its images (model/generate.h).
+  Communicator* lockstep = model.layer_fetch() ? &dp : nullptr;
+  auto more = [&](bool mine) { return lockstep ? all_reduce_values(dp, s, {mine ? 1.0 : 0.0})[0] > 0 : mine; };
   int64_t seen = 0, drawn = 0;
-  for (int64_t step = 0; step < steps && (images == 0 || seen < images); ++step) {
+  for (int64_t step = 0; step < steps && more(images == 0 || seen < images); ++step) {
     Batch b = loader.next();
     const int n = b.size();
+    VLM_ASSERT(n > 0 || !lockstep, "an empty batch in lockstep");
     if (n == 0) continue;
     MicroBatch mb = make_micro_batch(b, decode_rule, uint64_t(step));
     model.front_forward(s, mb);
     GenerateOptions g;
-    g.max_new = max_new, g.eos = tok.eos();
+    g.max_new = max_new, g.eos = tok.eos(), g.lockstep = lockstep;
     const std::vector<std::vector<int32_t>> gen = generate_captions(model, s, mb.prompt, g);
     for (int i = 0; root && i < n && drawn < pictures; ++i, ++drawn) {
       int side = 0;

@@ -34,7 +34,7 @@ FrontSlot::FrontSlot(const VlmConfig& cfg, Backend& b, Communicator& tp, Communi
     vision_ = std::make_unique<VisionEncoder>(*shared, b, self, Bm);
   else
     vision_ = std::make_unique<VisionEncoder>(v, b, self, Bm, VisionReadout{}, DType::F32,
-                                              !cfg.frozen[size_t(ModuleId::Vision)], cfg.precision);
+                                              !cfg.frozen[size_t(ModuleId::Vision)], cfg.precision, cfg.sharding);
   ScorerDims dims;
   dims.G = v.grid(), dims.d = dv, dims.dq = C;
   // A placement that splits each scorer over a group (ScorerPlacement::split_group) gets

@@ -49,6 +49,7 @@ class FrontSlot {
   // The micro-batch (host).
   int64_t B = 0, P = 0;
   uint64_t seed = 0;
+  LodConfig::Step lod;  // MicroBatch::lod
   double loss_norm = 1.0;
   std::vector<bool> has_prompt;
   std::vector<VlmSample> samples;

@@ -19,6 +19,10 @@ struct GenerateOptions {
   int32_t eos = -1;      // the token that ends a caption
   bool kv_cache = true;  // false: the full-recompute reference (greedy only)
   DecodeOptions decode;  // greedy by default
+  // The DP group, when the model fetches its layers from it (VlmModel::set_layer_fetch,
+  // ZeRO-3): every rank then decodes until every rank is done (a rank whose captions are
+  // done takes part in each step's fetches without computing); null: each rank stops alone.
+  Communicator* lockstep = nullptr;
 };
 
 // prompts: the prompt of every sample of the micro-batch (MicroBatch::prompt).

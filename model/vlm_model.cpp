@@ -43,15 +43,15 @@ VlmModel::VlmModel(const VlmConfig& cfg, Backend& backend, Communicator& tp, Com
     slots_.push_back(std::make_unique<FrontSlot>(cfg, backend, tp, self, k > 0 ? &slots_[0]->vision() : nullptr));
   const RelevanceStage& stage0 = slots_[0]->stage();
   stage_params_ = std::make_unique<ParamTable>(stage0.param_specs(), stage0.table_tp(), stage0.table_rank());
-  stage_params_->allocate(backend, trains(ModuleId::Scorers));
+  stage_params_->allocate(backend, trains(ModuleId::Scorers), cfg.sharding);
   for (auto& f : slots_) {
     f->stage().bind(*stage_params_);
     f->stage().reserve(cfg_.max_images);
   }
   projector_ = std::make_unique<Projector>(dv, C, cfg.projector_std, backend, Tv, DType::F32, trains(ModuleId::Projector),
-                                           cfg.precision);
+                                           cfg.precision, cfg.sharding);
   llm_ = std::make_unique<Backbone>(cfg.llm, backend, tp, cfg.max_backbone_tokens(tp.size()), trains(ModuleId::Llm),
-                                    cfg.precision);
+                                    cfg.precision, cfg.sharding);
   const Param& table = llm_->params().get(kEmbedTokens);
   prompt_emb_.table = table.value, prompt_emb_.dtable = table.grad, prompt_emb_.vocab_offset = table.offset;
   prompt_rows_ = Tensor::zeros(backend, Shape{Pm, C});
@@ -109,7 +109,7 @@ void VlmModel::load(Stream& s, const MicroBatch& mb, int slot) {
                 cfg_.max_text);
   FrontSlot& f = *slots_[size_t(slot)];
   cur_ = slot;
-  f.B = B, f.seed = mb.seed, f.loss_norm = mb.loss_norm;
+  f.B = B, f.seed = mb.seed, f.lod = mb.lod, f.loss_norm = mb.loss_norm;
   const int64_t S = v.image_size, G = v.grid();
   // In s's order: after the slot's last readers, which the caller orders before s
   // (train/step.h), or earlier work on s itself.
@@ -160,6 +160,7 @@ void VlmModel::scorers_prepare(Stream& s, int slot) {
   FrontSlot& f = *slots_[size_t(slot)];
   const int64_t G = cfg_.vision.grid();
   const Tensor tex = f.texture.slice(0, f.B).view(Shape{f.B, kTextureChannels, G * G});
+  f.stage().set_lod_step(f.lod);
   f.stage().forward_prepare(s, f.features(), tex, f.query.slice(0, f.B), f.has_prompt, f.seed);
 }
 
@@ -205,30 +206,40 @@ void VlmModel::projector_forward(Stream& s, FrontSlot& f) {
 
 void VlmModel::llm_forward_backward(Stream& s, int slot, const Tensor& loss) {
   llm_forward(s, slot, loss);
-  llm_backward(s, slot, 0, llm_->n_layers(), false);
+  llm_backward(s, slot, 0, llm_->n_layers());
 }
 
 void VlmModel::llm_forward(Stream& s, int slot, const Tensor& loss) {
-  projector_forward(s, *slots_[size_t(slot)]);
-  llm_->forward(s, slots_[size_t(slot)]->input, loss);
+  llm_forward_begin(s, slot);
+  llm_forward_layers(s, slot, 0, llm_->n_layers());
+  llm_forward_end(s, slot, loss);
 }
 
-void VlmModel::llm_backward(Stream& s, int slot, int l0, int l1, bool finalize) {
+void VlmModel::llm_forward_begin(Stream& s, int slot) {
+  projector_forward(s, *slots_[size_t(slot)]);
+  llm_->forward_begin(s, slots_[size_t(slot)]->input);
+}
+
+void VlmModel::llm_forward_layers(Stream& s, int slot, int l0, int l1) {
+  llm_->forward_layers(s, slots_[size_t(slot)]->input, l0, l1);
+}
+
+void VlmModel::llm_forward_end(Stream& s, int slot, const Tensor& loss) {
+  llm_->forward_end(s, slots_[size_t(slot)]->input, loss);
+}
+
+void VlmModel::llm_backward(Stream& s, int slot, int l0, int l1) {
   FrontSlot& f = *slots_[size_t(slot)];
   const int64_t Tv = f.stage().offsets()[size_t(f.B)];
   if (l1 == llm_->n_layers()) llm_->backward_head(s, f.input);
   llm_->backward_layers(s, f.input, l0, l1);
-  if (finalize) {
-    const auto [begin, end] = llm_grad_range(l0, l1);
-    llm_->finalize_grads(s, begin, end);
-  }
   if (l0 > 0) return;
   llm_->backward_embedding(s, f.input, dvisual_.slice(0, Tv));
   projector_->backward(s, f.dtokens.slice(0, Tv), dvisual_.slice(0, Tv), f.stage().tokens());
 }
 
 std::pair<int64_t, int64_t> VlmModel::llm_grad_range(int l0, int l1) const {
-  const int64_t end = l1 == llm_->n_layers() ? int64_t(llm_->params().grad_bytes() / 4) : llm_->layer_grad_begin(l1);
+  const int64_t end = l1 == llm_->n_layers() ? llm_->params().layout().numel() : llm_->layer_grad_begin(l1);
   return {llm_->layer_grad_begin(l0), end};
 }
 
@@ -236,7 +247,7 @@ float VlmModel::llm_forward_backward(Stream& s, bool backward) {
   FrontSlot& f = *slots_[size_t(cur_)];
   projector_forward(s, f);
   const float loss = llm_->forward(s, f.input);
-  if (backward) llm_backward(s, cur_, 0, llm_->n_layers(), false);
+  if (backward) llm_backward(s, cur_, 0, llm_->n_layers());
   return loss;
 }
 
@@ -287,11 +298,9 @@ void VlmModel::vision_backward(Stream& s, int slot) {
                       cfg_.vision.texture ? f.texture.slice(0, f.B) : Tensor{});
 }
 
-void VlmModel::finish_grads(Stream& s, bool layers_finalized) {
-  if (layers_finalized)
-    llm_->finalize_grads(s, 0, llm_grad_range(0, llm_->n_layers()).first);  // the embedding's
-  else
-    llm_->finalize_grads(s);
+void VlmModel::finish_grads(Stream& s, int64_t done_begin, int64_t done_end) {
+  llm_->finalize_grads(s, 0, done_begin);
+  llm_->finalize_grads(s, done_end, INT64_MAX);
   slots_[0]->stage().finalize_grads(s);  // the one table every slot's stage accumulates into
 }
 

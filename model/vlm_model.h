@@ -74,6 +74,9 @@ struct VlmConfig {
   Precision precision = Precision::FP32;
   // Frozen modules (by ModuleId) get no gradient arena and skip their weight gradients.
   std::array<bool, kNumModules> frozen{};
+  // train.zero over this rank's DP group: how every table's storage is sharded
+  // (nn/param_layout.h). Set by the trainer and the planner for a rank; zero 0 elsewhere.
+  DpSharding sharding;
   // Front-end slots (model/front_slot.h): 1, or 2 to pipeline micro-batches (train/step.h;
   // resolve_vlm_config sets 2 when train.micro_batches >= 2). The second costs a second
   // encoder (weights, gradients, activations) and a second set of front-end buffers.
@@ -93,7 +96,8 @@ struct MicroBatch {
   const float* texture = nullptr;   // [B,13,G,G] (when vision.texture)
   std::vector<std::vector<int32_t>> prompt, caption;  // [B] each
   double loss_norm = 1.0;           // divisor of the summed loss (see above)
-  uint64_t seed = 0;                // lod.policy=random
+  uint64_t seed = 0;                // lod.policy=random, lod.explore
+  LodConfig::Step lod;              // the LOD training schedule at this step (none elsewhere)
   int64_t counted() const;          // caption tokens (= counted targets)
 };
 
@@ -131,6 +135,14 @@ class VlmModel {
   Backbone& llm() { return *llm_; }
   int tp_size() const { return tp_.size(); }
   void set_tp_side(TpSide* side) { llm_->set_tp_side(side); }  // Backbone::set_tp_side
+  // ZeRO-3 outside the training step (evaluation, decoding): each backbone layer's weights
+  // fetched just before its use (nn/stack.h LayerFetch). While one is set, every DP rank
+  // must run the same layers in the same order: the evaluation's decoding keeps the DP
+  // group in lockstep (model/generate.h), fetching without computing when a rank has
+  // nothing left to decode (fetch_layers).
+  void set_layer_fetch(LayerFetch f) { llm_->set_layer_fetch(std::move(f)); }
+  const LayerFetch& layer_fetch() const { return llm_->layer_fetch(); }
+  void fetch_layers(Stream& s) const { llm_->fetch_layers(s); }
   int front_slots() const { return int(slots_.size()); }
 
   // The pieces of one micro-batch (order above), on front-end slot `slot`.
@@ -151,11 +163,23 @@ class VlmModel {
   // TP-partial gradients of llm_grad_range(l0, l1), complete after the last micro-batch's
   // part (then finish_grads(s, true) leaves them alone).
   void llm_forward(Stream& s, int slot, const Tensor& loss);
-  void llm_backward(Stream& s, int slot, int l0, int l1, bool finalize);
-  // The backbone's gradient elements [begin, end) that llm_backward(l0, l1) completes:
-  // layers [l0, l1), with the head's (the arena's end) when l1 = L. The embedding's,
-  // [0, llm_grad_range(0, L).first), also get query_backward's.
+  void llm_backward(Stream& s, int slot, int l0, int l1);
+  // llm_forward in parts (ZeRO-3 gathers each layer's weights just before it): begin
+  // (projector forward, the embedding), the layers over consecutive ranges from the
+  // bottom, end (final norm, output layer, the loss): llm_forward's ops in its order.
+  void llm_forward_begin(Stream& s, int slot);
+  void llm_forward_layers(Stream& s, int slot, int l0, int l1);
+  void llm_forward_end(Stream& s, int slot, const Tensor& loss);
+  // The backbone's flat elements [begin, end) (nn/param_layout.h) that llm_backward(l0,
+  // l1) completes: layers [l0, l1), with the head's (the space's end) when l1 = L. The
+  // embedding's, [0, llm_grad_range(0, L).first), also get query_backward's.
   std::pair<int64_t, int64_t> llm_grad_range(int l0, int l1) const;
+  // Layer l's flat elements in the backbone's table (its layout unit), without the head's.
+  std::pair<int64_t, int64_t> llm_layer_range(int l) const { return llm_->params().layout().unit_range(llm_->layer_unit(l)); }
+  // All-reduces over TP the backbone's TP-partial gradients that start in [begin, end)
+  // (nn/param_table.h finalize_tp_grads): a part's, complete for the step or, for a pooled
+  // layer (train/step.h, ZeRO >= 2), for the micro-batch.
+  void llm_finalize(Stream& s, int64_t begin, int64_t end) { llm_->finalize_grads(s, begin, end); }
   void scorers_backward(Stream& s, int slot);
   void query_backward(Stream& s, int slot);
   void vision_backward(Stream& s, int slot);
@@ -177,10 +201,10 @@ class VlmModel {
   // of greedy_next). Collective over the TP group; every rank returns the same tokens.
   std::vector<int32_t> decode_start(Stream& s, const DecodeOptions& o = DecodeOptions{});
   std::vector<int32_t> decode_next(Stream& s, const std::vector<int32_t>& tokens);
-  // Once per optimizer step: the TP-partial gradients of the backbone and the
-  // placement's gradient traffic of the stage. layers_finalized: the last micro-batch's
-  // llm_backward parts finalized the layers' and the head's; only the embedding's here.
-  void finish_grads(Stream& s, bool layers_finalized = false);
+  // Once per optimizer step: the TP-partial gradients of the backbone (but those in
+  // [done_begin, done_end), which the step's llm_finalize calls did) and the placement's
+  // gradient traffic of the stage.
+  void finish_grads(Stream& s, int64_t done_begin = 0, int64_t done_end = 0);
 
   // The last micro-batch loaded: the visual tokens per image, the LM input (for decoding).
   const std::vector<int64_t>& visual_offsets() const { return slots_[size_t(cur_)]->stage().offsets(); }

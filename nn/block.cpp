@@ -42,6 +42,7 @@ std::vector<ParamSpec> block_param_specs(const BlockConfig& c, int tp, int layer
   if (c.linear_bias) add(BlockParam::UpBias, Shape{F}, 0, InitKind::Zeros, 0.f, false);
   add(BlockParam::DownWeight, Shape{C, F}, 1, InitKind::Normal, std_res, false);
   if (c.linear_bias) add(BlockParam::DownBias, Shape{C}, -1, InitKind::Zeros, 0.f, sp);
+  for (ParamSpec& x : v) x.layer = layer;
   return v;
 }
 

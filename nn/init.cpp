@@ -58,10 +58,7 @@ void init_params(ParamTable& table, uint64_t seed) {
       for (int64_t c = 0; c < lcols; ++c)
         v[size_t(r * lcols + c)] = init_value_keyed(key, s.init, s.std, gr * cols + col0 + c);
     }
-    if (table.dtype() == DType::F32)
-      copy_tensor(p.value, Tensor::from_vector(v, p.local));
-    else
-      copy_tensor(p.value, Tensor::from_vector(std::vector<double>(v.begin(), v.end()), p.local));
+    table.write(p, Tensor::from_vector(v, p.local));  // wherever it lives (nn/param_table.h)
   }
 }
 

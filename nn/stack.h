@@ -23,6 +23,7 @@
 // Gradients follow the rule of nn/context.h.
 // The stack is neither copied nor moved: the plan binds its fields by address.
 #pragma once
+#include <functional>
 #include <vector>
 
 #include "nn/act_plan.h"
@@ -40,6 +41,10 @@ std::vector<ParamSpec> stack_param_specs(const BlockConfig& cfg, int n_layers, i
 // it (an alias of `out` without SP).
 void plan_norm_acts(ActPlan& p, const BlockConfig& cfg, int tp, Tensor* out, Tensor* mean, Tensor* rstd,
                     Tensor* x_full);
+
+// Called with (stream, layer) before a layer's weights are read, when the weights are not
+// resident (ZeRO-3 outside the training step's own gathers: train/trainer.cpp).
+using LayerFetch = std::function<void(Stream&, int)>;
 
 class TransformerStack {
  public:
@@ -67,6 +72,9 @@ class TransformerStack {
   // also writes each layer's k/v rows into it at `slots` ([T] i32, -1 = not kept).
   void forward(TpContext& ctx, const PackedSeqs& seq, const KvCache* cache = nullptr,
                const Tensor& slots = Tensor{}) const;
+  // The same without a cache for layers [l0, l1) only (h[l0] -> h[l1]); calling it for
+  // consecutive ranges from the bottom runs forward's ops in forward's order.
+  void forward_layers(TpContext& ctx, const PackedSeqs& seq, int l0, int l1) const;
   // Decoding: the step's activations (once, into a plan of its own, see above), the
   // rows' residual stream [N,C] (input and output: the step updates it in place), and
   // one step for the rows `rows` (ctx without SP).
@@ -81,6 +89,14 @@ class TransformerStack {
   // calling it for consecutive ranges from the top runs the same ops in the same order.
   void backward_layers(TpContext& ctx, const PackedSeqs& seq, const Tensor& dres, int l0, int l1) const;
   int n_layers() const { return n_layers_; }
+  // The hook forward, forward_layers, decode and backward_layers call before each layer
+  // (none by default; the training step under ZeRO-3 gathers in tasks of its own and
+  // unsets it: train/step.h).
+  void set_layer_fetch(LayerFetch f) { fetch_ = std::move(f); }
+  const LayerFetch& layer_fetch() const { return fetch_; }
+  // Every layer's fetch, in order, and nothing else (a rank without rows in a decoding
+  // step that the DP group runs in lockstep: model/generate.h).
+  void fetch_layers(Stream& s) const;
 
  private:
   const BlockActs& saved(int l) const { return saved_[cfg_.recompute == Recompute::Full ? 0 : size_t(l)]; }
@@ -98,6 +114,7 @@ class TransformerStack {
   std::vector<AttentionCore> core_;    // L without recompute, else 1
   Scratch sc_;
   bool planned_ = false;
+  LayerFetch fetch_;
   struct DecodeActs {  // one decode step's rows, N of them
     Tensor h;          // [N,C] the residual stream
     BlockActs block;   // shared by the layers (nothing is kept for backward)

@@ -8,55 +8,47 @@
 
 namespace vlm {
 
-Tensor flat_f32(const Arena& a) {
-  VLM_ASSERT(a.bytes() % 4 == 0, "arena ", a.name(), " of f32 elements");
-  return a.storage().reinterpret(DType::F32, Shape{int64_t(a.bytes() / 4)});
+namespace {
+
+DType compute_dtype(const ShardRun& r) { return r.bf16 ? DType::BF16 : DType::F32; }
+
+// Whether `a` lies in the memory of `b`.
+bool inside(const Tensor& a, const Tensor& b) {
+  const char *pa = static_cast<const char*>(a.data()), *pb = static_cast<const char*>(b.data());
+  return pa >= pb && pa < pb + b.nbytes();
 }
+
+}  // namespace
 
 DpGrads::DpGrads(const std::vector<ModuleParams>& modules, const std::vector<bool>& trainable, Communicator& dp,
                  int zero, double bucket_mb, Backend& backend, DType wire)
-    : modules_(modules), dp_(dp), zero_(dp.size() > 1 ? zero : 0), bucket_mb_(bucket_mb), wire_(wire) {  // ZeRO over one rank = none
+    : modules_(modules), trainable_(trainable), dp_(dp), zero_(dp.size() > 1 ? zero : 0), bucket_mb_(bucket_mb),
+      wire_(wire) {
   VLM_ASSERT(wire == DType::F32 || wire == DType::BF16, "DP gradient wire dtype ", dtype_name(wire));
-  const int64_t p = dp.size(), r = dp.rank();
   VLM_ASSERT(trainable.size() == modules.size(), "one trainable flag per module");
+  const bool bf = wire_ == DType::BF16 && dp.size() > 1;
+  int64_t wire_n = 0, acc_n = 0, stage_n = 0;
   for (size_t i = 0; i < modules_.size(); ++i) {
-    const ModuleParams& m = modules_[i];
-    if (!trainable[i]) {
-      owned_.push_back({}), gather_tmp_.push_back({}), wire_buf_.push_back({});
-      continue;
+    const ParamTable& t = *modules_[i].table;
+    const ParamLayout& L = t.layout();
+    VLM_ASSERT(L.stage() == zero_, module_name(modules_[i].id), ": table sharded for zero ", L.stage(),
+               ", the DP reduction runs zero ", zero_);
+    VLM_ASSERT(t.trains() || !trainable[i], module_name(modules_[i].id), ": trained without gradients");
+    VLM_ASSERT(t.dtype() == DType::F32 || dp.size() == 1, "DP reduction of f32 tables");
+    for (const ShardRun& r : L.runs()) {
+      if (zero_ >= 1) stage_n = std::max(stage_n, r.block());
+      if (!trainable[i]) continue;
+      if (zero_ >= 1) wire_n = std::max(wire_n, r.size() + r.block());
+      if (r.pooled) acc_n = std::max(acc_n, r.owned());
     }
-    VLM_ASSERT(m.table->dtype() == DType::F32, "DP reduction of f32 tables");
-    const int64_t n = int64_t(m.table->grad_arena().bytes() / 4);
-    Owned o;
-    if (zero_ == 0) {
-      o.begin = 0, o.end = n, o.grad = flat_f32(m.table->grad_arena());
-    } else {
-      const int64_t s = n / p;
-      o.begin = r * s, o.end = (r + 1) * s, o.tail_begin = p * s, o.tail_end = n;
-      o.grad = Tensor::zeros(backend, Shape{s + (n - p * s)});
-    }
-    // BF16: the gradients' bf16 copy, then (zero = 1) room for the reduced shard.
-    const bool bf = wire_ == DType::BF16 && p > 1;
-    wire_buf_.push_back(bf ? Tensor::zeros(backend, Shape{n + (o.end - o.begin)}, DType::BF16) : Tensor{});
-    owned_.push_back(o);
-    gather_tmp_.push_back(zero_ ? Tensor::zeros(backend, Shape{std::max<int64_t>(1, o.end - o.begin)}) : Tensor{});
+    if (trainable[i] && zero_ == 0) wire_n = std::max(wire_n, L.numel());
+    shard_.push_back(!trainable[i] ? Tensor{}
+                     : zero_ == 0  ? t.grads()
+                                   : Tensor::zeros(backend, Shape{std::max<int64_t>(1, L.owned())}));
   }
-}
-
-size_t DpGrads::bytes(size_t i) const {
-  const int64_t n = int64_t(modules_[i].table->grad_arena().bytes() / 4);
-  if (dp_.size() == 1) return 0;
-  const size_t e = dtype_size(wire_);
-  if (zero_ == 0) return size_t(n) * e;
-  const Owned& o = owned_[i];
-  return size_t(o.tail_begin + (o.tail_end - o.tail_begin)) * e;  // reduce-scatter input + tail
-}
-
-size_t DpGrads::wire_bytes() const {
-  size_t n = 0;
-  for (const Tensor& t : wire_buf_)
-    if (t.defined()) n += t.nbytes();
-  return n;
+  if (bf && wire_n > 0) wire_buf_ = Tensor::zeros(backend, Shape{wire_n}, DType::BF16);
+  if (acc_n > 0) acc_ = Tensor::zeros(backend, Shape{acc_n});
+  if (stage_n > 0) stage_ = Tensor::zeros(backend, Shape{stage_n});
 }
 
 int64_t DpGrads::bucket_elems() const {
@@ -64,16 +56,16 @@ int64_t DpGrads::bucket_elems() const {
 }
 
 void DpGrads::reduce_range(Stream& s, size_t i, int64_t begin, int64_t end) {
-  const Tensor grads = flat_f32(modules_[i].table->grad_arena());
-  VLM_ASSERT(zero_ == 0, "reduce_range under ZeRO-1");
-  VLM_ASSERT(0 <= begin && begin <= end && end <= grads.numel(), "reduce_range [", begin, ", ", end, ") of ",
-             grads.numel());
+  VLM_ASSERT(zero_ == 0, "reduce_range under ZeRO");
+  const Tensor& grads = shard_[i];
+  VLM_ASSERT(trainable_[i] && 0 <= begin && begin <= end && end <= grads.numel(), "reduce_range [", begin, ", ", end,
+             ") of ", grads.numel());
   if (dp_.size() == 1 || begin == end) return;
   const int64_t n = end - begin;
   // What goes on the wire: the f32 gradients, or their bf16 copy.
   const bool bf = wire_ == DType::BF16;
   const Tensor g = grads.sub(begin, Shape{n});
-  const Tensor w = bf ? wire_buf_[i].sub(begin, Shape{n}) : g;
+  const Tensor w = bf ? wire_buf_.sub(begin, Shape{n}) : g;
   if (bf) convert(s, w, g);
   const int64_t chunk = bucket_elems();
   std::vector<CommWork> work;
@@ -83,40 +75,196 @@ void DpGrads::reduce_range(Stream& s, size_t i, int64_t begin, int64_t end) {
   if (bf) convert(s, g, w);  // the sums, back in the f32 gradients
 }
 
-void DpGrads::reduce(Stream& s, size_t i) {
-  const Tensor grads = flat_f32(modules_[i].table->grad_arena());
-  const int64_t n = grads.numel();
-  const Owned& o = owned_[i];
-  if (dp_.size() == 1) return;
-  if (zero_ == 0) return reduce_range(s, i, 0, n);
-  // What goes on the wire: the f32 gradients, or their bf16 copy.
+void DpGrads::reduce_run(Stream& s, size_t i, int k, const Tensor& g, bool accumulate) {
+  const ShardRun& r = layout(i).runs()[size_t(k)];
+  const Tensor shard = shard_[i].sub(r.shard_at, Shape{r.owned()});
+  const int64_t blk = r.block(), tail = r.tail();
   const bool bf = wire_ == DType::BF16;
-  const Tensor all = bf ? wire_buf_[i].sub(0, Shape{n}) : grads;
-  if (bf) convert(s, all, grads);
-  const int64_t blk = o.end - o.begin, tail = o.tail_end - o.tail_begin;
+  // What goes on the wire: the f32 gradients, or their bf16 copy.
+  const Tensor in = bf ? wire_buf_.sub(0, Shape{r.size()}) : g;
+  if (bf) convert(s, in, g);
+  // The f32 sums land in the shard, or (accumulating) in acc_ and are added to it.
+  const Tensor sums = accumulate ? acc_.sub(0, Shape{r.owned()}) : shard;
   if (blk > 0) {
-    const Tensor shard = bf ? wire_buf_[i].sub(n, Shape{blk}) : o.grad.sub(0, Shape{blk});
-    dp_.reduce_scatter(s, shard, all.sub(0, Shape{o.tail_begin}));
-    if (bf) convert(s, o.grad.sub(0, Shape{blk}), shard);
+    const Tensor all = in.sub(0, Shape{r.tail_begin - r.begin});
+    if (bf) {
+      const Tensor out = wire_buf_.sub(r.size(), Shape{blk});
+      dp_.reduce_scatter(s, out, all);
+      convert(s, sums.sub(0, Shape{blk}), out);
+    } else {
+      dp_.reduce_scatter(s, sums.sub(0, Shape{blk}), all);
+    }
   }
   if (tail > 0) {
-    const Tensor t = all.sub(o.tail_begin, Shape{tail});
+    const Tensor t = in.sub(r.tail_begin - r.begin, Shape{tail});
     dp_.all_reduce(s, t);
     if (bf)
-      convert(s, o.grad.sub(blk, Shape{tail}), t);
+      convert(s, sums.sub(blk, Shape{tail}), t);
     else
-      copy(s, o.grad.sub(blk, Shape{tail}), t);
+      copy(s, sums.sub(blk, Shape{tail}), t);
+  }
+  if (accumulate) add(s, shard, shard, sums);
+}
+
+void DpGrads::reduce(Stream& s, size_t i) {
+  if (!trainable_[i] || dp_.size() == 1) return;
+  if (zero_ == 0) return reduce_range(s, i, 0, shard_[i].numel());
+  const ParamTable& t = *modules_[i].table;
+  for (size_t k = 0; k < layout(i).runs().size(); ++k)
+    if (!layout(i).runs()[k].pooled) reduce_run(s, i, int(k), t.run(int(k)).grad, false);
+}
+
+void DpGrads::reduce_unit(Stream& s, size_t i, int u, bool first) {
+  VLM_ASSERT(zero_ >= 2 && trainable_[i] && layout(i).pooled(u), "reduce_unit of unit ", u, " at zero ", zero_);
+  const auto [k0, k1] = layout(i).group_runs(layout(i).unit_group(u));
+  for (int k = k0; k < k1; ++k) reduce_run(s, i, k, modules_[i].table->run(k).grad, !first);
+}
+
+void DpGrads::gather_run(Stream& s, size_t i, int k, const Tensor& out) {
+  const ShardRun& r = layout(i).runs()[size_t(k)];
+  const RunStorage& st = modules_[i].table->run(k);
+  const int64_t blk = r.block(), tail = r.tail();
+  // This rank's elements: the resident f32 values, or the shard (masters, or a frozen
+  // pooled run's compute values).
+  const Tensor& own = st.values.defined() ? st.values : st.shard;
+  const int64_t tail_at = st.values.defined() ? r.tail_begin - r.begin : blk;
+  const DType dt = compute_dtype(r);
+  VLM_ASSERT(out.defined() && out.dtype() == dt && out.numel() == r.size(), "gather of run ", k, " into ", out.str());
+  if (blk > 0) {
+    const Tensor src = own.sub(st.values.defined() ? r.block_begin - r.begin : 0, Shape{blk});
+    Tensor in = src;  // the all-gather's input: never inside its output, in the compute dtype
+    if (src.dtype() != dt || inside(src, out)) {
+      in = stage_.reinterpret(dt, Shape{stage_.numel() * 4 / int64_t(dtype_size(dt))}).sub(0, Shape{blk});
+      if (src.dtype() != dt)
+        convert(s, in, src);
+      else
+        copy(s, in, src);
+    }
+    dp_.all_gather(s, out.sub(0, Shape{r.tail_begin - r.begin}), in);
+  }
+  if (tail > 0) {
+    const Tensor src = own.sub(tail_at, Shape{tail}), dst = out.sub(r.tail_begin - r.begin, Shape{tail});
+    if (src.data() == dst.data()) return;  // the resident values are their own compute copy
+    if (src.dtype() != dt)
+      convert(s, dst, src);
+    else
+      copy(s, dst, src);
   }
 }
 
+void DpGrads::gather_unit(Stream& s, size_t i, int u) {
+  VLM_ASSERT(zero_ >= 3 && layout(i).pooled(u), "gather_unit of unit ", u, " at zero ", zero_);
+  const auto [k0, k1] = layout(i).group_runs(layout(i).unit_group(u));
+  for (int k = k0; k < k1; ++k) gather_run(s, i, k, modules_[i].table->run(k).compute);
+}
+
 void DpGrads::gather_values(Stream& s, size_t i) {
-  if (zero_ == 0) return;
-  const Owned& o = owned_[i];
-  const int64_t blk = o.end - o.begin;
-  if (blk == 0) return;
-  const Tensor all = flat_f32(modules_[i].table->value_arena());
-  copy(s, gather_tmp_[i].sub(0, Shape{blk}), all.sub(o.begin, Shape{blk}));
-  dp_.all_gather(s, all.sub(0, Shape{o.tail_begin}), gather_tmp_[i].sub(0, Shape{blk}));
+  if (zero_ == 0 || !trainable_[i]) return;
+  for (size_t k = 0; k < layout(i).runs().size(); ++k) {
+    const ShardRun& r = layout(i).runs()[k];
+    if (zero_ >= 3 && r.pooled) continue;  // gathered before each use instead
+    gather_run(s, i, int(k), modules_[i].table->run(int(k)).compute);
+  }
+}
+
+std::vector<float> DpGrads::owned_values(size_t i) const {
+  const ParamTable& t = *modules_[i].table;
+  std::vector<float> out;
+  auto put = [&](const Tensor& x) {
+    const std::vector<float> v = to_vector_f32(x);
+    out.insert(out.end(), v.begin(), v.end());
+  };
+  for (size_t k = 0; k < t.layout().runs().size(); ++k) {
+    const ShardRun& r = t.layout().runs()[k];
+    const RunStorage& st = t.run(int(k));
+    if (st.shard.defined()) {
+      put(st.shard);
+      continue;
+    }
+    const Tensor& src = st.values.defined() ? st.values : st.compute;  // resident: every element here
+    put(src.sub(r.block_begin - r.begin, Shape{r.block()}));
+    put(src.sub(r.tail_begin - r.begin, Shape{r.tail()}));
+  }
+  return out;
+}
+
+std::vector<float> DpGrads::gather_flat(Stream& s, size_t i, const std::vector<float>& owned) const {
+  const ParamLayout& L = layout(i);
+  VLM_ASSERT(int64_t(owned.size()) == L.owned(), "owned elements of a module: ", owned.size(), ", expected ", L.owned());
+  std::vector<float> flat(size_t(L.numel()), 0.f);
+  Backend& b = backend_for(dp_.device());
+  for (const ShardRun& r : L.runs()) {
+    const auto at = owned.begin() + r.shard_at;
+    if (r.block() > 0 && L.stage() > 0) {
+      const Tensor in = to_backend(b, Tensor::from_vector(std::vector<float>(at, at + r.block()), Shape{r.block()}));
+      const Tensor all = Tensor::empty(b, Shape{r.tail_begin - r.begin});
+      dp_.all_gather(s, all, in);
+      const std::vector<float> g = to_vector_f32(all);
+      std::copy(g.begin(), g.end(), flat.begin() + r.begin);
+    } else {
+      std::copy(at, at + r.block(), flat.begin() + r.block_begin);
+    }
+    std::copy(at + r.block(), at + r.owned(), flat.begin() + r.tail_begin);
+  }
+  return flat;
+}
+
+void DpGrads::attach(VlmModel& model) {
+  if (zero_ < 3) return;
+  const size_t i = size_t(ModuleId::Llm);
+  VLM_ASSERT(modules_[i].table == &model.llm().params(), "DpGrads::attach to another model");
+  model.set_layer_fetch([this, i, &model](Stream& s, int l) { gather_unit(s, i, model.llm().layer_unit(l)); });
+}
+
+namespace {
+// Bytes of one run's reduction (reduce-scatter input + tail) at `wire` bytes an element.
+size_t reduce_bytes(const ShardRun& r, size_t wire) {
+  return size_t((r.block() > 0 ? r.tail_begin - r.begin : 0) + r.tail()) * wire;
+}
+size_t gather_bytes(const ShardRun& r) { return size_t(r.block()) * dtype_size(compute_dtype(r)); }
+}  // namespace
+
+size_t DpGrads::bytes(size_t i) const {
+  if (!trainable_[i] || dp_.size() == 1) return 0;
+  const size_t e = dtype_size(wire_);
+  if (zero_ == 0) return size_t(layout(i).numel()) * e;
+  size_t n = 0;
+  for (const ShardRun& r : layout(i).runs())
+    if (!r.pooled) n += reduce_bytes(r, e);
+  return n;
+}
+
+size_t DpGrads::unit_bytes(size_t i, int u) const {
+  size_t n = 0;
+  const auto [k0, k1] = layout(i).group_runs(layout(i).unit_group(u));
+  for (int k = k0; k < k1; ++k) n += reduce_bytes(layout(i).runs()[size_t(k)], dtype_size(wire_));
+  return n;
+}
+
+size_t DpGrads::unit_gather_bytes(size_t i, int u) const {
+  size_t n = 0;
+  const auto [k0, k1] = layout(i).group_runs(layout(i).unit_group(u));
+  for (int k = k0; k < k1; ++k) n += gather_bytes(layout(i).runs()[size_t(k)]);
+  return n;
+}
+
+size_t DpGrads::gather_values_bytes(size_t i) const {
+  if (zero_ == 0 || !trainable_[i]) return 0;
+  size_t n = 0;
+  for (const ShardRun& r : layout(i).runs())
+    if (!(zero_ >= 3 && r.pooled)) n += gather_bytes(r);
+  return n;
+}
+
+size_t DpGrads::shard_bytes() const {
+  size_t n = 0;
+  for (size_t i = 0; i < shard_.size(); ++i)
+    if (zero_ >= 1 && shard_[i].defined()) n += shard_[i].nbytes();
+  return n;
+}
+
+size_t DpGrads::wire_bytes() const {
+  return (wire_buf_.defined() ? wire_buf_.nbytes() : 0) + (acc_.defined() ? acc_.nbytes() : 0);
 }
 
 }  // namespace vlm

@@ -1,24 +1,34 @@
-// DpGrads: the data-parallel reduction of the gradients of the trainable modules, and
-// with ZeRO-1 the shard of every module that this DP rank updates.
-// A module's gradients are one flat f32 arena of n elements (ParamTable: the value and
-// gradient arenas have the same layout, padding zero):
-//  - zero = 0: all-reduce (sum) of the whole arena over DP, in buckets of bucket_mb,
-//    posted together then waited; or of sub-ranges of it (reduce_range), each in
-//    buckets of at most bucket_mb.
-//  - zero = 1: DP rank r owns elements [r*s, (r+1)*s), s = floor(n / dp), and everyone
-//    owns the tail [dp*s, n) (fewer than dp elements). The gradients are reduce-scattered
-//    into shard_grad (r's block summed over DP), the tail all-reduced in place; after the
-//    optimizer has updated the owned values, gather_values all-gathers every rank's
-//    block back into the value arena. So optimizer state exists only for s + tail
-//    elements per module (optim/optimizer.h), 1/dp of the unsharded state.
+// DpGrads: the data-parallel side of training: the reduction of the trainable modules'
+// gradients over the DP group and, under ZeRO (train.zero >= 1), the all-gathers that
+// rebuild the compute copies from the owners' master weights. What each DP rank owns,
+// and where every storage lives, is each table's layout (nn/param_layout.h: the one
+// description of ownership; owned(i) and layout(i) give it per module, for the optimizer,
+// the checkpoints and the planner). docs/training.md, "Sharded data parallelism".
+//  - zero = 0: all-reduce (sum) of a module's whole flat gradient space over DP, in
+//    buckets of bucket_mb, posted together then waited (reduce); or of sub-ranges of it
+//    (reduce_range), each in buckets of at most bucket_mb.
+//  - zero >= 1: per run of the layout, a reduce-scatter of the gradients into this rank's
+//    block of the gradient shard (grad_shard(i): [owned] f32, laid out as the layout's
+//    shard buffers) and an all-reduce of the tail (reduce: the resident runs, once per
+//    step). After the optimizer has updated the owned master weights, gather_values
+//    all-gathers every rank's block of each run into the resident compute copy: the f32
+//    values (f32 form), or the bf16 copies (bf16 form: the masters converted, then
+//    gathered in bf16, half the bytes); the tail is converted locally.
+//  - zero >= 2: the pooled units' gradients (the backbone's layers) live in two slots;
+//    reduce_unit reduce-scatters one unit's into the shard after each micro-batch's
+//    backward of it (the first micro-batch writes the shard, later ones add to it).
+//  - zero 3: the pooled units' compute copies are not resident either: gather_unit
+//    all-gathers one unit's from the owners (their masters converted to the compute
+//    dtype, or a frozen table's owned compute values) into its pool slot, before each
+//    forward and backward of it (train/step.h). Frozen modules are gathered, never
+//    reduced.
 // wire (train.grad_reduce_dtype): F32 (the default) reduces the f32 gradients as they
-// are; BF16 converts them into a bf16 copy (wire_, n elements, allocated once), reduces
-// that (half the bytes; each reduction step rounds to bf16) and converts the sums back
-// into the f32 gradients (zero = 0) or the f32 shard (zero = 1). The optimizer always
-// reads f32 gradients. The values' all-gather (zero = 1) stays f32: master weights are
-// never rounded.
-// Every rank must call reduce (and gather_values) for the same modules in the same order
-// on the same stream kind (the step's `comm` tasks, the trainer's default stream).
+// are; BF16 converts them into a bf16 copy, reduces that (half the bytes; each reduction
+// step rounds to bf16) and converts the sums back into f32 (the gradients at zero 0, the
+// shard at zero >= 1). The optimizer always reads f32 gradients.
+// Every rank must make the same calls for the same modules in the same order on the same
+// stream kind (the step's `comm` tasks, the trainer's default stream); the calls run one
+// at a time (their staging buffers are shared).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -31,50 +41,79 @@ namespace vlm {
 
 class DpGrads {
  public:
-  // Only the modules whose `trainable` flag is set are reduced (and get buffers).
+  // Only the modules whose `trainable` flag is set are reduced. `zero` must be the
+  // sharding the tables were built with (VlmConfig::sharding; 0 over one DP rank).
   DpGrads(const std::vector<ModuleParams>& modules, const std::vector<bool>& trainable, Communicator& dp, int zero,
           double bucket_mb, Backend& backend, DType wire = DType::F32);
 
-  int zero() const { return zero_; }
+  int zero() const { return zero_; }  // the stage in effect (0 over one DP rank)
   Communicator& dp() const { return dp_; }
-  // Reduces module i's gradients (the rule above).
+  const ParamLayout& layout(size_t i) const { return modules_[i].table->layout(); }
+  bool trainable(size_t i) const { return trainable_[i]; }
+
+  // The resident runs of module i (every run up to zero 1; the non-pooled ones at zero >= 2).
   void reduce(Stream& s, size_t i);
-  // zero = 0: all-reduces elements [begin, end) of module i's arena only, in buckets of
-  // at most bucket_elems() from begin. Disjoint ranges covering the arena send the bytes
-  // of reduce (the step reduces the backbone's layers this way as their gradients become
-  // final, train/step.h). ZeRO-1's reduce-scatter is over the whole arena: reduce only.
+  // zero = 0: all-reduces flat elements [begin, end) of module i only, in buckets of at
+  // most bucket_elems() from begin. Disjoint ranges covering the space send the bytes of
+  // reduce (the step reduces the backbone's layers this way as their gradients become
+  // final, train/step.h).
   void reduce_range(Stream& s, size_t i, int64_t begin, int64_t end);
+  // zero >= 2: pooled unit u of module i (its slot's gradients, complete for one micro-
+  // batch): into the shard, overwriting it (first) or adding to it.
+  void reduce_unit(Stream& s, size_t i, int u, bool first);
+  // zero 3: pooled unit u of module i into its pool slot (any module, frozen or not).
+  void gather_unit(Stream& s, size_t i, int u);
+  // zero >= 1: every rank's updated blocks into the resident compute copies (after the update).
+  void gather_values(Stream& s, size_t i);
+  // zero 3: lets `model` (whose modules these are) fetch each backbone layer's weights
+  // from the DP group when it runs outside the training step (evaluation, decoding:
+  // VlmModel::set_layer_fetch); no-op below zero 3. This object must outlive the use.
+  void attach(VlmModel& model);
   // The elements of one bucket (bucket_mb at the wire's element size).
   int64_t bucket_elems() const;
-  // zero = 1: all-gathers the owned blocks of module i's values (after the update).
-  void gather_values(Stream& s, size_t i);
 
-  // The elements of module i this rank updates: [begin, end) of the flat arena, and their
-  // reduced gradients (the shard, then the tail; zero = 0: the whole arena).
-  struct Owned {
-    int64_t begin = 0, end = 0;        // the block
-    int64_t tail_begin = 0, tail_end = 0;  // the tail (empty when zero = 0)
-    Tensor grad;                       // [end-begin + tail_end-tail_begin] f32
-  };
-  const Owned& owned(size_t i) const { return owned_[i]; }
-  // Bytes this rank sends for module i per step (the byte counters' rule): the reduced
-  // elements (zero = 0: n; zero = 1: the reduce-scatter input + the tail) x the wire size.
+  // Host copies for checkpoints and checks (not for the step): this rank's owned values
+  // of module i, f32 [owned] in the layout's shard order (the masters, or what a frozen
+  // module keeps: its compute copies, bf16 widened exactly); and the flat space [n] of
+  // this TP rank rebuilt from every DP rank's owned elements `owned` (each run's blocks
+  // all-gathered over DP, then its tail: a collective over DP, on stream s).
+  std::vector<float> owned_values(size_t i) const;
+  std::vector<float> gather_flat(Stream& s, size_t i, const std::vector<float>& owned) const;
+
+  // This rank's reduced gradients of module i: [owned] f32 (zero >= 1), laid out as the
+  // layout's shard buffers; zero 0: the table's resident gradients (the flat space).
+  const Tensor& grad_shard(size_t i) const { return shard_[i]; }
+  // Bytes this rank sends for module i (the byte counters' rule: reduce-scatter inputs,
+  // tails and all-reduces at the wire's size, all-gather inputs at the compute dtype's):
+  // reduce (per step), reduce_unit and gather_unit of unit u (per call), gather_values.
   size_t bytes(size_t i) const;
+  size_t unit_bytes(size_t i, int u) const;
+  size_t unit_gather_bytes(size_t i, int u) const;
+  size_t gather_values_bytes(size_t i) const;
   DType wire() const { return wire_; }
-  size_t wire_bytes() const;  // memory of the bf16 copies (0 at F32)
+  // Memory: the gradient shards; the bf16 wire copy and the reduce-scatter's output
+  // staging; the all-gathers' input staging.
+  size_t shard_bytes() const;
+  size_t wire_bytes() const;
+  size_t staging_bytes() const { return stage_.defined() ? stage_.nbytes() : 0; }
 
  private:
+  // Reduce-scatter + tail all-reduce of run k's gradients `g` [size] into the shard
+  // (add: accumulate into it).
+  void reduce_run(Stream& s, size_t i, int k, const Tensor& g, bool add);
+  // All-gather of run k's blocks into `out` [size] (compute dtype), the tail converted.
+  void gather_run(Stream& s, size_t i, int k, const Tensor& out);
+
   std::vector<ModuleParams> modules_;
+  std::vector<bool> trainable_;
   Communicator& dp_;
   int zero_;
   double bucket_mb_;
-  std::vector<Owned> owned_;
-  std::vector<Tensor> gather_tmp_;  // zero = 1: [s] the owned values, the all-gather's input
   DType wire_ = DType::F32;
-  std::vector<Tensor> wire_buf_;    // BF16: [n] bf16 per trainable module (+ [s] for the shard)
+  std::vector<Tensor> shard_;  // per module: [owned] f32 (zero >= 1, trainable)
+  Tensor wire_buf_;            // bf16: the gradients of the largest reduction + a block
+  Tensor acc_;                 // f32: a reduce-scatter's output before it is added (zero >= 2)
+  Tensor stage_;               // f32 (or bf16) the largest block: an all-gather's input
 };
-
-// A module's flat f32 view of a ParamTable arena (values or gradients).
-Tensor flat_f32(const Arena& a);
 
 }  // namespace vlm

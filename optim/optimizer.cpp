@@ -52,24 +52,24 @@ AdamW::AdamW(const std::vector<ModuleParams>& modules, const std::vector<bool>& 
     if (!trainable[i]) continue;
     modules_.push_back(i);
     const ParamTable& t = *modules[i].table;
-    const DpGrads::Owned& own = dp.owned(i);
-    const int64_t blk = own.end - own.begin, len = blk + (own.tail_end - own.tail_begin);
-    Tensor m = Tensor::zeros(backend, Shape{std::max<int64_t>(1, len)}), v = Tensor::zeros(backend, Shape{std::max<int64_t>(1, len)});
+    const ParamLayout& L = t.layout();
+    const int64_t len = std::max<int64_t>(1, L.owned());
+    Tensor m = Tensor::zeros(backend, Shape{len}), v = Tensor::zeros(backend, Shape{len});
     state_bytes_ += 2 * m.nbytes();
-    const Tensor values = flat_f32(t.value_arena());
-    const char* base = static_cast<const char*>(t.value_arena().storage().data());
-    // Each parameter's intersection with the owned block and with the tail is one slot.
-    for (const Param& p : t.params()) {
-      const int64_t pb = (static_cast<const char*>(p.value.data()) - base) / 4, pe = pb + p.value.numel();
+    const Tensor& grads = dp.grad_shard(i);
+    // Each owned piece of a parameter is one slot: its masters (the resident values, or
+    // the table's shard) and its reduced gradients and moments in the shard buffers.
+    for (size_t j = 0; j < t.params().size(); ++j) {
+      const Param& p = t.params()[j];
       const bool split = modules[i].tp_split && p.spec.split_dim >= 0, decay = decays(p.spec);
-      auto add = [&](int64_t b, int64_t e, int64_t at, bool tail) {  // at: position of b in the owned buffers
-        if (e <= b) return;
-        slots_.push_back({values.sub(b, Shape{e - b}), own.grad.sub(at, Shape{e - b}), m.sub(at, Shape{e - b}),
-                          v.sub(at, Shape{e - b}), split, decay, zero && tail});
-      };
-      add(std::max(pb, own.begin), std::min(pe, own.end), std::max(pb, own.begin) - own.begin, false);
-      add(std::max(pb, own.tail_begin), std::min(pe, own.tail_end),
-          blk + std::max(pb, own.tail_begin) - own.tail_begin, true);
+      for (const ParamLayout::Piece& c : L.owned_pieces(j)) {
+        const ShardRun& r = L.runs()[size_t(c.run)];
+        const RunStorage& st = t.run(c.run);
+        const Shape n{c.end - c.begin};
+        const Tensor value = st.values.defined() ? st.values.sub(c.begin - r.begin, n) : st.shard.sub(c.shard_at - r.shard_at, n);
+        slots_.push_back({value, grads.sub(c.shard_at, n), m.sub(c.shard_at, n), v.sub(c.shard_at, n), split, decay,
+                          zero && c.tail});
+      }
     }
     state_.push_back(m), state_.push_back(v);
   }

@@ -1,16 +1,19 @@
 // AdamW over the model's parameter tables, the global gradient norm and the learning-
 // rate schedule of `vlm train`.
-//  - State: first and second moments (f32) of the elements this rank updates
-//    (optim/dp_grads.h: every element of its parameters, or with ZeRO-1 its 1/dp block
-//    of each module), for the trainable modules only; a frozen module has no optimizer
-//    memory (state_bytes()). With ZeRO-1 step() ends by all-gathering the values.
+//  - State: first and second moments (f32) of the elements this rank owns (the layout of
+//    each table, nn/param_layout.h: every element at zero 0, its blocks and the tails of
+//    every run under ZeRO), for the trainable modules only; a frozen module has no
+//    optimizer memory (state_bytes()). The update reads the reduced gradients
+//    (DpGrads::grad_shard) and writes the owned master weights (the resident f32 values,
+//    or the table's shard: RunStorage); under ZeRO step() ends by all-gathering the
+//    compute copies (DpGrads::gather_values).
 //  - Weight decay (decays()): on matrices and convolution kernels; never on vectors (norm
 //    weights, biases, default queries) nor on position, level or texture embeddings.
 //  - Gradient norm: sqrt of the sum of squares of every trainable parameter counted once
 //    over TP x DP: a TP-split table's squares are summed over the TP group, a replicated
 //    one's are taken from this rank (its gradient is the same on every TP rank); over DP
-//    the reduced gradients are equal (ZeRO-0), or each rank counts its block and DP rank
-//    0 the tail, summed over DP (ZeRO-1).
+//    the reduced gradients are equal (zero 0), or each rank counts its blocks and DP rank
+//    0 the tails, summed over DP (ZeRO).
 //  - Schedule (lr_at): linear warmup from lr/warmup to lr over train.warmup steps, then
 //    cosine or linear decay to lr * train.min_lr_ratio at the last step, or constant.
 #pragma once
@@ -60,8 +63,9 @@ class AdamW {
   void step(Stream& s, int64_t step, double lr, float grad_scale);
 
   size_t state_bytes() const { return state_bytes_; }
-  // The moments (k = 0: m, 1: v) of module i (an index of `modules`) as one flat buffer laid
-  // out as DpGrads::owned(i): the owned block, then the tail. Undefined for a frozen module.
+  // The moments (k = 0: m, 1: v) of module i (an index of `modules`): [owned] f32 laid out
+  // as the layout's shard buffers (nn/param_layout.h; at zero 0 the flat space).
+  // Undefined for a frozen module.
   Tensor moment(size_t i, int k) const;
   DpGrads& dp_grads() const { return dp_; }
   const OptimOptions& options() const { return opt_; }
@@ -71,7 +75,7 @@ class AdamW {
   struct Slot {
     Tensor value, grad, m, v;
     bool split, decay;
-    bool dp_replicated;  // ZeRO-1 tail: updated by every DP rank, counted once in the norm
+    bool dp_replicated;  // a ZeRO tail: updated by every DP rank, counted once in the norm
   };
   OptimOptions opt_;
   DpGrads& dp_;

@@ -29,6 +29,11 @@ std::string tick_text(double v, double step) {
   return buf;
 }
 
+// The half-length of point i's error bar (0 without one, or when not finite).
+double error_of(const ChartSeries& s, size_t i) {
+  return i < s.err.size() && std::isfinite(s.err[i]) && s.err[i] > 0 ? s.err[i] : 0.0;
+}
+
 const cv::Scalar kColours[] = {{214, 39, 40}, {31, 119, 180}, {44, 160, 44}, {255, 127, 14},
                                {148, 103, 189}, {140, 86, 75}, {227, 119, 194}, {127, 127, 127}};  // RGB
 
@@ -41,9 +46,14 @@ std::string render_line_chart_png(const std::vector<ChartSeries>& series, const 
   for (const ChartSeries& s : series) {
     VLM_REQUIRE(s.x.size() == s.y.size(), "line chart: series '", s.name, "' has ", s.x.size(), " x and ",
                 s.y.size(), " y values");
+    VLM_REQUIRE(s.err.empty() || s.err.size() == s.x.size(), "line chart: series '", s.name, "' has ", s.x.size(),
+                " points and ", s.err.size(), " error bars");
     for (size_t i = 0; i < s.x.size(); ++i)
-      if (std::isfinite(s.x[i]) && std::isfinite(s.y[i]))
-        x0 = std::min(x0, s.x[i]), x1 = std::max(x1, s.x[i]), y0 = std::min(y0, s.y[i]), y1 = std::max(y1, s.y[i]);
+      if (std::isfinite(s.x[i]) && std::isfinite(s.y[i])) {
+        const double e = error_of(s, i);
+        x0 = std::min(x0, s.x[i]), x1 = std::max(x1, s.x[i]);
+        y0 = std::min(y0, s.y[i] - e), y1 = std::max(y1, s.y[i] + e);
+      }
   }
   if (!(x0 <= x1)) x0 = 0, x1 = 1;
   if (!(y0 <= y1)) y0 = 0, y1 = 1;
@@ -99,6 +109,14 @@ std::string render_line_chart_png(const std::vector<ChartSeries>& series, const 
       if (std::isfinite(s.x[i]) && std::isfinite(s.y[i])) pts.push_back({px(s.x[i]), py(s.y[i])});
     if (pts.size() > 1) cv::polylines(m, pts, false, c, 2, cv::LINE_AA);
     for (const cv::Point& p : pts) cv::circle(m, p, 4, c, cv::FILLED, cv::LINE_AA);
+    for (size_t i = 0; i < s.x.size(); ++i) {
+      const double e = error_of(s, i);
+      if (e <= 0 || !std::isfinite(s.x[i]) || !std::isfinite(s.y[i])) continue;
+      const int x = px(s.x[i]), lo = py(s.y[i] - e), hi = py(s.y[i] + e);
+      cv::line(m, {x, lo}, {x, hi}, c, 1, cv::LINE_AA);
+      cv::line(m, {x - 5, lo}, {x + 5, lo}, c, 1, cv::LINE_AA);
+      cv::line(m, {x - 5, hi}, {x + 5, hi}, c, 1, cv::LINE_AA);
+    }
   }
   if (!series.empty()) {
     int w = 0;

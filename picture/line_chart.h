@@ -1,8 +1,9 @@
 // A line chart rendered to PNG bytes (OpenCV inside line_chart.cpp): axes with "nice"
 // ticks and their numbers, axis labels, a title, one polyline with markers per series in
-// a fixed colour cycle, and a legend box in the lower right corner. Used by `vlm ablate`
-// (ablation.png). Invariants: points are drawn in the order given (sort them by x
-// first); the axes cover every finite point, with 5% margins; a chart without any finite
+// a fixed colour cycle, optional vertical error bars (y - err to y + err, with caps), and
+// a legend box in the lower right corner. Used by `vlm ablate` (ablation.png,
+// training.png). Invariants: points are drawn in the order given (sort them by x
+// first); the axes cover every finite point and error bar, with 5% margins; a chart without any finite
 // point is drawn with axes [0, 1] x [0, 1]; non-finite points are skipped.
 #pragma once
 #include <string>
@@ -13,6 +14,7 @@ namespace vlm {
 struct ChartSeries {
   std::string name;
   std::vector<double> x, y;  // equal sizes
+  std::vector<double> err;   // empty, or the half-length of each point's error bar (x's size)
 };
 
 struct ChartOptions {

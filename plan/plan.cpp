@@ -82,7 +82,7 @@ Links Planner::links(int tp, int dp) const {
 LayoutChoice Planner::requested() const {
   LayoutChoice c;
   c.tp = tp_, c.dp = o_.world() / tp_, c.micro_batches = train_.micro_batches, c.batch = train_.batch;
-  c.zero = c.dp > 1 ? train_.zero : 0;  // ZeRO over one DP rank is none (optim/dp_grads.h)
+  c.zero = c.dp > 1 ? train_.zero : 0;  // ZeRO over one DP rank is none (nn/param_layout.h)
   const VlmConfig v = resolve_vlm_config(cfg_, train_, vocab_, tp_);
   c.recompute = v.llm.recompute, c.placement = v.scorers.scorers.placement;
   return c;
@@ -111,7 +111,8 @@ LayoutPlan Planner::plan(const LayoutChoice& c) const {
   p.bytes = step_bytes(v, l, p.ranks[0], p.shape);
   p.work = step_work(v, l, p.ranks[size_t(p.max_rank)], p.shape);
   p.links = links(c.tp, c.dp);
-  p.time = step_time(p.work, p.bytes, l, gpu_, o_.bf16, rates_, p.links, c.micro_batches);
+  p.time = step_time(p.work, p.bytes, l, gpu_, o_.bf16, rates_, p.links, c.micro_batches, v.llm.n_layers,
+                     v.llm.recompute == Recompute::Full);
   const double gib = double(1ull << 30);
   p.usable = size_t(std::max(0.0, (gpu_.memory_gib - o_.reserve_gib) * gib));
   char d[96];
@@ -137,7 +138,7 @@ std::vector<LayoutPlan> Planner::ranked(std::vector<std::string>* skipped) const
       const int64_t batch = global_batch_ / (int64_t(dp) * M);
       for (Recompute rc : {Recompute::None, Recompute::Selective, Recompute::Full}) {
         for (const std::string& pl : placements_at(tp))
-          for (int zero = 0; zero <= (dp > 1 ? 1 : 0); ++zero) {
+          for (int zero = 0; zero <= (dp > 1 ? 3 : 0); ++zero) {
             LayoutChoice c;
             c.tp = tp, c.dp = dp, c.micro_batches = M, c.batch = int(batch), c.zero = zero, c.recompute = rc;
             c.placement = pl;

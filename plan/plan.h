@@ -3,10 +3,10 @@
 // placement) it gives every TP rank's exact device memory (plan/plan_memory.h), the
 // exact bytes of the largest step per group (plan/plan_comm.h) and a modelled step time
 // (plan/plan_time.h); it ranks every layout of the cluster that keeps the run's global
-// batch (tp, micro-batches, ZeRO-1 or not, recompute, placement), those that fit in
+// batch (tp, micro-batches, ZeRO level 0-3, recompute, placement), those that fit in
 // memory first, fastest first.
-// The DP ranks of one TP rank hold the same memory (ZeRO-1's blocks have equal sizes and
-// every rank keeps the tail: optim/dp_grads.h), so ranks are planned per TP rank.
+// The DP ranks of one TP rank hold the same memory (ZeRO's blocks have equal sizes and
+// every rank keeps the tails: nn/param_layout.h), so ranks are planned per TP rank.
 #pragma once
 #include <string>
 #include <vector>

@@ -36,14 +36,17 @@ StepBytes step_bytes(const VlmConfig& cfg, const RankLayout& l, const RankPlan& 
   // Element sizes on the wire (docs/training.md, "Numerics"): the backbone's activations cross the TP
   // regions in the compute precision, its statistics, the embedding and the prompt lookup
   // in f32; the DP
-  // reduction in train.grad_reduce_dtype, ZeRO-1's all-gather of the values in f32.
+  // reduction in train.grad_reduce_dtype, ZeRO's all-gathers in the compute dtype.
   const int64_t act = cfg.precision == Precision::BF16 ? 2 : 4, grad = int64_t(dtype_size(l.grad_wire));
   CommCounters& t = out.tp;
   if (l.tp > 1) {
     // Per micro-batch the prompt query (f32); the backbone's (llm/comm_bytes.h).
     const int64_t P = std::llround(double(s.images) * s.prompt);
     if (P > 0) add(t, CollKind::AllReduce, M * 4 * P * C);
-    add(t, backbone_tp_bytes(m, l.tp, s.backbone_tokens(cfg, l.tp), act, M, trains(ModuleId::Llm)));
+    // ZeRO >= 2 all-reduces a layer's TP-partial gradients after each micro-batch's
+    // backward of it, before its DP reduce-scatter (train/step.h).
+    add(t, backbone_tp_bytes(m, l.tp, s.backbone_tokens(cfg, l.tp), act, M, trains(ModuleId::Llm),
+                             l.dp > 1 && l.zero >= 2 ? M : 1));
     // The scorer placement (scorers/placement/placement.h) on its group, which is the TP
     // group (tp2's pair is the TP group in the VLM: resolve_vlm_config), f32: per
     // micro-batch its forward, its backward when the stage's runs (the scorers or the
@@ -60,21 +63,37 @@ StepBytes step_bytes(const VlmConfig& cfg, const RankLayout& l, const RankPlan& 
   }
   add(t, CollKind::AllReduce, 4);  // the gradient norm's TP-split sum of squares (every group size)
 
+  // DP (optim/dp_grads.h, nn/param_layout.h): per run of every table's layout.
   CommCounters& d = out.dp;
-  add(d, CollKind::AllReduce, 8 + 32);  // the trainer's host reductions (f64)
-  const bool zero = l.zero > 0 && l.dp > 1;
-  for (size_t i = 0; i < r.owned.size(); ++i) {
-    if (r.grad_elems[i] == 0) continue;  // frozen
-    if (!zero) {
-      if (l.dp > 1) add(d, CollKind::AllReduce, grad * r.grad_elems[i]);
+  add(d, CollKind::AllReduce, 8 + 64);  // the trainer's host reductions (f64)
+  const int Z = l.dp > 1 ? l.zero : 0;
+  for (size_t i = 0; i < r.layouts.size() && l.dp > 1; ++i) {
+    const ParamLayout& lay = r.layouts[i];
+    if (Z == 0) {
+      if (r.trains[i]) add(d, CollKind::AllReduce, grad * lay.numel());
       continue;
     }
-    const DpGrads::Owned& o = r.owned[i];
-    const int64_t blk = o.end - o.begin, tail = o.tail_end - o.tail_begin;
-    if (blk > 0) add(d, CollKind::ReduceScatter, grad * o.tail_begin), add(d, CollKind::AllGather, 4 * blk);
-    if (tail > 0) add(d, CollKind::AllReduce, grad * tail);
+    for (const ShardRun& run : lay.runs()) {
+      const int64_t blk = run.block(), tail = run.tail(), compute = run.bf16 ? 2 : 4;
+      // Reductions: once per step, or per micro-batch for a pooled unit's (zero >= 2).
+      const int64_t reductions = r.trains[i] ? (run.pooled ? M : 1) : 0;
+      for (CommCounters* c : {&d, run.pooled ? &out.dp_layer_reduce : nullptr}) {
+        if (!c) continue;
+        if (blk > 0) add(*c, CollKind::ReduceScatter, reductions * grad * (run.tail_begin - run.begin));
+        if (tail > 0) add(*c, CollKind::AllReduce, reductions * grad * tail);
+      }
+      // All-gathers: after the update (the resident compute copies), or at zero 3 before
+      // every use of a pooled unit: its forward and its backward per micro-batch, but the
+      // top layer's backward (its weights are still in their slot).
+      const bool per_use = Z >= 3 && run.pooled;
+      const int64_t gathers = per_use ? (run.unit == lay.pooled_units().back() ? M : 2 * M) : r.trains[i] ? 1 : 0;
+      if (blk > 0) {
+        add(d, CollKind::AllGather, gathers * compute * blk);
+        add(per_use ? out.dp_layer_gather : out.dp_update, CollKind::AllGather, gathers * compute * blk);
+      }
+    }
   }
-  if (zero) add(d, CollKind::AllReduce, 8);  // the norm's two sums, over DP
+  if (Z >= 1) add(d, CollKind::AllReduce, 8);  // the norm's two sums, over DP
   return out;
 }
 

@@ -87,9 +87,11 @@ class StandInCommunicator final : public Communicator {
 
 }  // namespace
 
-RankPlan plan_rank(const VlmConfig& cfg, const RankLayout& l, const OptimOptions& o) {
+RankPlan plan_rank(const VlmConfig& config, const RankLayout& l, const OptimOptions& o) {
   ReservingBackend b;
   StandInCommunicator tp("tp", l.tp, l.tp_rank), dp("dp", l.dp, l.dp_rank), self("self", 1, 0);
+  VlmConfig cfg = config;
+  cfg.sharding = DpSharding{l.zero, l.dp, l.dp_rank};
   VlmModel model(cfg, b, tp, self);
   std::vector<bool> trainable;
   for (int m = 0; m < kNumModules; ++m) trainable.push_back(!cfg.frozen[size_t(m)]);

@@ -72,11 +72,8 @@ StepWork step_work(const VlmConfig& cfg, const RankLayout& l, const RankPlan& r,
   // weights read by forward and both backward products, and AdamW's 7 f32 accesses
   // (read p, g, m, v; write p, m, v) per element this rank updates.
   w.memory_bytes = M * (2 * double(r.memory.activations) + 3 * double(r.memory.params));
-  for (size_t i = 0; i < r.owned.size(); ++i)
-    if (r.grad_elems[i] > 0) {
-      const DpGrads::Owned& o = r.owned[i];
-      w.memory_bytes += 28 * double((o.end - o.begin) + (o.tail_end - o.tail_begin));
-    }
+  for (size_t i = 0; i < r.layouts.size(); ++i)
+    if (r.trains[i]) w.memory_bytes += 28 * double(r.layouts[i].owned());
   return w;
 }
 
@@ -90,7 +87,7 @@ double ring_seconds(const CommCounters& c, int n, double gbs) {
 }
 
 StepTime step_time(const StepWork& w, const StepBytes& b, const RankLayout& l, const GpuSpec& g, bool bf16,
-                   const OpRates& rates, const Links& links, int micro_batches) {
+                   const OpRates& rates, const Links& links, int micro_batches, int layers, bool full_recompute) {
   StepTime t;
   const double peak = (bf16 ? g.bf16_tflops : g.fp32_tflops) * 1e12;
   const double gemm = rates.gemm_flops_s > 0 ? rates.gemm_flops_s : peak;
@@ -98,9 +95,20 @@ StepTime step_time(const StepWork& w, const StepBytes& b, const RankLayout& l, c
   const double mem = rates.memory_bytes_s > 0 ? rates.memory_bytes_s : g.hbm_gbs * 1e9;
   t.compute_s = w.gemm_flops / gemm + w.attention_flops / attn + w.memory_bytes / mem;
   t.tp_s = ring_seconds(b.tp, l.tp, links.tp_gbs);
-  t.dp_s = ring_seconds(b.dp, l.dp, links.dp_gbs);
-  const double window = 2.0 / 3.0 * t.compute_s / std::max(1, micro_batches);
-  t.dp_exposed_s = std::max(0.0, t.dp_s - window);
+  auto ring = [&](const CommCounters& c) { return ring_seconds(c, l.dp, links.dp_gbs); };
+  t.dp_s = ring(b.dp);
+  const double update = ring(b.dp_update), reduce = ring(b.dp_layer_reduce), gather = ring(b.dp_layer_gather);
+  const double rest = std::max(0.0, t.dp_s - update - reduce - gather);
+  const int M = std::max(1, micro_batches), L = std::max(1, layers);
+  // The pooled layers, per micro-batch (the rule above).
+  const double fwd = full_recompute ? 0.25 : 1.0 / 3.0;
+  const double cf = t.compute_s * fwd / (M * L), cb = t.compute_s * (1 - fwd) / (M * L);
+  const double r = reduce / (M * L), gl = gather > 0 ? gather / (M * (2.0 * L - 1)) : 0.0;
+  double layered = 0;
+  if (gather > 0) layered += gl + (L - 1) * std::max(0.0, gl - cf);
+  if (gather > 0 || reduce > 0) layered += (L - 1) * std::max(0.0, gl + r - cb) + r;
+  const double window = 2.0 / 3.0 * t.compute_s / M;
+  t.dp_exposed_s = update + M * layered + std::max(0.0, rest - window);
   return t;
 }
 

@@ -9,7 +9,16 @@
 //    broadcast b, divided by the link's bandwidth per GPU and direction. TP groups are
 //    inside a node (NVLink); a DP group crosses nodes (InfiniBand) when it spans them.
 //  - Step = compute + TP time (on the critical path: the llm stream waits for it) + the
-//    DP time not hidden behind the last micro-batch's backward (about 2/3 of its compute).
+//    exposed DP time, by part (StepBytes):
+//      after the update (ZeRO >= 1: the compute copies' all-gathers): all exposed;
+//      the pooled layers' (zero >= 2, 3; train/step.h): per micro-batch, the forward's
+//        first gather, then each layer's gather beyond the previous layer's forward
+//        compute; in the backward each layer's gather and the reduce-scatter of the layer
+//        above beyond that layer's backward compute, and the last reduce-scatter; a layer's
+//        forward compute is 1/3 of its share of the step (1/4 under full recomputation)
+//        and its backward the rest;
+//      the rest (zero 0's buckets, the once-per-step reduce-scatters): what exceeds the
+//        last micro-batch's backward (about 2/3 of its compute).
 // The figures of every GPU kind and their sources: docs/planning.md, "Figures".
 #pragma once
 #include <string>
@@ -50,9 +59,11 @@ struct StepTime {
   double compute_s = 0, tp_s = 0, dp_s = 0, dp_exposed_s = 0;
   double total() const { return compute_s + tp_s + dp_exposed_s; }
 };
-// bf16: the matmuls at the bf16 peak, else fp32.
+// bf16: the matmuls at the bf16 peak, else fp32. layers: the backbone's (the pooled
+// units); full_recompute: model.recompute=full.
 StepTime step_time(const StepWork& w, const StepBytes& b, const RankLayout& l, const GpuSpec& g, bool bf16,
-                   const OpRates& rates, const Links& links, int micro_batches);
+                   const OpRates& rates, const Links& links, int micro_batches, int layers = 1,
+                   bool full_recompute = false);
 
 // Seconds of `c` on a ring of n ranks at gbs GB/s (the rule above).
 double ring_seconds(const CommCounters& c, int n, double gbs);

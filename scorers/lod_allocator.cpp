@@ -22,45 +22,52 @@ int64_t LodAllocator::budget(double mean_r) const {
   return std::clamp(n, cfg_.min_tokens, cfg_.max_tokens);
 }
 
-ImageLod LodAllocator::allocate(const float* r, uint64_t seed) const {
+ImageLod LodAllocator::allocate(const float* r, uint64_t seed, const LodConfig::Step& step) const {
   std::vector<double> d(r, r + int64_t(G_) * G_);
-  return allocate(d.data(), seed);
+  return allocate(d.data(), seed, step);
 }
 
-ImageLod LodAllocator::allocate(const double* r, uint64_t seed) const {
+ImageLod LodAllocator::allocate(const double* r, uint64_t seed, const LodConfig::Step& step) const {
   const int R = cfg_.region, RG = G_ / R, L = levels();
   const int64_t nreg = regions(), cells = int64_t(G_) * G_;
   ImageLod out;
   double mean = 0;
   for (int64_t i = 0; i < cells; ++i) mean += r[i];
-  out.budget = budget(mean / double(cells));
+  out.budget = step.budget > 0 ? step.budget : budget(mean / double(cells));
 
   std::vector<double> rel(static_cast<size_t>(nreg), 0.0);
   for (int y = 0; y < G_; ++y)
     for (int x = 0; x < G_; ++x) rel[size_t((y / R) * RG + x / R)] += r[int64_t(y) * G_ + x];
   std::vector<int32_t> order(static_cast<size_t>(nreg));
   std::iota(order.begin(), order.end(), 0);
-  if (cfg_.policy == LodPolicy::Relevance) {
+  // Exploration: with probability step.explore the relevance policy takes the random order.
+  const bool explored = cfg_.policy == LodPolicy::Relevance && step.explore > 0 &&
+                        double(std::mt19937_64(seed ^ 0xA5A5F00DC0FFEE11ull)() >> 11) * 0x1.0p-53 < step.explore;
+  if (cfg_.policy == LodPolicy::Relevance && !explored) {
     std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return rel[size_t(a)] > rel[size_t(b)]; });
-  } else if (cfg_.policy == LodPolicy::Random) {
+  } else if (cfg_.policy != LodPolicy::Uniform) {
     std::mt19937_64 g(seed);  // Fisher-Yates with g() % n: the same on every platform
     for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[size_t(g() % i)]);
   }
 
   out.level.assign(size_t(nreg), 0);
   int64_t spent = nreg;
-  for (int l = 0; l + 1 < L; ++l) {
+  // One upgrade of region `reg` from level l; false (and the allocation ends) when it does not fit.
+  auto upgrade = [&](int32_t reg, int l) {
     const int64_t cost = (int64_t(1) << (2 * (l + 1))) - (int64_t(1) << (2 * l));
-    bool full = false;
-    for (int32_t reg : order) {
-      if (spent + cost > out.budget) {
-        full = true;
-        break;
-      }
-      out.level[size_t(reg)] = l + 1;
-      spent += cost;
-    }
-    if (full) break;
+    if (spent + cost > out.budget) return false;
+    out.level[size_t(reg)] = l + 1;
+    spent += cost;
+    return true;
+  };
+  if (cfg_.order == LodOrder::Depth && cfg_.policy != LodPolicy::Uniform) {
+    bool fits = true;
+    for (size_t i = 0; i < order.size() && fits; ++i)
+      for (int l = 0; l + 1 < L && fits; ++l) fits = upgrade(order[i], l);
+  } else {
+    bool fits = true;
+    for (int l = 0; l + 1 < L && fits; ++l)
+      for (size_t i = 0; i < order.size() && fits; ++i) fits = upgrade(order[i], l);
   }
 
   out.per_level.assign(size_t(L), 0);

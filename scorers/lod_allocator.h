@@ -10,14 +10,25 @@
 // Allocation: every region starts at level 0 (so N_i >= number of regions). Regions are
 // visited in an order (policy relevance: region relevance = mean r over its cells,
 // descending, ties in raster order; uniform: raster order; random: a permutation drawn
-// from the seed) in rounds: round l upgrades regions from level l to l+1 (cost
-// 4^(l+1) - 4^l tokens each) in that order; the first upgrade that does not fit the
-// budget ends the allocation. Hence:
+// from the seed) and upgraded one level at a time (from l to l+1 costs 4^(l+1) - 4^l
+// tokens); the first upgrade that does not fit the budget ends the allocation. lod.order
+// says which upgrade comes next:
+//  - rounds (default): round l upgrades every region from level l to l+1, in the order,
+//    before round l+1 begins (detail spread evenly, the most relevant regions first);
+//  - depth: each region in the order is upgraded to the finest level before the next
+//    one starts (detail concentrated on the most relevant regions). Policy uniform
+//    always allocates in rounds: the same detail everywhere is what it stands for.
+// Training schedules (LodConfig::step_at): allocate(r, seed, step) takes the random
+// policy's order with probability step.explore (policy relevance only; drawn from the
+// seed), and step.budget (when > 0) as every image's budget.
+// Hence:
 //  - the tokens emitted T_i <= N_i, and T_i > N_i - (cost of the refused upgrade);
 //  - a region never gets fewer tokens than a less relevant one (policy relevance), and a
 //    larger budget never gives fewer tokens;
-//  - T_i depends only on N_i, not on the policy (every upgrade of a round costs the
-//    same), so the baselines spend exactly the tokens of the relevance policy;
+//  - for one order kind, T_i depends only on N_i, not on the policy (the sequence of
+//    upgrade costs does not depend on which region is upgraded), so the baselines spend
+//    exactly the tokens of the relevance policy (uniform under lod.order=depth: the
+//    tokens of rounds, which may differ by less than one upgrade);
 //  - deterministic: the same r (and seed) give the same allocation.
 #pragma once
 #include <cstdint>
@@ -54,9 +65,10 @@ class LodAllocator {
   // N_i for an image of mean relevance `mean_r`.
   int64_t budget(double mean_r) const;
   // Allocation of one image from its relevance r[G*G]; `seed` is used by policy random
-  // only (the caller derives it from the run seed, the step and the image).
-  ImageLod allocate(const double* r, uint64_t seed) const;
-  ImageLod allocate(const float* r, uint64_t seed) const;
+  // and by exploration only (the caller derives it from the run seed, the step and the
+  // image); `step` the training schedule's (none outside training).
+  ImageLod allocate(const double* r, uint64_t seed, const LodConfig::Step& step = {}) const;
+  ImageLod allocate(const float* r, uint64_t seed, const LodConfig::Step& step = {}) const;
 
  private:
   LodConfig cfg_;

@@ -57,6 +57,7 @@ void LodTokens::reserve(int64_t max_tokens) {
   const size_t e = dtype_size(level_.dtype()), T = size_t(max_tokens), N = size_t(dims_.cells()), d = size_t(dims_.d);
   for (ScratchTensor* s : {&pool_, &region_mean_}) s->reserve(dev, T * N * e);
   for (ScratchTensor* s : {&host_pool_, &host_mean_}) s->reserve(DeviceKind::CPU, T * N * e);
+  if (gate_ == LodGate::Detail) detail_.reserve(dev, T * N * e), host_detail_.reserve(DeviceKind::CPU, T * N * e);
   for (ScratchTensor* s : {&ids_level_, &ids_y_, &ids_x_}) s->reserve(dev, T * 4);
   for (ScratchTensor* s : {&saved_, &tmp_}) s->reserve(dev, T * d * e);
   rowdot_.reserve(dev, T * e);
@@ -80,6 +81,9 @@ void LodTokens::forward(Stream& st, const Tensor& tokens, std::vector<int64_t>& 
   const Tensor& Q = scratch(host_mean_, DeviceKind::CPU, Shape{T, N}, dt);
   std::memset(P.data(), 0, P.nbytes());
   std::memset(Q.data(), 0, Q.nbytes());
+  const bool detail = gate_ == LodGate::Detail;
+  const Tensor D = detail ? scratch(host_detail_, DeviceKind::CPU, Shape{T, N}, dt) : Tensor();
+  if (detail) std::memset(D.data(), 0, D.nbytes());
   il_.resize(size_t(T)), iy_.resize(size_t(T)), ix_.resize(size_t(T));
   cu.assign(1, 0);
   int64_t t = 0;
@@ -89,9 +93,20 @@ void LodTokens::forward(Stream& st, const Tensor& tokens, std::vector<int64_t>& 
       const double wp = 1.0 / double(k.side * k.side), wq = 1.0 / double(R_ * R_);
       for (int y = k.y0; y < k.y0 + k.side; ++y)
         for (int x = k.x0; x < k.x0 + k.side; ++x) set(P, t * N + y * G + x, wp);
+      if (detail && k.level > 0) {  // D = P - the parent square's mean (squares are aligned: side | R)
+        const int ps = 2 * k.side, py = (k.y0 / ps) * ps, px = (k.x0 / ps) * ps;
+        const double wc = 1.0 / double(ps * ps);
+        for (int y = py; y < py + ps; ++y)
+          for (int x = px; x < px + ps; ++x) {
+            const bool own = y >= k.y0 && y < k.y0 + k.side && x >= k.x0 && x < k.x0 + k.side;
+            set(D, t * N + y * G + x, (own ? wp : 0.0) - wc);
+          }
+      }
       const int ry = (k.region / RG) * R_, rx = (k.region % RG) * R_;
+      if (detail)  // relative to the image's mean relevance: Q - 1/N (every row of Q sums to 1)
+        for (int64_t c = 0; c < N; ++c) set(Q, t * N + c, -1.0 / double(N));
       for (int y = ry; y < ry + R_; ++y)
-        for (int x = rx; x < rx + R_; ++x) set(Q, t * N + y * G + x, wq);
+        for (int x = rx; x < rx + R_; ++x) set(Q, t * N + y * G + x, wq - (detail ? 1.0 / double(N) : 0.0));
       il_[size_t(t)] = k.level, iy_[size_t(t)] = 2 * k.y0 + k.side - 1, ix_[size_t(t)] = 2 * k.x0 + k.side - 1;
       ++t;
     }
@@ -100,6 +115,7 @@ void LodTokens::forward(Stream& st, const Tensor& tokens, std::vector<int64_t>& 
   cu_ = cu;
   copy_from_host(st, scratch(pool_, dev, Shape{T, N}, dt), P);
   copy_from_host(st, scratch(region_mean_, dev, Shape{T, N}, dt), Q);
+  if (detail) copy_from_host(st, scratch(detail_, dev, Shape{T, N}, dt), D);
   copy_from_host(st, scratch(ids_level_, dev, Shape{T}, DType::I32), host_i32(il_));
   copy_from_host(st, scratch(ids_y_, dev, Shape{T}, DType::I32), host_i32(iy_));
   copy_from_host(st, scratch(ids_x_, dev, Shape{T}, DType::I32), host_i32(ix_));
@@ -116,7 +132,16 @@ void LodTokens::forward(Stream& st, const Tensor& tokens, std::vector<int64_t>& 
   add(st, tokens, tokens, tmp_);
   embedding_forward(st, tmp_, ids_x_, pos_x_, 0);
   add(st, tokens, tokens, tmp_);
-  copy(st, saved_, tokens);  // the gate multiplies by exactly 1: the value is kept for its backward
+  // The gate multiplies by exactly 1; what it scales is kept for its backward.
+  if (!detail) {
+    copy(st, saved_, tokens);
+    return;
+  }
+  for (int64_t b = 0; b < B; ++b) {
+    if (cu[size_t(b + 1)] == cu[size_t(b)]) continue;
+    matmul(st, saved_.slice(cu[size_t(b)], cu[size_t(b + 1)]), detail_.slice(cu[size_t(b)], cu[size_t(b + 1)]),
+           F.slice(b, b + 1).view(Shape{N, d}), opts(false, 0.f));
+  }
 }
 
 void LodTokens::backward(Stream& st, const Tensor& dF, const Tensor& dr, const Tensor& dtokens) {
@@ -125,7 +150,7 @@ void LodTokens::backward(Stream& st, const Tensor& dF, const Tensor& dr, const T
   require_shape(dF, Shape{B, N, d}, "LOD dF");
   require_shape(dr, Shape{B, N}, "LOD dr");
   scratch(rowdot_, dtokens.device(), Shape{T, 1}, dtokens.dtype());
-  // gate: d r_reg(t) = <dtoken_t, token_t>, spread over the region's cells by Q^T
+  // gate: d r_reg(t) = <dtoken_t, saved_t> (the token, or its detail), spread over the region's cells by Q^T
   mul(st, tmp_, dtokens, saved_);
   matmul(st, rowdot_, tmp_, ones_, opts(false, 0.f));
   if (dlevel_.defined()) {  // undefined: frozen (nn/param_table.h)

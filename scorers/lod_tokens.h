@@ -5,13 +5,28 @@
 //   times the straight-through gate g = 1 + r_reg - stopgrad(r_reg),
 // with (cy, cx) = the token's centre in half-cell units minus 1, (2 y0 + side - 1,
 // 2 x0 + side - 1) in [0, 2G-2], and r_reg the mean relevance over the token's region.
-// The gate's forward value is exactly 1 (the token is not changed); its backward adds
-//   dr[cell] += sum over the region's tokens of <dtoken, token> / R^2  for the region's cells,
-// so the language-model loss reaches the relevance r (and through it the balancer and
+// The gate's forward value is exactly 1 (the token is not changed); what it scales, and
+// so what the relevance gradient measures, is lod.gate's choice:
+//  - token (default): the whole token; its backward adds
+//      dr[cell] += sum over the region's tokens of <dtoken, token> / R^2
+//    for the region's cells (how much the loss wants the region's tokens larger);
+//  - detail: the token's detail over its coarser level, token = coarse + g (fine - coarse)
+//    (fine: the pooled square; coarse: the pooled parent square, side 2 x side, of the
+//    level above; level-0 tokens have no coarser level and no gate), with the gate on the
+//    region's relevance relative to the image's mean, g = 1 + (r_reg - mean r) -
+//    stopgrad(r_reg - mean r); its backward adds, with rd_t = <dtoken_t, fine_t - coarse_t>,
+//      dr[cell] += sum over the image's tokens t of rd_t ([cell in t's region] / R^2 - 1/G^2),
+//    the first-order change of the loss from giving the region its detail, against the
+//    image's other regions: a signal that normalisation of the token (RMSNorm scales it
+//    away) does not cancel, and that does not push every region's relevance up together
+//    (an allocation at a fixed budget depends only on the order of the regions; a
+//    uniform rise would only saturate the sigmoid and stop the gradient).
+// So the language-model loss reaches the relevance r (and through it the balancer and
 // the scorers). The allocation itself carries no gradient.
 // Pooling and the gate are matmuls by per-image matrices built on the host from the
-// allocation: P [T_i, G*G] (1/side^2 on the token's square) and Q [T_i, G*G] (1/R^2 on
-// its region), copied to the device in the stream's order (copy_from_host) into buffers
+// allocation: P [T_i, G*G] (1/side^2 on the token's square), Q [T_i, G*G] (1/R^2 on
+// its region; minus 1/G^2 everywhere for the detail gate) and, for the detail gate, D [T_i, G*G] = P - (1/(2 side)^2 on the parent
+// square) (zero rows at level 0), copied to the device in the stream's order (copy_from_host) into buffers
 // reserved for the largest token count (reserve), with the level and position ids. Parameters (replicated), "scorers.lod.level" [levels, d],
 // "scorers.lod.pos_y" and "scorers.lod.pos_x" [2G-1, d].
 // Gradients (nn/context.h): parameters +=, dF +=, dr += (the relevance gradient has no
@@ -30,7 +45,7 @@ std::vector<ParamSpec> lod_param_specs(const ScorerDims& dims, int levels);
 
 class LodTokens {
  public:
-  LodTokens(const ScorerDims& dims, int region) : dims_(dims), R_(region) {}
+  LodTokens(const ScorerDims& dims, int region, LodGate gate = LodGate::Token) : dims_(dims), R_(region), gate_(gate) {}
   void bind(const ParamTable& t);
   // Plans every buffer for batches of at most max_tokens tokens (on the device of the
   // bound parameters), so that forward and backward allocate nothing.
@@ -47,12 +62,13 @@ class LodTokens {
  private:
   ScorerDims dims_;
   int R_;
+  LodGate gate_;
   Tensor level_, pos_y_, pos_x_, dlevel_, dpos_y_, dpos_x_;
   Tensor ones_;                       // [d, 1]
-  ScratchTensor pool_, region_mean_;         // P, Q of the batch, [T, G*G]
+  ScratchTensor pool_, region_mean_, detail_;  // P, Q, D of the batch, [T, G*G] (D: detail gate)
   ScratchTensor ids_level_, ids_y_, ids_x_;  // [T] i32
-  ScratchTensor saved_, tmp_, rowdot_;       // [T,d], [T,d], [T,1]
-  ScratchTensor host_pool_, host_mean_;      // host staging of P and Q (the tokens' dtype)
+  ScratchTensor saved_, tmp_, rowdot_;       // [T,d] what the gate scales, [T,d], [T,1]
+  ScratchTensor host_pool_, host_mean_, host_detail_;  // host staging of P, Q, D (the tokens' dtype)
   std::vector<int32_t> il_, iy_, ix_;  // host staging of the ids
   std::vector<int64_t> cu_;
 };

@@ -2,6 +2,7 @@
 #include "scorers/options.h"
 
 #include <charconv>
+#include <cmath>
 
 #include "base/config.h"
 #include "base/error.h"
@@ -16,6 +17,25 @@ const char* policy_name(LodPolicy p) {
     case LodPolicy::Random: return "random";
   }
   return "?";
+}
+
+namespace {
+
+// 1 at step 1, falling linearly to 0 at step end = until x steps, 0 from there on.
+double falling(double until, int64_t step, int64_t steps) {
+  const double end = until * double(steps);
+  if (end <= 1 || double(step) >= end) return 0.0;
+  return 1.0 - double(step - 1) / (end - 1.0);
+}
+
+}  // namespace
+
+LodConfig::Step LodConfig::step_at(int64_t step, int64_t steps) const {
+  Step s;
+  s.explore = explore > 0 ? explore * falling(explore_until, step, steps) : 0.0;
+  if (anneal > 0 && fixed_budget > 0)
+    s.budget = fixed_budget + int64_t(std::llround(double(max_tokens - fixed_budget) * falling(anneal, step, steps)));
+  return s;
 }
 
 int LodConfig::levels() const {
@@ -53,6 +73,13 @@ void ScorerOptions::validate(int G, int tp, const std::map<std::string, std::str
               named(as, "lod.budget", lod.fixed_budget),
               ": expected 'relevance' or an integer in [lod.min_tokens, lod.max_tokens] = [", lod.min_tokens, ", ",
               lod.max_tokens, "]");
+  VLM_REQUIRE(lod.explore >= 0 && lod.explore <= 1, "lod.explore=", lod.explore, ": expected a probability in [0, 1]");
+  VLM_REQUIRE(lod.explore_until >= 0 && lod.explore_until <= 1, "lod.explore_until=", lod.explore_until,
+              ": expected a fraction of the training steps in [0, 1]");
+  VLM_REQUIRE(lod.anneal >= 0 && lod.anneal <= 1, "lod.anneal=", lod.anneal,
+              ": expected a fraction of the training steps in [0, 1]");
+  VLM_REQUIRE(lod.anneal == 0 || lod.fixed_budget > 0, "lod.anneal=", lod.anneal,
+              " anneals towards a fixed budget: set lod.budget to a number of tokens");
   VLM_REQUIRE(scorers.k >= 1 && scorers.k % 2 == 1 && scorers.k <= G, "scorers.k=", scorers.k,
               ": expected an odd window size in [1, G = ", G, "]");
 }
@@ -66,6 +93,17 @@ void register_scorer_options(Config& cfg) {
                  "tokens per image: 'relevance' (grows with the image's mean relevance) or a fixed integer N");
   cfg.add_choice("lod.policy", "relevance", {"relevance", "uniform", "random"},
                  "order of region upgrades: by relevance, or the baselines uniform (raster) and random");
+  cfg.add_choice("lod.order", "rounds", {"rounds", "depth"},
+                 "upgrade order: rounds (every region one level before any the next) or depth (each region to the "
+                 "finest level in turn; policy uniform always uses rounds)");
+  cfg.add_choice("lod.gate", "token", {"token", "detail"},
+                 "relevance gradient: token (the straight-through gate scales the token) or detail (it scales the "
+                 "token's detail over its coarser level: the first-order value of the detail)");
+  cfg.add_float("lod.explore", 0.0, "training: probability that an image's allocation takes a random region order "
+                "(policy relevance), falling linearly to 0 at lod.explore_until x train.steps", 0.0, 1.0);
+  cfg.add_float("lod.explore_until", 0.5, "training: fraction of the steps after which lod.explore is 0", 0.0, 1.0);
+  cfg.add_float("lod.anneal", 0.0, "training: fraction of the steps over which the budget falls linearly from "
+                "lod.max_tokens to lod.budget (a fixed budget; 0 = no annealing)", 0.0, 1.0);
   cfg.add_choice("scorers.placement", placement_names().front(), placement_names(),
                  "where the scorers run in the TP group (docs/scorers.md)");
   cfg.add_int("scorers.hidden", 64, "hidden width of the scorer MLPs, projections and balancer", 1, 1 << 16);
@@ -87,6 +125,11 @@ ScorerOptions read_scorer_options(const Config& cfg) {
   }
   const std::string& pol = cfg.get_string("lod.policy");
   o.lod.policy = pol == "uniform" ? LodPolicy::Uniform : pol == "random" ? LodPolicy::Random : LodPolicy::Relevance;
+  o.lod.order = cfg.get_string("lod.order") == "depth" ? LodOrder::Depth : LodOrder::Rounds;
+  o.lod.gate = cfg.get_string("lod.gate") == "detail" ? LodGate::Detail : LodGate::Token;
+  o.lod.explore = cfg.get_float("lod.explore");
+  o.lod.explore_until = cfg.get_float("lod.explore_until");
+  o.lod.anneal = cfg.get_float("lod.anneal");
   o.scorers.placement = cfg.get_string("scorers.placement");
   o.scorers.hidden = cfg.get_int("scorers.hidden");
   o.scorers.k = int(cfg.get_int("scorers.k"));

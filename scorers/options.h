@@ -8,6 +8,8 @@
 //   lod.min_tokens >= (G/R)^2 (every region starts at level 0, one token);
 //   lod.min_tokens <= lod.max_tokens <= G*G (every region at its finest level);
 //   lod.budget: "relevance" or an integer N in [min_tokens, max_tokens];
+//   lod.explore, lod.explore_until, lod.anneal: in [0, 1]; lod.anneal > 0 needs a fixed
+//   lod.budget;
 //   scorers.k: odd, at most G (the centre-surround window);
 //   scorers.placement: one of placement_names(), whose own rules hold (tp2: an even
 //     parallel.tp and an even scorers.hidden; ScorerPlacement::check).
@@ -21,6 +23,8 @@ namespace vlm {
 class Config;
 
 enum class LodPolicy { Relevance, Uniform, Random };
+enum class LodOrder { Rounds, Depth };  // lod.order (scorers/lod_allocator.h)
+enum class LodGate { Token, Detail };   // lod.gate (scorers/lod_tokens.h)
 const char* policy_name(LodPolicy p);
 
 struct LodConfig {
@@ -29,8 +33,23 @@ struct LodConfig {
   int64_t max_tokens = 400;   // per image
   int64_t fixed_budget = 0;   // lod.budget=N: every image gets N; 0 = lod.budget=relevance
   LodPolicy policy = LodPolicy::Relevance;
+  LodOrder order = LodOrder::Rounds;  // how the upgrades are ordered (lod_allocator.h)
+  LodGate gate = LodGate::Token;      // what the relevance gradient measures (lod_tokens.h)
+  // Training schedules (step_at; docs/scorers.md, "Learning where to look"):
+  //  - exploration (policy relevance): an image's allocation takes the random policy's
+  //    order with probability falling linearly from lod.explore at step 1 to 0 at step
+  //    explore_until x steps (and staying 0);
+  //  - annealing (a fixed lod.budget): the budget falls linearly from lod.max_tokens at
+  //    step 1 to lod.budget at step anneal x steps (and stays there), so that early steps
+  //    see the detail everywhere.
+  double explore = 0, explore_until = 0.5, anneal = 0;
 
   int levels() const;                                    // log2(R) + 1 (levels 0..log2 R)
+  struct Step {
+    double explore = 0;  // exploration probability
+    int64_t budget = 0;  // the budget of every image (0: the configured rule)
+  };
+  Step step_at(int64_t step, int64_t steps) const;
   int64_t regions(int G) const { return int64_t(G / region) * (G / region); }
 };
 
@@ -51,8 +70,8 @@ struct ScorerOptions {
   void validate(int G, int tp, const std::map<std::string, std::string>& as = {}) const;
 };
 
-// Registers lod.region, lod.min_tokens, lod.max_tokens, lod.budget, lod.policy,
-// scorers.placement, scorers.hidden, scorers.k.
+// Registers lod.region, lod.min_tokens, lod.max_tokens, lod.budget, lod.policy, lod.order,
+// lod.gate, lod.explore, lod.explore_until, lod.anneal, scorers.placement, scorers.hidden, scorers.k.
 void register_scorer_options(Config& cfg);
 // Reads them (lod.budget is parsed here: "relevance" or a positive integer); does not
 // validate (call validate with the grid and the TP size).

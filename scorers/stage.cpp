@@ -19,7 +19,7 @@ ScorerDims with_options(ScorerDims d, const ScorerOptions& o) {
 
 RelevanceStage::RelevanceStage(const ScorerOptions& opts, const ScorerDims& dims_in, Communicator& tp, Communicator* pair)
     : opts_(opts), dims_(with_options(dims_in, opts)), placement_(make_placement(opts.scorers.placement, tp.size())),
-      alloc_(opts.lod, dims_in.G), balancer_(dims_), lod_(dims_, opts.lod.region) {
+      alloc_(opts.lod, dims_in.G), balancer_(dims_), lod_(dims_, opts.lod.region, opts.lod.gate) {
   opts.validate(dims_.G, tp.size());
   placement_->attach(tp, pair);
   for (int k = 0; k < kNumScorers; ++k) scorers_.push_back(make_scorer(ScorerKind(k), dims_, placement_->scorer_group()));
@@ -102,7 +102,7 @@ void RelevanceStage::forward_finish(Stream& st) {
     r_f64_[size_t(i)] = rh.dtype() == DType::F64 ? rh.ptr<double>()[i] : double(rh.ptr<float>()[i]);
   lods_.clear();
   for (int64_t b = 0; b < B; ++b)
-    lods_.push_back(alloc_.allocate(r_f64_.data() + b * N, seed_ * 0x9E3779B97F4A7C15ull + uint64_t(b)));
+    lods_.push_back(alloc_.allocate(r_f64_.data() + b * N, seed_ * 0x9E3779B97F4A7C15ull + uint64_t(b), lod_step_));
   scratch(tokens_, r_.device(), Shape{LodTokens::total_tokens(lods_), d}, r_.dtype());
   lod_.forward(st, tokens_, cu_, lods_, F_);
 }

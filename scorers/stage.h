@@ -65,6 +65,9 @@ class RelevanceStage {
   // sizes the language model's input. It is the forward's one host synchronisation.
   void forward_finish(Stream& st);
   bool scorers_apart() const { return !placement_->communicates(); }
+  // The training schedule of the next forwards' allocations (LodConfig::step_at:
+  // exploration, annealed budget; the default, none, outside training).
+  void set_lod_step(const LodConfig::Step& s) { lod_step_ = s; }
   const Tensor& tokens() const { return tokens_; }             // [sum T_i, d]
   const std::vector<int64_t>& offsets() const { return cu_; }  // [B+1]
   const Tensor& relevance() const { return r_; }               // [B, G*G]
@@ -95,6 +98,7 @@ class RelevanceStage {
   Tensor q0_, dq0_;
   std::vector<bool> has_prompt_;
   uint64_t seed_ = 0;
+  LodConfig::Step lod_step_;
   std::vector<ImageLod> lods_;
   ScratchTensor r_host_;             // r on the host (forward_finish)
   std::vector<double> r_f64_;  // r as the allocator reads it

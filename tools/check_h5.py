@@ -7,7 +7,12 @@ against the pixels (decoded with Pillow; the background is the most frequent col
 its box is tight (each edge line holds a non-background pixel, the one-pixel ring around
 it is background), a "where" answer names the region of the box centre and a "what"
 question asks about it, and prints a few questions with their boxes.
-usage: python3 tools/check_h5.py [--scenes] FILE.h5 [FILE.h5 ...]
+With --colours (a file of `vlm data build --data.from colours`), checks every caption
+against the pixels: the background is one neutral grey and every pixel outside the item
+boxes is neutral (grey clutter), each box is tight and inside one slot, the question
+names a palette colour whose chromaticity is the nearest to the box's brightest pixel,
+the colours of a scene are distinct, and the answer is the label's noun.
+usage: python3 tools/check_h5.py [--scenes | --colours] FILE.h5 [FILE.h5 ...]
 (needs: pip install h5py numpy pillow)"""
 import io
 import sys
@@ -66,7 +71,61 @@ def check_scenes(f, n, m, to, po):
     print(f"  scenes: {m} captions ({m - where} what, {where} where) agree with the pixels of {n} images")
 
 
-def check(path, scenes=False):
+PALETTE = {"red": (230, 30, 30), "green": (40, 200, 40), "blue": (40, 90, 255), "yellow": (240, 220, 30),
+           "magenta": (230, 40, 230), "cyan": (30, 210, 220)}  # (docs/dataset-format.md, "Colour scenes")
+
+
+def check_colours(f, n, m, to, po):
+    from PIL import Image
+    text, prompt = f["captions/text"], f["captions/prompt"]
+    img, box, label = f["captions/image"][:], f["captions/box"][:], f["captions/label"][:]
+    names = f["captions"].attrs["class_names"].split("\n")
+    off, enc = f["images/offsets"][:], f["images/encoded"]
+    grid = int(f.attrs["source"].split("grid ")[1].split(",")[0])
+    by_image = [[] for _ in range(n)]
+    for j in range(m):
+        by_image[img[j]].append(j)
+    chroma = {k: np.array(v, float) / sum(v) for k, v in PALETTE.items()}
+    for i in range(n):
+        px = np.asarray(Image.open(io.BytesIO(bytes(enc[off[i]:off[i + 1]]))).convert("RGB")).astype(np.int32)
+        h, w, _ = px.shape
+        slot = w // grid
+        packed = (px[..., 0] << 16) | (px[..., 1] << 8) | px[..., 2]
+        bgc = np.bincount(packed.ravel()).argmax()
+        assert (bgc >> 16) == ((bgc >> 8) & 255) == (bgc & 255), f"image {i}: background not grey"
+        fg = packed != bgc
+        in_box = np.zeros((h, w), bool)
+        colours = set()
+        for j in by_image[i]:
+            x0, y0, x1, y1 = (int(v) for v in box[j])
+            inside = fg[y0:y1, x0:x1]
+            assert inside[:, 0].any() and inside[:, -1].any() and inside[0].any() and inside[-1].any(), \
+                f"caption {j}: box {box[j]} is not tight"
+            ring = fg[max(y0 - 1, 0):y1 + 1, max(x0 - 1, 0):x1 + 1].sum() - inside.sum()
+            assert ring == 0, f"caption {j}: {ring} non-background pixels next to box {box[j]}"
+            sx, sy = x0 // slot, y0 // slot
+            assert x0 >= sx * slot + 1 and x1 <= (sx + 1) * slot - 1 and y0 >= sy * slot + 1 and y1 <= (sy + 1) * slot - 1, \
+                f"caption {j}: box {box[j]} is not inside one slot"
+            in_box[y0:y1, x0:x1] = True
+            q = bytes(prompt[po[j]:po[j + 1]]).decode()
+            a = bytes(text[to[j]:to[j + 1]]).decode()
+            named = [k for k in PALETTE if q in (f"what is the {k} item?", f"which item is {k}?")]
+            assert len(named) == 1, f"caption {j}: {q!r} names no palette colour"
+            region = px[y0:y1, x0:x1].reshape(-1, 3)
+            bright = region[region.sum(1).argmax()].astype(float)
+            nearest = min(chroma, key=lambda k: np.linalg.norm(bright / bright.sum() - chroma[k]))
+            assert nearest == named[0], f"caption {j}: {q!r} but the item's colour is nearest {nearest}"
+            assert named[0] not in colours, f"caption {j}: two items of colour {named[0]} in image {i}"
+            colours.add(named[0])
+            assert a.endswith(" " + names[label[j]]) and a.split(" ")[0] in ("a", "an"), f"caption {j}: {a!r}"
+            if j < 4:
+                print(f"  [{j}] image {i}: {q!r} -> {a!r}, box {[int(v) for v in box[j]]}, class {label[j]} {names[label[j]]!r}")
+        out = px[~in_box]
+        assert (out[:, 0] == out[:, 1]).all() and (out[:, 1] == out[:, 2]).all(), f"image {i}: coloured pixel outside the items"
+    print(f"  colours: {m} captions agree with the pixels of {n} images")
+
+
+def check(path, scenes=False, colours=False):
     f = h5py.File(path, "r")
     assert f.attrs["format"] == "vlm-image-text", "format attribute"
     version = int(f.attrs["version"])
@@ -120,10 +179,12 @@ def check(path, scenes=False):
           f"splits {[len(f['splits/' + s]) for s in ('train', 'val', 'test')]}{extra}, first caption {first!r}")
     if scenes:
         check_scenes(f, n, m, to, po)
+    if colours:
+        check_colours(f, n, m, to, po)
 
 
 if __name__ == "__main__":
-    scenes = "--scenes" in sys.argv
+    scenes, colours = "--scenes" in sys.argv, "--colours" in sys.argv
     for p in sys.argv[1:]:
-        if p != "--scenes":
-            check(p, scenes)
+        if p not in ("--scenes", "--colours"):
+            check(p, scenes, colours)

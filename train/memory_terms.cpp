@@ -9,8 +9,8 @@
 namespace vlm {
 
 std::vector<MemoryTerms::Term> MemoryTerms::terms() const {
-  return {{"parameters", params}, {"bf16 weight copies", bf16_copies}, {"gradients", grads}, {"optimizer state", optimizer},
-          {"activations", activations}, {"model buffers", buffers}};
+  return {{"parameters", params}, {"bf16 weight copies", bf16_copies}, {"gathered layers", gathered},
+          {"gradients", grads}, {"optimizer state", optimizer}, {"activations", activations}, {"model buffers", buffers}};
 }
 
 MemoryTerms::Term MemoryTerms::largest() const {
@@ -26,21 +26,16 @@ std::string MemoryTerms::str() const {
 
 MemoryTerms memory_terms(VlmModel& model, const DpGrads& dp, const AdamW& opt, size_t allocated) {
   MemoryTerms m;
-  const std::vector<ModuleParams> mods = model.modules();
-  for (size_t i = 0; i < mods.size(); ++i) {
-    m.params += mods[i].table->value_arena().bytes();
-    m.bf16_copies += mods[i].table->working_bytes();
-    m.grads += mods[i].table->grad_bytes();
-    // ZeRO-1 (optim/dp_grads.h): the reduced gradient shard and the values' gather buffer.
-    if (dp.zero() > 0 && dp.owned(i).grad.defined()) {
-      const DpGrads::Owned& o = dp.owned(i);
-      m.optimizer += o.grad.nbytes() + size_t(std::max<int64_t>(1, o.end - o.begin)) * 4;
-    }
+  for (const ModuleParams& mod : model.modules()) {
+    m.params += mod.table->value_bytes();
+    m.bf16_copies += mod.table->working_bytes();
+    m.gathered += mod.table->pool_bytes();
+    m.grads += mod.table->grad_bytes();
   }
   m.grads += dp.wire_bytes();
-  m.optimizer += opt.state_bytes();
+  m.optimizer += opt.state_bytes() + dp.shard_bytes() + dp.staging_bytes();
   m.activations = size_t(model.activation_bytes());
-  const size_t named = m.params + m.bf16_copies + m.grads + m.optimizer + m.activations;
+  const size_t named = m.params + m.bf16_copies + m.gathered + m.grads + m.optimizer + m.activations;
   VLM_ASSERT(allocated >= named, "memory terms: ", named, " bytes named, ", allocated, " allocated");
   m.buffers = allocated - named;
   return m;
@@ -49,11 +44,9 @@ MemoryTerms memory_terms(VlmModel& model, const DpGrads& dp, const AdamW& opt, s
 RankPlan rank_plan(VlmModel& model, const DpGrads& dp, const AdamW& opt, size_t allocated) {
   RankPlan r;
   r.memory = memory_terms(model, dp, opt, allocated);
-  const std::vector<ModuleParams> mods = model.modules();
-  for (size_t i = 0; i < mods.size(); ++i) {
-    r.owned.push_back(dp.owned(i));
-    r.owned.back().grad = Tensor{};  // the figures only: the plan outlives the objects
-    r.grad_elems.push_back(int64_t(mods[i].table->grad_bytes() / 4));
+  for (const ModuleParams& mod : model.modules()) {
+    r.layouts.push_back(mod.table->layout());
+    r.trains.push_back(mod.table->trains());
   }
   r.scorer_params = model.stage().scorer_param_count();
   return r;

@@ -17,16 +17,21 @@
 namespace vlm {
 
 struct MemoryTerms {
-  size_t params = 0;       // parameter arenas of the four modules (f32 master weights)
-  size_t bf16_copies = 0;  // their bf16 working copies (train.precision=bf16; docs/training.md, "Numerics")
-  size_t grads = 0;        // gradient arenas of the trainable modules (none when frozen), and
-                           // with bf16 gradient buckets the DP reduction's bf16 copy
-  size_t optimizer = 0;    // AdamW moments of the elements this rank updates, and with
-                           // ZeRO-1 the DP gradient shard and the values' gather buffer
+  size_t params = 0;       // f32 parameter storage of the four modules: the resident values
+                           // (every master at zero 0) and this rank's shards of the rest
+                           // (nn/param_table.h)
+  size_t bf16_copies = 0;  // their resident bf16 working copies (train.precision=bf16;
+                           // docs/training.md, "Numerics") and the bf16 shards of frozen pooled layers
+  size_t gathered = 0;     // zero 3: the two pool slots of gathered layer weights
+  size_t grads = 0;        // gradients of the trainable modules (resident, and at zero >= 2
+                           // the two pool slots of the layers'; none when frozen), and the
+                           // DP reduction's bf16 wire copy and accumulation buffer
+  size_t optimizer = 0;    // AdamW moments of the elements this rank owns, and under ZeRO
+                           // the reduced gradient shards and the all-gathers' input staging
   size_t activations = 0;  // activation arenas: encoder, projector, backbone (nn/act_plan.h)
   size_t buffers = 0;      // the rest: the model's input and token buffers (images, texture,
                            // prompt rows, visual tokens and their gradients), small tables
-  size_t total() const { return params + bf16_copies + grads + optimizer + activations + buffers; }
+  size_t total() const { return params + bf16_copies + gathered + grads + optimizer + activations + buffers; }
 
   struct Term {
     const char* name;
@@ -45,7 +50,7 @@ MemoryTerms memory_terms(VlmModel& model, const DpGrads& dp, const AdamW& opt, s
 // A rank of a TP x DP layout.
 struct RankLayout {
   int tp = 1, tp_rank = 0, dp = 1, dp_rank = 0;
-  int zero = 0;           // train.zero
+  int zero = 0;           // train.zero (0..3)
   double bucket_mb = 25;  // train.bucket_mb
   DType grad_wire = DType::F32;  // train.grad_reduce_dtype
 };
@@ -53,9 +58,9 @@ struct RankLayout {
 // One planned rank: its terms and the objects' figures the communication plan needs.
 struct RankPlan {
   MemoryTerms memory;
-  std::vector<DpGrads::Owned> owned;  // per model.modules() entry (empty when frozen)
-  std::vector<int64_t> grad_elems;    // per module: elements of its gradient arena (0 when frozen)
-  int64_t scorer_params = 0;          // RelevanceStage::scorer_param_count (full tensors)
+  std::vector<ParamLayout> layouts;  // per model.modules() entry (nn/param_layout.h)
+  std::vector<bool> trains;          // per module: not frozen
+  int64_t scorer_params = 0;         // RelevanceStage::scorer_param_count (full tensors)
 };
 
 // The plan of a constructed rank: the trainer's own objects (train/trainer.cpp), or

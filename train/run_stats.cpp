@@ -12,6 +12,7 @@ void RunStats::add(const Step& s) {
   if (steps_++ == 0) acc_.first_loss = s.loss;
   acc_.last_loss = s.loss;
   acc_.losses.push_back(s.loss);
+  acc_.relevance_precision.push_back(s.relevance_precision), acc_.scorer_grad_norms.push_back(s.scorer_grad_norm);
   acc_.comm_tp = s.tp, acc_.comm_dp = s.dp;
   acc_.images_per_s += s.images, acc_.tokens_per_s += s.tokens;  // sums until report()
   visual_ += s.visual, images_ += s.images, data_wait_ += s.data_wait;

@@ -26,6 +26,7 @@ class RunStats {
     double data_wait = 0;              // of which waiting for the loader
     CommCounters tp, dp;               // bytes this rank's groups moved in the step
     sched::StepSummary graph;          // the step graph's timing (scheduler/trace.h)
+    double relevance_precision = -1, scorer_grad_norm = 0;  // train/lod_metrics.h (-1: no boxes)
   };
 
   // tp_bytes, dp_bytes: the groups' byte counters when the run starts.

@@ -34,22 +34,43 @@
 //                           projector's right after the last llm task, the backbone's and
 //                           scorers' after finish, the encoder's after its last backward;
 //                           so the reductions overlap the rest of the backward.
-// The backbone's layer buckets (DP > 1, the backbone trains, ZeRO-1 off): the last
-// micro-batch's llm task is split (same ops, same order on `llm`):
-//   llm.fwd.m     llm       projector + backbone forward, the loss   (after scorers.post.m)
-//   llm.bwd<c>.m  llm       backward of layer chunk c, c = 0 the top one (with the loss
-//                           and output head first), the last chunk also the embedding
-//                           and projector; then the TP-partial gradients (finalize) of
-//                           the chunk's layers (chunk 0: and the head's)  (after the previous)
-//   dp.llm<c>     comm      all-reduce of chunk c's gradient range (DpGrads::reduce_range):
-//                           the bottom layers' backward still runs  (after llm.bwd<c>.m)
-//   dp.llm.embed  comm      the embedding's range, which query.bwd also adds to (after finish)
-// The chunks (layer_chunks): from the top, a chunk grows downwards while its gradients
-// fit in one train.bucket_mb bucket, at least one layer; the backbone's gradient arena is
-// [embedding][layer 0]..[layer L-1][head] (llm/backbone.h), so each chunk is one range and
-// the ranges cover the arena: the DP bytes are DpGrads::bytes. The comm order is
-// dp.llm0.., dp.projector (after the last chunk), dp.llm.embed, dp.scorers, dp.vision.
-// Under ZeRO-1 the reduce-scatter's ownership blocks cross layers: one dp.llm after finish.
+// The backbone's llm task in parts (DP > 1; same ops, same order on `llm`; the layer
+// units, weight and gradient pools: nn/param_table.h, nn/param_layout.h):
+//  - chunked (train.zero 0, the backbone trains): the last micro-batch's llm task is
+//      llm.fwd.m     llm       projector + backbone forward, the loss   (after scorers.post.m)
+//      llm.bwd<c>.m  llm       backward of layer chunk c, c = 0 the top one (with the loss
+//                              and output head first), the last chunk also the embedding
+//                              and projector; then the TP-partial gradients (finalize) of
+//                              the chunk's layers (chunk 0: and the head's)  (after the previous)
+//      dp.llm<c>     comm      all-reduce of chunk c's gradient range (DpGrads::reduce_range):
+//                              the bottom layers' backward still runs  (after llm.bwd<c>.m)
+//      dp.llm.embed  comm      the embedding's range, which query.bwd also adds to (after finish)
+//    The chunks (layer_chunks): from the top, a chunk grows downwards while its gradients
+//    fit in one train.bucket_mb bucket, at least one layer; the backbone's flat space is
+//    [embedding][layer 0]..[layer L-1][head] (llm/backbone.h), so each chunk is one range
+//    and the ranges cover it: the DP bytes are DpGrads::bytes. The comm order is
+//    dp.llm0.., dp.projector (after the last chunk), dp.llm.embed, dp.scorers, dp.vision.
+//  - layered (zero >= 2, the backbone trains): every micro-batch's backward is one task per
+//    layer, llm.bwd<c>.m for layer L-1-c, which clears the layer's gradient pool slot,
+//    runs the layer's backward and all-reduces the layer's TP-partial gradients over TP;
+//    then on `comm`
+//      dp.llm<c>.m   comm      reduce-scatter of the layer's gradients into this rank's
+//                              shard (DpGrads::reduce_unit; micro-batch 0 writes it, the
+//                              others add)                            (after llm.bwd<c>.m)
+//    and llm.bwd<c>.m waits for the reduction of the slot's previous layer (two slots:
+//    layer l+2's, or the previous micro-batch's). The embedding's and the head's gradients
+//    stay resident: dp.llm reduces them once, after finish.
+//  - gather (zero 3, with or without training the backbone): also the forward is one task
+//    per layer, llm.fwd.m (projector, embedding), llm.f<l>.m, llm.head.m (final norm,
+//    output layer, loss), and every layer's weights are all-gathered into their pool slot
+//    before each use:
+//      dp.llm.gather.f<l>.m  comm  before llm.f<l>.m; after the slot's previous reader
+//      dp.llm.gather.b<l>.m  comm  before layer l's backward (l < L-1: the top layer's
+//                                  weights are still in their slot from the forward)
+//    Each gather is added before the previous layer's task, so `comm` runs it while that
+//    layer computes: one layer ahead, as the two slots allow.
+// Under ZeRO-1 a module's reduction is one dp.<module> task (reduce-scatter of its runs
+// and their tails: optim/dp_grads.h), after finish.
 // Host and device: the loss stays on the device during the step, and run() reads the M
 // losses once, after every stream has finished. Host data goes to the device in each
 // stream's order (copy_from_host: load, the LOD matrices, the packed LM input), so no

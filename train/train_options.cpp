@@ -42,7 +42,11 @@ void register_train_options(Config& cfg) {
   cfg.add_float("train.eps", 1e-8, "AdamW epsilon", 0, 1);
   cfg.add_float("train.clip", 1.0, "max global gradient norm (0 = no clipping)", 0, 1e30);
   cfg.add_string("train.freeze", "", "modules not trained: comma list of vision,projector,scorers,llm");
-  cfg.add_int("train.zero", 0, "ZeRO stage (0; 1 = optimizer state sharded over DP)", 0, 1);
+  cfg.add_int("train.zero", 0,
+              "ZeRO stage over DP (docs/training.md): 0 none; 1 f32 master weights and AdamW moments sharded "
+              "(distributed optimizer); 2 also the gradients, reduce-scattered per layer; 3 also the parameters "
+              "(FSDP: each layer gathered before use)",
+              0, 3);
   cfg.add_int("train.log_every", 10, "progress line every N steps", 1, int64_t(1) << 40);
   cfg.add_int("train.eval_every", 0, "validation loss every N steps (0 = at the end only)", 0, int64_t(1) << 40);
   cfg.add_int("train.eval_batches", 8, "batches of the validation loss", 1, 1 << 20);

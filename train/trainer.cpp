@@ -23,6 +23,7 @@
 #include "scheduler/options.h"
 #include "scheduler/trace.h"
 #include "train/memory_terms.h"
+#include "train/lod_metrics.h"
 #include "train/run_stats.h"
 #include "train/step.h"
 #include "train/train_measure.h"
@@ -49,6 +50,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt) : st_(std::make_unique<State>(c
                 "' has no captions (--data.train_split)");
     S.tok = find_tokenizer(S.data, ds);
     S.vcfg = resolve_vlm_config(cfg, S.train, *S.tok, tp);
+    S.vcfg.sharding = DpSharding{S.train.zero, dp, rt.groups().dp().rank()};  // nn/param_layout.h
     S.rule = text_rule(S.data, S.train, *S.tok);
   });
 
@@ -65,6 +67,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt) : st_(std::make_unique<State>(c
   so.mode = S.sched.mode;
   S.dpg = std::make_unique<DpGrads>(S.model->modules(), S.trainable, rt.groups().dp(), S.train.zero, S.train.bucket_mb, b,
                                      S.train.grad_reduce_bf16 ? DType::BF16 : DType::F32);
+  S.dpg->attach(*S.model);  // ZeRO-3: evaluation fetches the backbone's layers from the DP group
   S.step = std::make_unique<VlmStep>(*S.model, *S.streams, *S.dpg, S.trainable, S.train.micro_batches, so);
   S.opt = std::make_unique<AdamW>(S.model->modules(), S.trainable, *S.dpg, b, S.train.optim);
   S.plan = rank_plan(*S.model, *S.dpg, *S.opt, S.meter->live_bytes());
@@ -154,6 +157,7 @@ RunStats::Step Trainer::State::train_step(int64_t n, sched::Trace& trace, double
     batches[size_t(m)] = loader->next();
     st.data_wait += seconds_since(tw);
     mbs.push_back(make_micro_batch(batches[size_t(m)], rule, seed ^ uint64_t(n * M + m)));
+    mbs.back().lod = vcfg.scorers.lod.step_at(n, total);
     counted += double(mbs.back().counted());
   }
   const double global = all_reduce_values(dp, s, {counted})[0];
@@ -164,9 +168,15 @@ RunStats::Step Trainer::State::train_step(int64_t n, sched::Trace& trace, double
   int64_t visual = 0, images = 0;  // this rank's, over the step's micro-batches
   for (const MicroBatch& mb : mbs) images += mb.images;
   for (int64_t v : step->visual_tokens()) visual += v;
-  const std::vector<double> tot = all_reduce_values(dp, s, {local, double(visual) + counted, double(visual), double(images)});
+  LodStepMetrics lm = measure_lod_step(*model, s, batches.back());  // this rank's; its sums join the reduction
+  RelevancePrecision& rp = lm.precision;
+  const std::vector<double> tot = all_reduce_values(dp, s, {local, double(visual) + counted, double(visual), double(images),
+                                                            double(rp.boxed), rp.top_cells, rp.hits, rp.chance_hits});
   st.loss = tot[0], st.tokens = tot[1], st.visual = tot[2], st.images = tot[3];
+  rp.boxed = int64_t(tot[4]), rp.top_cells = tot[5], rp.hits = tot[6], rp.chance_hits = tot[7];
   const double gnorm = opt->grad_norm(s, tpc);
+  st.relevance_precision = lm.precision.boxed > 0 ? lm.precision.precision() : -1.0;
+  st.scorer_grad_norm = lm.scorer_grad_norm;
   if (!std::isfinite(st.loss) || !std::isfinite(gnorm))
     rt.on_every_rank("step " + std::to_string(n), [&] {
       throw UserError("step " + std::to_string(n) + ": the " + (std::isfinite(st.loss) ? "gradient norm" : "loss") +
@@ -189,6 +199,13 @@ RunStats::Step Trainer::State::train_step(int64_t n, sched::Trace& trace, double
   const bool print = n % train.log_every == 0 || n == 1 || n == total;
   log->step(line, print);
   log_balancer(n);
+  std::vector<std::pair<std::string, double>> v = {{"scorer_grad_norm", lm.scorer_grad_norm},
+                                                   {"lod_explore", mbs.back().lod.explore},
+                                                   {"lod_budget", double(mbs.back().lod.budget)}};
+  if (lm.precision.boxed > 0)
+    v.insert(v.end(), {{"relevance_precision", lm.precision.precision()},
+                       {"relevance_precision_chance", lm.precision.chance()}});
+  log->scalars(n, v);
   st.graph = trace.add_step(step->graph(), timings);
   if (print && rt.root() && !sched.trace.empty()) std::printf("  %s\n", st.graph.line().c_str());
   return st;

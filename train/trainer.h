@@ -48,6 +48,9 @@ struct TrainReport {
   // per step (the growth of their byte counters, parallel/communicator.h).
   double step_seconds = 0, visual_tokens_per_image = 0;
   std::vector<double> losses;
+  // Per step (train/lod_metrics.h): the relevance precision of the last micro-batch (-1
+  // without caption boxes) and the norm of the scorers' gradient.
+  std::vector<double> relevance_precision, scorer_grad_norms;
   double tp_bytes_per_step = 0, dp_bytes_per_step = 0;
 };
 

@@ -34,7 +34,7 @@ void Trainer::State::resume() {
   start = c.step + 1;
   if (rt.root())
     std::printf("resumed from %s: step %lld of %lld (saved at tp=%d dp=%d%s)\n", path.c_str(), (long long)c.step,
-                (long long)total, c.saved_tp, c.saved_dp, c.zero ? " zero=1" : "");
+                (long long)total, c.saved_tp, c.saved_dp, c.zero ? cat(" zero=", c.zero).c_str() : "");
 }
 
 void Trainer::State::save(int64_t step) {

@@ -68,7 +68,7 @@ BlockConfig vision_block_config(const VisionConfig& cfg) {
 }
 
 VisionEncoder::VisionEncoder(const VisionConfig& cfg, Backend& backend, Communicator& self, int64_t max_images,
-                             VisionReadout readout, DType dtype, bool grads, Precision precision)
+                             VisionReadout readout, DType dtype, bool grads, Precision precision, DpSharding dp)
     : cfg_(cfg),
       readout_(readout),
       backend_(backend),
@@ -85,7 +85,7 @@ VisionEncoder::VisionEncoder(const VisionConfig& cfg, Backend& backend, Communic
   own_params_ = std::make_unique<ParamTable>(std::move(specs), 1, 0, dtype);
   params_ = own_params_.get();
   if (precision == Precision::BF16) params_->add_bf16_working_copy();
-  params_->allocate(backend, grads);
+  params_->allocate(backend, grads, dp);
   bind_and_plan();
 }
 

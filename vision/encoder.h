@@ -56,9 +56,10 @@ class VisionEncoder {
   // cfg must be validated (VisionConfig::validate); `self` is a communicator of size 1 on
   // the backend's device. Parameters are zero until init() or a load. grads = false: frozen,
   // no gradient arena (nn/param_table.h); backward still gives the input gradients.
+  // dp: the ZeRO sharding of the table (nn/param_layout.h: one unit, never pooled).
   VisionEncoder(const VisionConfig& cfg, Backend& backend, Communicator& self, int64_t max_images,
                 VisionReadout readout = {}, DType dtype = DType::F32, bool grads = true,
-                Precision precision = Precision::FP32);
+                Precision precision = Precision::FP32, DpSharding dp = {});
   // An encoder over `weights`' parameter table (config, readout, dtype, precision and
   // gradients as weights'), with activations of its own for max_images images; `weights`
   // must outlive it.

@@ -39,6 +39,7 @@ std::vector<ParamSpec> PatchEmbed::param_specs(float init_std) const {
   for (int l = 0; l < L; ++l) {
     const int64_t cin = stem_in(cfg_, l), cout = cfg_.stem_width(l);
     v.push_back(param_spec(stem_weight_name(l), Shape{cout, cin, 3, 3}, -1, InitKind::Normal, fan_in_std(cin * 9)));
+    v.back().f32_reads = true;  // the stem's convolution reads f32 weights
     v.push_back(param_spec(stem_bias_name(l), Shape{cout}, -1, InitKind::Zeros));
   }
   if (L > 0) {
@@ -49,6 +50,7 @@ std::vector<ParamSpec> PatchEmbed::param_specs(float init_std) const {
   }
   v.push_back(param_spec(kPatchBias, Shape{d}, -1, InitKind::Zeros));
   v.push_back(param_spec(kPositionTable, Shape{GG, d}, -1, InitKind::Normal, init_std));
+  v.back().f32_reads = true;  // added to the patch features in f32
   if (cfg_.texture) v.push_back(param_spec(kTextureWeight, Shape{d, kTextureChannels}, -1, InitKind::Zeros));
   return v;
 }

@@ -10,7 +10,7 @@
 namespace vlm {
 
 Projector::Projector(int64_t d_in, int64_t d_out, float init_std, Backend& backend, int64_t max_tokens, DType dtype,
-                     bool grads, Precision precision)
+                     bool grads, Precision precision, DpSharding dp)
     : d_in_(d_in), d_out_(d_out), max_tokens_(max_tokens) {
   VLM_REQUIRE(d_in >= 1 && d_out >= 1 && max_tokens >= 1, "projector: widths ", d_in, " -> ", d_out, " for ",
               max_tokens, " tokens (expected positive sizes)");
@@ -20,7 +20,7 @@ Projector::Projector(int64_t d_in, int64_t d_out, float init_std, Backend& backe
                                param_spec(kProjector2Bias, Shape{d_out}, -1, InitKind::Zeros)};
   params_ = std::make_unique<ParamTable>(std::move(specs), 1, 0, dtype);
   if (precision == Precision::BF16) params_->add_bf16_working_copy();
-  params_->allocate(backend, grads);
+  params_->allocate(backend, grads, dp);
   l1_ = Linear::bind(*params_, kProjector1Weight, kProjector1Bias);
   l2_ = Linear::bind(*params_, kProjector2Weight, kProjector2Bias);
   using R = ActPlan::Rows;

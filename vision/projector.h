@@ -26,9 +26,10 @@ inline constexpr const char* kProjector2Bias = "multi_modal_projector.linear_2.b
 
 class Projector {
  public:
-  // grads = false: frozen, no gradient arena (nn/param_table.h).
+  // grads = false: frozen, no gradient arena (nn/param_table.h). dp: the table's ZeRO
+  // sharding (nn/param_layout.h).
   Projector(int64_t d_in, int64_t d_out, float init_std, Backend& backend, int64_t max_tokens,
-            DType dtype = DType::F32, bool grads = true, Precision precision = Precision::FP32);
+            DType dtype = DType::F32, bool grads = true, Precision precision = Precision::FP32, DpSharding dp = {});
   Projector(const Projector&) = delete;
   Projector& operator=(const Projector&) = delete;
 

@@ -87,6 +87,24 @@ inline constexpr int kMinSceneSize = 96, kMaxSceneSize = 2048;
 inline constexpr int64_t kDefaultScenes = 10000;  // `vlm data build --data.from scenes` without --data.limit
 BuildReport build_scenes(const SceneOptions& scene, const BuildOptions& opt);
 
+// Colour scenes (convert_colours.cpp, colour_compose.h; docs/dataset-format.md, "Colour
+// scenes"): opt.limit (>= 1) scenes of size x size RGB pixels on a grid x grid array of
+// slots, with 2..max_items items (digits or Fashion-MNIST pictures), each in its own
+// slot and its own named colour, on grey clutter; one caption per item: "what is the
+// <colour> item?" -> its class noun, with its box and class (schema version 2). Splits
+// (and, for Fashion-MNIST, picture pools) as scenes.
+// What the items are: the digits 0-9 (drawn by data/image/glyph.h) or Fashion-MNIST's 10
+// classes.
+enum class ColourClasses { Digits, Fashion };
+struct ColourSceneOptions {
+  int size = 64;      // side of the square scene, a multiple of grid
+  int grid = 4;       // slots per side (size / grid >= kColourMinSlot pixels each)
+  int max_items = 4;  // items per scene at most (2..min(palette, grid^2))
+  ColourClasses classes = ColourClasses::Digits;
+  std::string fashion_dir = "/usr/share/datasets/fashion-mnist";
+};
+BuildReport build_colour_scenes(const ColourSceneOptions& scene, const BuildOptions& opt);
+
 // Caption of a Fashion-MNIST image with label 0..9 (phrasing picked by image index).
 std::string fashion_caption(int label, int64_t image);
 // The Fashion-MNIST class names, labels 0..9 ("T-shirt/top", ..., "Ankle boot").

@@ -10,11 +10,6 @@ namespace vlm {
 
 namespace {
 
-// True when a, grown by kSceneGap on every side, meets b.
-bool too_close(const PixelBox& a, const PixelBox& b) {
-  return a.x0 - kSceneGap < b.x1 && b.x0 < a.x1 + kSceneGap && a.y0 - kSceneGap < b.y1 && b.y0 < a.y1 + kSceneGap;
-}
-
 // A colour at least 150 from bg (squared Euclidean RGB distance >= 150^2).
 void pick_tint(SceneRng& rng, const uint8_t bg[3], uint8_t tint[3]) {
   for (int t = 0; t < 100; ++t) {

@@ -41,6 +41,11 @@ inline int region_of(const PixelBox& b, int width, int height) {
   return 3 * (row < 2 ? row : 2) + (col < 2 ? col : 2);
 }
 
+// True when a, grown by kSceneGap pixels on every side, meets b.
+inline bool too_close(const PixelBox& a, const PixelBox& b) {
+  return a.x0 - kSceneGap < b.x1 && b.x0 < a.x1 + kSceneGap && a.y0 - kSceneGap < b.y1 && b.y0 < a.y1 + kSceneGap;
+}
+
 struct SceneItem {
   SceneItemRef ref;
   int class_id = 0;

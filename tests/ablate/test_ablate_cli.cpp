@@ -7,6 +7,9 @@
 //    that differ only by placement have equal losses at every step (each row's
 //    metrics.jsonl) to 1e-5 relative, and the tool marks them ok;
 //  - a rerun with the same --out trains nothing and leaves ablation.csv byte-identical;
+//  - --seeds: one row per seed (other losses), the summary's mean and standard error
+//    over seeds and questions equal to the formula on the CSV's rows; every row carries
+//    its training curves (relevance precision, scorer gradient norm: 10 parts each);
 //  - a placement broken on purpose (--ablate.test_break) is flagged (exit status 1, a
 //    line on stderr, MISMATCH in both tables); resuming that folder with other options
 //    is refused;
@@ -114,7 +117,7 @@ TEST_F(AblateCli, PlacementsGiveEqualLossesAndRerunsSkipFinishedRows) {
     for (const char* c : {"first_loss", "loss", "val_loss"})
       EXPECT_LE(rel(std::stod(row.at(c)), std::stod(R.at(c))), 1e-5) << key << " " << c;
     const auto run = [&](const std::map<std::string, std::string>& x) {
-      return out + "/runs/" + x.at("placement") + "-" + x.at("lod") + "-" + x.at("budget") + "-tp2dp1/metrics.jsonl";
+      return out + "/runs/" + x.at("placement") + "-" + x.at("lod") + "-" + x.at("budget") + "-s1-tp2dp1/metrics.jsonl";
     };
     const std::vector<double> a = test::jsonl_values(run(row), "loss"), b = test::jsonl_values(run(R), "loss");
     ASSERT_EQ(a.size(), b.size()) << key;
@@ -123,12 +126,15 @@ TEST_F(AblateCli, PlacementsGiveEqualLossesAndRerunsSkipFinishedRows) {
     const std::vector<std::string> early = split(row.at("early_losses"), ';');  // the check's steps
     ASSERT_EQ(early.size(), a.size()) << key;
     for (size_t i = 0; i < a.size(); ++i) EXPECT_LE(rel(std::stod(early[i]), a[i]), 1e-8) << key << " step " << i;
+    EXPECT_EQ(row.at("seed"), "1");  // tiny.cfg's
+    EXPECT_EQ(split(row.at("train_precision"), ';').size(), size_t(kTrainingParts)) << key;
+    EXPECT_EQ(split(row.at("scorer_grad"), ';').size(), size_t(kTrainingParts)) << key;
   }
   const std::string md = test::read_file(out + "/ablation.md");
   EXPECT_EQ(md.find("MISMATCH"), std::string::npos);
   size_t table = 0;
   for (const std::string& l : split(md, '\n')) table += l.rfind("| ", 0) == 0;
-  EXPECT_EQ(table, 25u);  // the header and 24 rows
+  EXPECT_EQ(table, 50u);  // the header and 24 rows, then the summary over seeds (one seed each)
   const std::string png = test::read_file(out + "/ablation.png");
   const RgbImage img = decode_rgb(reinterpret_cast<const uint8_t*>(png.data()), png.size());
   ASSERT_FALSE(img.empty());
@@ -149,7 +155,7 @@ TEST_F(AblateCli, BrokenPlacementIsFlagged) {
       ablate("broken", "--placements replicated,batch-split --lod relevance --budgets 8 --ablate.test_break batch-split"),
       dir_);
   EXPECT_EQ(r.status, 1) << r.out << r.err;
-  EXPECT_NE(r.err.find("vlm ablate: loss mismatch: batch-split relevance 8 tp=1 dp=1"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("vlm ablate: loss mismatch: batch-split relevance 8 seed=1 tp=1 dp=1"), std::string::npos) << r.err;
   const auto rows = read_csv(dir_ + "/broken/ablation.csv");
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].at("loss_check"), "ref");
@@ -159,6 +165,61 @@ TEST_F(AblateCli, BrokenPlacementIsFlagged) {
   test::expect_one_error_line(
       test::run_command(ablate("broken", "--placements replicated --lod uniform --budgets 8 --train.lr 1e-3"), dir_),
       "vlm ablate", "was made with other options");
+}
+
+TEST_F(AblateCli, SeedsGiveRowsAndASummaryWithStandardErrors) {
+  const Result r = test::run_command(ablate("seeds", "--placements replicated --lod relevance --budgets 8 --seeds 1,2"),
+                                     dir_);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const auto rows = read_csv(dir_ + "/seeds/ablation.csv");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].at("seed"), "1");
+  EXPECT_EQ(rows[1].at("seed"), "2");
+  EXPECT_NE(rows[0].at("first_loss"), rows[1].at("first_loss"));  // another initialisation
+  // The summary: mean accuracy and sqrt(var_seeds / S + p (1 - p) / n).
+  const double a = std::stod(rows[0].at("accuracy")), b = std::stod(rows[1].at("accuracy"));
+  const double p = (a + b) / 2, var = (a - p) * (a - p) + (b - p) * (b - p);  // sample variance, S - 1 = 1
+  const double se = std::sqrt(var / 2 + p * (1 - p) / std::stod(rows[0].at("answered")));
+  char want[64];
+  std::snprintf(want, sizeof want, "| %.1f%% +- %.1f |", 100 * p, 100 * se);
+  const std::string md = test::read_file(dir_ + "/seeds/ablation.md");
+  EXPECT_NE(md.find("| replicated | relevance | 8 | 1 x 1 | 2 |"), std::string::npos) << md;
+  EXPECT_NE(md.find(want), std::string::npos) << want << "\n" << md;
+  EXPECT_NE(md.find("--seeds 1,2"), std::string::npos) << md;
+  for (const char* f : {"/seeds/ablation.png", "/seeds/training.png"}) {
+    const std::string png = test::read_file(dir_ + f);
+    EXPECT_FALSE(decode_rgb(reinterpret_cast<const uint8_t*>(png.data()), png.size()).empty()) << f;
+  }
+  test::expect_one_error_line(test::run_command(ablate("bad", "--seeds 1,x"), dir_), "vlm ablate",
+                              "--seeds: 'x' is not a seed");
+  test::expect_one_error_line(test::run_command(ablate("bad", "--seeds 3,3"), dir_), "vlm ablate",
+                              "--seeds: 3 is given twice");
+}
+
+// summarize on hand-made rows: groups over seeds, means, standard errors by the formula.
+TEST(AblateTable, SummaryOverSeeds) {
+  std::vector<AblationRow> rows;
+  for (int s = 0; s < 3; ++s) {
+    AblationRow r;
+    r.placement = "replicated", r.lod = "relevance", r.budget = 31, r.seed = s, r.steps = 10, r.answered = 1000;
+    r.accuracy = 0.5 + 0.1 * s, r.precision = 0.2 + 0.1 * s, r.tokens_per_image = 31;
+    r.train_precision = {0.1 * s, -1.0};
+    rows.push_back(r);
+  }
+  AblationRow u = rows[0];
+  u.lod = "uniform", u.accuracy = 0.3;
+  rows.push_back(u);
+  const std::vector<AblationSummary> m = summarize(rows);
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m[0].seeds, 3);
+  EXPECT_NEAR(m[0].accuracy, 0.6, 1e-12);
+  EXPECT_NEAR(m[0].accuracy_se, std::sqrt(0.01 / 3 + 0.6 * 0.4 / 1000), 1e-12);  // var_seeds = 0.01
+  EXPECT_NEAR(m[0].precision_se, std::sqrt(0.01 / 3), 1e-12);
+  ASSERT_EQ(m[0].train_precision.size(), 2u);
+  EXPECT_NEAR(m[0].train_precision[0], 0.1, 1e-12);
+  EXPECT_EQ(m[0].train_precision[1], -1.0);  // no measured part
+  EXPECT_EQ(m[1].seeds, 1);
+  EXPECT_NEAR(m[1].accuracy_se, std::sqrt(0.3 * 0.7 / 1000), 1e-12);  // one seed: the questions only
 }
 
 TEST_F(AblateCli, BadArgumentsExitWithOneLine) {
@@ -226,7 +287,7 @@ TEST(AblateTable, EqualLossCheckOnHandMadeRows) {
   EXPECT_EQ(rows[3].loss_check, "ok");
   EXPECT_EQ(rows[4].loss_check, "-");  // alone at its budget
   ASSERT_EQ(bad.size(), 1u);
-  EXPECT_NE(bad[0].find("batch-split relevance 8 tp=1 dp=1 against replicated relevance 8 tp=1 dp=1: step 2"),
+  EXPECT_NE(bad[0].find("batch-split relevance 8 seed=0 tp=1 dp=1 against replicated relevance 8 seed=0 tp=1 dp=1: step 2"),
             std::string::npos) << bad[0];
   // The CSV round trip keeps every figure; a foreign header or a short line is refused.
   const std::string csv = ablation_csv(rows);

@@ -4,7 +4,7 @@
 // world, TP and DP groups of a TP = 2 layout; the TP region operators of
 // test_regions.cpp (region_checks.h, f32 and bf16 wire) on the world and TP groups and on
 // an NCCL group of one rank; and the VLM training step on CUDA at every layout the world
-// allows, ZeRO-1 off and on, against the one-rank CUDA run (step_rig.h: loss and
+// allows, at every ZeRO level 0-3, against the one-rank CUDA run (step_rig.h: loss and
 // gradient norm of two steps within 1e-4, the updated weights at tp = 1 within 1e-3 of
 // their scale; not bitwise: atomics in the embedding gradient and NCCL's reduction order).
 // Ranks and GPUs: each rank takes GPU (node-local rank % GPUs) (bind_local_device). When

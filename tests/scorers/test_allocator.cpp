@@ -1,7 +1,10 @@
 // Properties of the LOD allocation (scorers/lod_allocator.h) over random relevance maps:
 // bounds, level counts adding up, squares tiling each region, monotone in relevance
 // (within an image and across budgets), deterministic, and the baselines spending the
-// same tokens as the relevance policy.
+// same tokens as the relevance policy; lod.order=depth (every region in the order to the
+// finest level before the next, the allocation ending at the first upgrade that does
+// not fit; uniform unchanged); exploration (the random order with probability explore)
+// and its schedule (LodConfig::explore_at).
 #include <gtest/gtest.h>
 
 #include <set>
@@ -30,7 +33,7 @@ Vec relevance(Rng& rng, int G) {
   return r;
 }
 
-void check_invariants(const LodAllocator& a, const ImageLod& l) {
+void check_invariants(const LodAllocator& a, const ImageLod& l, bool rounds = true) {
   const LodConfig& c = a.config();
   const int64_t T = int64_t(l.tokens.size());
   EXPECT_GE(l.budget, c.min_tokens);
@@ -44,7 +47,7 @@ void check_invariants(const LodAllocator& a, const ImageLod& l) {
   // the refused upgrade did not fit: no region below the top level could be upgraded
   int min_level = a.levels() - 1;
   for (int32_t lv : l.level) min_level = std::min(min_level, lv);
-  if (min_level < a.levels() - 1) {
+  if (rounds && min_level < a.levels() - 1) {
     EXPECT_GT(T + (int64_t(3) << (2 * min_level)), l.budget);
   }
   // the tokens' squares tile the grid exactly once
@@ -127,6 +130,112 @@ TEST(LodAllocator, TiesGoToRasterOrderAndRandomDependsOnSeed) {
   for (uint64_t s = 0; s < 32; ++s) seen.insert(rnd.allocate(flat.data(), s).level);
   EXPECT_GT(seen.size(), 1u);
   EXPECT_EQ(rnd.allocate(flat.data(), 3).level, rnd.allocate(flat.data(), 3).level);
+}
+
+// Region relevance (sum over its cells) of every region.
+std::vector<double> region_sums(const Vec& r, int G, int R) {
+  std::vector<double> reg(size_t((G / R) * (G / R)), 0.0);
+  for (int y = 0; y < G; ++y)
+    for (int x = 0; x < G; ++x) reg[size_t((y / R) * (G / R) + x / R)] += r[size_t(y * G + x)];
+  return reg;
+}
+
+TEST(LodAllocator, DepthOrderFillsTheMostRelevantRegionsFirst) {
+  Rng rng(9);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int R = 1 << rng.randint(1, 3), G = R * rng.randint(1, 6);
+    const int64_t regions = int64_t(G / R) * (G / R), cells = int64_t(G) * G;
+    const int64_t N = regions + rng.randint(0, int(cells - regions));
+    LodConfig c = config(R, regions, cells, LodPolicy::Relevance, N);
+    c.order = LodOrder::Depth;
+    const LodAllocator a(c, G);
+    const int top = a.levels() - 1;
+    const Vec r = relevance(rng, G);
+    const ImageLod l = a.allocate(r.data(), uint64_t(trial));
+    check_invariants(a, l, false);
+    // In the order of region relevance (ties: raster), the levels read top, ..., top, x, 0, ..., 0.
+    const std::vector<double> reg = region_sums(r, G, R);
+    std::vector<int32_t> order(reg.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = int32_t(i);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t x, int32_t y) { return reg[size_t(x)] > reg[size_t(y)]; });
+    size_t i = 0;
+    while (i < order.size() && l.level[size_t(order[i])] == top) ++i;
+    if (i < order.size()) ++i;  // the one partly upgraded region (or the first left at 0)
+    for (; i < order.size(); ++i) EXPECT_EQ(l.level[size_t(order[i])], 0) << "trial " << trial;
+    // The next upgrade in the order did not fit.
+    const int64_t T = int64_t(l.tokens.size());
+    for (int32_t reg_id : order)
+      if (l.level[size_t(reg_id)] < top) {
+        const int lv = l.level[size_t(reg_id)];
+        EXPECT_GT(T + (int64_t(3) << (2 * lv)), N) << "trial " << trial;
+        break;
+      }
+    // The random policy spends the same tokens; uniform is the rounds allocation.
+    LodConfig cr = c;
+    cr.policy = LodPolicy::Random;
+    const ImageLod lr = LodAllocator(cr, G).allocate(r.data(), uint64_t(trial));
+    check_invariants(LodAllocator(cr, G), lr, false);
+    EXPECT_EQ(lr.tokens.size(), l.tokens.size());
+    LodConfig cu = c, cu_rounds = config(R, regions, cells, LodPolicy::Uniform, N);
+    cu.policy = LodPolicy::Uniform;
+    EXPECT_EQ(LodAllocator(cu, G).allocate(r.data(), 1).level, LodAllocator(cu_rounds, G).allocate(r.data(), 1).level);
+  }
+  // By hand: 4 regions of 4 x 4 cells (levels of 1, 4, 16 tokens), budget 4 + 15 + 3 = 22:
+  // the most relevant region at level 2, the second at level 1, the others at level 0.
+  LodConfig c = config(4, 4, 64, LodPolicy::Relevance, 22);
+  c.order = LodOrder::Depth;
+  Vec r(64, 0.1);
+  for (int y = 4; y < 8; ++y)
+    for (int x = 0; x < 4; ++x) r[size_t(y * 8 + x)] = 0.9;  // region 2
+  for (int y = 0; y < 4; ++y)
+    for (int x = 4; x < 8; ++x) r[size_t(y * 8 + x)] = 0.5;  // region 1
+  const ImageLod l = LodAllocator(c, 8).allocate(r.data(), 0);
+  EXPECT_EQ(l.level, (std::vector<int32_t>{0, 1, 2, 0}));
+  EXPECT_EQ(l.tokens.size(), 22u);
+  c.order = LodOrder::Rounds;  // rounds: every region at level 1 first (16 tokens), then one upgrade of 12 does not fit
+  EXPECT_EQ(LodAllocator(c, 8).allocate(r.data(), 0).level, (std::vector<int32_t>{1, 1, 1, 1}));
+}
+
+TEST(LodAllocator, ExplorationTakesTheRandomOrder) {
+  Rng rng(11);
+  const Vec r = relevance(rng, 16);
+  for (LodOrder o : {LodOrder::Rounds, LodOrder::Depth}) {
+    LodConfig c = config(4, 16, 256, LodPolicy::Relevance, 46), cr = c;
+    c.order = cr.order = o;
+    cr.policy = LodPolicy::Random;
+    const LodAllocator rel(c, 16), rnd(cr, 16);
+    int explored = 0;
+    for (uint64_t s = 0; s < 200; ++s) {
+      EXPECT_EQ(rel.allocate(r.data(), s, {0.0, 0}).level, rel.allocate(r.data(), s).level);
+      EXPECT_EQ(rel.allocate(r.data(), s, {1.0, 0}).level, rnd.allocate(r.data(), s).level);
+      const ImageLod h = rel.allocate(r.data(), s, {0.5, 0});
+      EXPECT_EQ(h.tokens.size(), rel.allocate(r.data(), s).tokens.size());
+      explored += h.level != rel.allocate(r.data(), s).level;
+      EXPECT_EQ(h.level, rel.allocate(r.data(), s, {0.5, 0}).level);  // deterministic
+    }
+    EXPECT_GT(explored, 60);  // about half of the draws (a random order rarely matches the relevance's)
+    EXPECT_LT(explored, 140);
+    // Uniform and random do not explore.
+    EXPECT_EQ(rnd.allocate(r.data(), 5, {1.0, 0}).level, rnd.allocate(r.data(), 5).level);
+    // A step's budget replaces the configured one.
+    EXPECT_EQ(rel.allocate(r.data(), 7, {0.0, 100}).budget, 100);
+  }
+  // The schedules: exploration linear from explore at step 1 to 0 at explore_until x
+  // steps; the budget from max_tokens at step 1 to the fixed budget at anneal x steps.
+  LodConfig c;
+  c.explore = 0.8, c.explore_until = 0.5, c.max_tokens = 256, c.fixed_budget = 31, c.anneal = 0.25;
+  EXPECT_DOUBLE_EQ(c.step_at(1, 100).explore, 0.8);
+  EXPECT_DOUBLE_EQ(c.step_at(26, 100).explore, 0.8 * (1 - 25.0 / 49.0));
+  EXPECT_DOUBLE_EQ(c.step_at(49, 100).explore, 0.8 * (1 - 48.0 / 49.0));
+  EXPECT_EQ(c.step_at(50, 100).explore, 0.0);
+  EXPECT_EQ(c.step_at(100, 100).explore, 0.0);
+  EXPECT_EQ(c.step_at(1, 100).budget, 256);
+  EXPECT_EQ(c.step_at(13, 100).budget, 31 + std::llround(225 * (1 - 12.0 / 24.0)));
+  EXPECT_EQ(c.step_at(25, 100).budget, 31);
+  EXPECT_EQ(c.step_at(90, 100).budget, 31);
+  c.explore = 0, c.anneal = 0;
+  EXPECT_EQ(c.step_at(1, 100).explore, 0.0);
+  EXPECT_EQ(c.step_at(1, 100).budget, 0);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The perspectival scorer against the propositional one on a directly computed
 // centre-surround, then f64 finite-difference gradients (tests/core/gradcheck.h) of each scorer (features,
 // query and every parameter), the balancer, the per-level pooling with the level and
-// position embeddings, and the straight-through gate (allocation held fixed; the gate's
+// position embeddings, the straight-through gate and the detail gate (allocation held fixed; the gate's
 // reference is tokens * (1 + r_reg - r_reg(r0)) with r0 the point of evaluation); then
 // the whole stage at TP=1: every scorer and balancer parameter gets a non-zero gradient
 // through the gate from a loss on the tokens.
@@ -220,6 +220,68 @@ TEST(ScorerGrad, GateWithAllocationFixed) {
     return std::vector<Tensor>{dr};
   };
   gradcheck(p, 62);
+}
+
+// The detail gate (lod.gate=detail): token = coarse + g (fine - coarse) + embeddings with
+// g = 1 + (r_reg - mean r) - stopgrad(r_reg - mean r) (mean over the image's cells), fine
+// the mean of F over the token's square and coarse
+// over its parent square (side 2 x side, aligned), both computed here by loops; level-0
+// tokens have no gate. The tokens' value is that of the token gate (g = 1).
+TEST(ScorerGrad, DetailGateWithAllocationFixed) {
+  const ScorerDims d = small_dims();
+  const std::vector<ImageLod> lods = fixed_lods(d);
+  const int64_t B = 2, N = d.cells(), T = LodTokens::total_tokens(lods);
+  ParamTable t = table_of(lod_param_specs(d, 3), 63);
+  LodTokens lt(d, 4, LodGate::Detail), plain(d, 4);
+  lt.bind(t), plain.bind(t);
+  Rng rng(64);
+  Tensor F = host(rng.vec(B * N * d.d), Shape{B, N, d.d});
+  const Vec f = to_vector_f64(F), r0 = rng.vec(B * N, 0.1, 0.9);
+  auto square_mean = [&](int64_t b, int y0, int x0, int side, int64_t c) {
+    double m = 0;
+    for (int y = y0; y < y0 + side; ++y)
+      for (int x = x0; x < x0 + side; ++x) m += f[size_t((b * N + y * d.G + x) * d.d + c)];
+    return m / double(side * side);
+  };
+  auto relative = [&](const Vec& r, int64_t b, const LodToken& k) {  // r_reg - mean r
+    double m = 0, all = 0;
+    const int y0 = (k.y0 / 4) * 4, x0 = (k.x0 / 4) * 4;
+    for (int y = y0; y < y0 + 4; ++y)
+      for (int x = x0; x < x0 + 4; ++x) m += r[size_t(b * N + y * d.G + x)] / 16.0;
+    for (int64_t c = 0; c < N; ++c) all += r[size_t(b * N + c)] / double(N);
+    return m - all;
+  };
+  GradProblem p;
+  p.inputs = {host(r0, Shape{B, N})};
+  std::vector<int64_t> cu;
+  p.forward = [&] {
+    Tensor tok = zeros(Shape{T, d.d});
+    plain.forward(S(), tok, cu, lods, F);  // fine + embeddings
+    const Vec r = to_vector_f64(p.inputs[0]);
+    double* x = tok.ptr<double>();
+    int64_t row = 0;
+    for (int64_t b = 0; b < B; ++b)
+      for (const LodToken& k : lods[size_t(b)].tokens) {
+        if (k.level > 0) {
+          const double g1 = relative(r, b, k) - relative(r0, b, k);  // g - 1
+          const int ps = 2 * k.side, py = (k.y0 / ps) * ps, px = (k.x0 / ps) * ps;
+          for (int64_t c = 0; c < d.d; ++c)
+            x[row * d.d + c] += g1 * (square_mean(b, k.y0, k.x0, k.side, c) - square_mean(b, py, px, ps, c));
+        }
+        ++row;
+      }
+    return std::vector<Tensor>{tok};
+  };
+  p.backward = [&](const std::vector<Tensor>& dout) {
+    Tensor tok = zeros(Shape{T, d.d}), ref = zeros(Shape{T, d.d});
+    lt.forward(S(), tok, cu, lods, F);
+    plain.forward(S(), ref, cu, lods, F);
+    EXPECT_EQ(to_vector_f64(tok), to_vector_f64(ref));  // the gate's value is exactly 1
+    Tensor dF = zeros(Shape{B, N, d.d});
+    Tensor dr = accumulated(Shape{B, N}, [&](const Tensor& g) { lt.backward(S(), dF, g, dout[0]); });
+    return std::vector<Tensor>{dr};
+  };
+  gradcheck(p, 65);
 }
 
 TEST(ScorerGrad, StageGivesEveryScorerAndTheBalancerAGradient) {

@@ -34,7 +34,19 @@ TEST(ScorerOptions, DefaultsAndReading) {
   EXPECT_EQ(o.lod.fixed_budget, 0);
   EXPECT_EQ(o.lod.levels(), 3);
   EXPECT_EQ(o.scorers.placement, "replicated");
+  EXPECT_EQ(o.lod.order, LodOrder::Rounds);
+  EXPECT_EQ(o.lod.gate, LodGate::Token);
+  EXPECT_EQ(o.lod.explore, 0.0);
+  EXPECT_EQ(o.lod.anneal, 0.0);
   EXPECT_NO_THROW(o.validate(32, 8));
+  o = read({"--lod.order", "depth", "--lod.gate", "detail", "--lod.explore", "0.5", "--lod.explore_until", "0.25",
+            "--lod.anneal", "0.5", "--lod.budget", "100"});
+  EXPECT_EQ(o.lod.order, LodOrder::Depth);
+  EXPECT_EQ(o.lod.gate, LodGate::Detail);
+  EXPECT_EQ(o.lod.explore, 0.5);
+  EXPECT_EQ(o.lod.explore_until, 0.25);
+  EXPECT_EQ(o.lod.anneal, 0.5);
+  EXPECT_NO_THROW(o.validate(32, 1));
   o = read({"--lod.budget", "100", "--lod.policy", "random", "--scorers.placement", "batch-split", "--scorers.k", "5",
             "--scorers.hidden", "16", "--lod.region", "8", "--lod.min_tokens", "16"});
   EXPECT_EQ(o.lod.fixed_budget, 100);
@@ -57,6 +69,10 @@ TEST(ScorerOptions, BadCombinationsNameTheOption) {
   expect_one_line(refused({"--lod.budget", "50"}), "lod.budget=50");
   expect_one_line(error_of([] { read({"--lod.budget", "lots"}); }), "lod.budget=lots");
   expect_one_line(refused({"--scorers.k", "4"}), "scorers.k=4");
+  expect_one_line(refused({"--lod.anneal", "0.5"}), "lod.anneal=0.5 anneals towards a fixed budget");
+  expect_one_line(error_of([] { read({"--lod.explore", "1.5"}); }), "lod.explore");
+  expect_one_line(error_of([] { read({"--lod.order", "sideways"}); }), "lod.order");
+  expect_one_line(error_of([] { read({"--lod.gate", "open"}); }), "lod.gate");
   expect_one_line(refused({"--scorers.placement", "tp2"}, 32, 3), "scorers.placement=tp2 needs an even parallel.tp");
   EXPECT_EQ(refused({"--scorers.placement", "tp2"}, 32, 4), "");
   expect_one_line(refused({"--scorers.placement", "tp2", "--scorers.hidden", "5"}, 32, 4), "scorers.hidden=5");

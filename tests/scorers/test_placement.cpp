@@ -4,8 +4,9 @@
 // reduce_feature_grads, the query's) to 1e-5 relative, at TP = the mpirun size (1, 2, 4,
 // 8); the bytes each placement's collectives count equal its formula, per kind, for the
 // stage as a whole and phase by phase (forward, backward, finalize, feature gradients).
-// tp2 runs where the size is even, on pairs of ranks. The table of placements: names,
-// TP size 1, unknown names, the rules of tp2.
+// tp2 runs where the size is even, on pairs of ranks. The same with the LOD mechanisms
+// of docs/scorers.md (lod.order=depth, lod.gate=detail, exploration with probability
+// 0.5). The table of placements: names, TP size 1, unknown names, the rules of tp2.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -29,9 +30,13 @@ struct Result {
   CommCounters counters;
 };
 
-ScorerOptions options(const std::string& p) {
+ScorerOptions options(const std::string& p, bool lod_mechanisms = false) {
   ScorerOptions o;
   o.lod.region = 2, o.lod.min_tokens = 16, o.lod.max_tokens = 48;
+  if (lod_mechanisms) {  // regions of 4 x 4 cells: three levels, so depth differs from rounds
+    o.lod.region = 4, o.lod.min_tokens = 4, o.lod.max_tokens = 40;
+    o.lod.order = LodOrder::Depth, o.lod.gate = LodGate::Detail;
+  }
   o.scorers.placement = p;
   o.scorers.hidden = small_dims().hidden, o.scorers.k = small_dims().k;
   return o;
@@ -53,11 +58,13 @@ void expect_bytes(const PlacementBytes& got, const PlacementBytes& want, const c
   EXPECT_EQ(got.broadcast, want.broadcast) << phase;
 }
 
-Result run(const std::string& placement, Communicator& comm, Communicator* pair = nullptr) {
+Result run(const std::string& placement, Communicator& comm, Communicator* pair = nullptr,
+           bool lod_mechanisms = false) {
   Stream& st = cpu_backend().default_stream();
   const ScorerDims d = small_dims();
   const int64_t N = d.cells();
-  RelevanceStage stage(options(placement), d, comm, pair);
+  RelevanceStage stage(options(placement, lod_mechanisms), d, comm, pair);
+  if (lod_mechanisms) stage.set_lod_step({0.5, 0});
   ParamTable t(stage.param_specs(), stage.table_tp(), stage.table_rank(), DType::F32);
   t.allocate(cpu_backend());
   fill_params(t, 1);
@@ -122,10 +129,10 @@ Result run(const std::string& placement, Communicator& comm, Communicator* pair 
   return r;
 }
 
-TEST(Placement, EqualToReplicated) {
+void equal_to_replicated(bool lod_mechanisms) {
   auto self = self_comm();
   auto world = world_comm();
-  const Result ref = run("replicated", *self);
+  const Result ref = run("replicated", *self, nullptr, lod_mechanisms);
   EXPECT_EQ(ref.counters.total_bytes(), 0u);
   for (const std::string& p : placement_names()) {
     SCOPED_TRACE(p);
@@ -140,7 +147,7 @@ TEST(Placement, EqualToReplicated) {
       group = make_communicator(DeviceKind::CPU, pc, "pair", 120.0);
       MPI_Comm_free(&pc);
     }
-    const Result r = run(p, *world, group.get());
+    const Result r = run(p, *world, group.get(), lod_mechanisms);
     EXPECT_LE(max_rel_err(r.tokens, ref.tokens), 1e-5);
     EXPECT_LE(max_rel_err(r.loss, ref.loss), 1e-5);
     EXPECT_LE(max_rel_err(r.dF, ref.dF), 1e-5);
@@ -149,6 +156,9 @@ TEST(Placement, EqualToReplicated) {
     for (size_t i = 0; i < r.grads.size(); ++i) EXPECT_LE(max_rel_err(r.grads[i], ref.grads[i]), 1e-5) << "parameter " << i;
   }
 }
+
+TEST(Placement, EqualToReplicated) { equal_to_replicated(false); }
+TEST(Placement, EqualToReplicatedWithDepthOrderDetailGateAndExploration) { equal_to_replicated(true); }
 
 TEST(Placement, FormulaAtLargerSizes) {
   // The figures bench_scorers prints: G=32, d=768, dq=768, hidden 64, 8 images.

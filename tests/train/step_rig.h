@@ -89,6 +89,24 @@ std::vector<MicroBatch> shard(const GlobalBatch& g, const VlmConfig& c, int dp, 
   return out;
 }
 
+// c with its tables sharded for ZeRO level `zero` over the DP group `dp` (nn/param_layout.h).
+[[maybe_unused]] VlmConfig sharded(VlmConfig c, int zero, const Communicator& dp) {
+  c.sharding = DpSharding{zero, dp.size(), dp.rank()};
+  return c;
+}
+
+// The trainable modules' values of this rank as one vector: each module's flat space
+// (nn/param_layout.h) rebuilt from the DP ranks' shards (a collective over DP, on s: a
+// stream of the model's backend).
+[[maybe_unused]] std::vector<float> all_values(VlmModel& model, const DpGrads& dpg, Stream& s) {
+  std::vector<float> v;
+  for (size_t i = 0; i < model.modules().size(); ++i) {
+    const auto x = dpg.gather_flat(s, i, dpg.owned_values(i));
+    v.insert(v.end(), x.begin(), x.end());
+  }
+  return v;
+}
+
 std::vector<float> all_grads(VlmModel& model) {
   std::vector<float> v;
   for (const ModuleParams& m : model.modules())
@@ -181,17 +199,18 @@ std::vector<int> layouts_tp() {
   }
 }
 
-// At every layout the world allows, ZeRO-1 off and on, on backend b: the loss and the
+// At every layout the world allows, at every ZeRO level 0-3, on backend b: the loss and the
 // gradient norm of two steps (AdamW between them, so the second sees the first update)
 // within tol relative and, at tp = 1, the updated weights within weight_tol of their
-// scale, against the (1,1) run over the whole global batch on this rank alone.
+// scale (rebuilt from the DP shards), against the (1,1) run over the whole global batch
+// on this rank alone.
 [[maybe_unused]] void expect_every_layout_matches_one_rank(Backend& b, double tol, double weight_tol) {
   const GlobalBatch g = make_batch(11, tiny_config(kImages));
   OptimOptions oo;
   oo.lr = 1e-2;
   auto run = [&](Communicator& tp, Communicator& dp, Communicator& self, int dps, int r, int zero,
                  std::vector<float>* w) {
-    const VlmConfig c = tiny_config(kImages / (dps * kM));
+    const VlmConfig c = sharded(tiny_config(kImages / (dps * kM)), zero, dp);
     VlmModel model(c, b, tp, self);
     model.init(5);
     sched::StreamSet streams(b);
@@ -200,16 +219,14 @@ std::vector<int> layouts_tp() {
     VlmStep step(model, streams, dpg, all, kM, StepOptions{});
     AdamW opt(model.modules(), all, dpg, b, oo);
     double loss = 0, norm = 0;
-    for (int k = 1; k <= 2; ++k) {  // the second step sees the first update (ZeRO-1's all-gather)
+    for (int k = 1; k <= 2; ++k) {  // the second step sees the first update (ZeRO's all-gathers)
       model.zero_grads();
       loss = all_reduce_values(dp, b.default_stream(), {step.run(shard(g, c, dps, r, kM))})[0];
       norm = opt.grad_norm(b.default_stream(), tp);
       opt.step(b.default_stream(), k, oo.lr, 1.f);
     }
-    // The updated weights of the (replicated) encoder and of this rank's backbone slices.
-    *w = to_vector_f32(flat_f32(model.vision().params().value_arena()));
-    const auto llm = to_vector_f32(flat_f32(model.llm().params().value_arena()));
-    w->insert(w->end(), llm.begin(), llm.end());
+    // The updated weights of every module (this rank's backbone slices), from the shards.
+    *w = all_values(model, dpg, b.default_stream());
     return std::make_pair(loss, norm);
   };
   const DeviceKind dev = b.device();
@@ -221,7 +238,7 @@ std::vector<int> layouts_tp() {
     const auto ref = run(*self1, *self2, *self3, 1, 0, 0, &w_ref);
     Layout L(tp, dev);
     const int dp = test::world_size() / tp;
-    for (int zero : {0, 1}) {
+    for (int zero : {0, 1, 2, 3}) {
       std::vector<float> w;
       const auto got = run(L.groups->tp(), L.groups->dp(), *L.self, dp, L.groups->dp().rank(), zero, &w);
       SCOPED_TRACE("tp=" + std::to_string(tp) + " dp=" + std::to_string(dp) + " zero=" + std::to_string(zero));
