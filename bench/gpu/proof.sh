@@ -150,6 +150,15 @@ section() {
     END {printf "%s", buf}' "$2"
 }
 
+# "passed P, skipped S, failed F" of the gtest output in $1 (the last summary in it).
+gtest_counts() {
+  local p s f
+  p=$(grep -oE '\[  PASSED  \] [0-9]+' <<<"$1" | tail -1 | grep -oE '[0-9]+$')
+  s=$(grep -oE '\[  SKIPPED \] [0-9]+' <<<"$1" | tail -1 | grep -oE '[0-9]+$')
+  f=$(grep -oE '[0-9]+ FAILED TESTS?' <<<"$1" | tail -1 | grep -oE '^[0-9]+')
+  echo "passed ${p:-0}, skipped ${s:-0}, failed ${f:-0}"
+}
+
 # The figure of a step for the summary, read from its section of the log.
 figure() {
   local sect
@@ -157,17 +166,14 @@ figure() {
   case $1 in
     env) grep -m1 '^gpu:' <<<"$sect" | cut -c6- ;;
     test_*|nccl_np*)
-      local p s f
-      p=$(grep -oE '\[  PASSED  \] [0-9]+' <<<"$sect" | tail -1 | grep -oE '[0-9]+$')
-      s=$(grep -oE '\[  SKIPPED \] [0-9]+' <<<"$sect" | tail -1 | grep -oE '[0-9]+$')
-      f=$(grep -oE '[0-9]+ FAILED TESTS?' <<<"$sect" | tail -1 | grep -oE '^[0-9]+')
-      echo "passed ${p:-0}, skipped ${s:-0}, failed ${f:-0}$(grep -m1 -oE '[a-z0-9 ]+: worst loss [^,]*, grad norm [^,]*, gradient [0-9.e+-]+' <<<"$sect" | sed 's/^/; /')" ;;
+      echo "$(gtest_counts "$sect")$(grep -m1 -oE '[a-z0-9 ]+: worst loss [^,]*, grad norm [^,]*, gradient [0-9.e+-]+' <<<"$sect" | sed 's/^/; /')" ;;
     bench_gemm)  # the GPU's measured peak; on a CPU (rehearsal) the best bf16 row
       grep -oE 'measured bf16 peak.*' <<<"$sect" | tail -1 | grep . ||
         awk '$1 == "bf16" && $6 > m {m = $6} END {if (m) printf "best bf16 %.1f GFLOP/s\n", m}' <<<"$sect" ;;
     bench_llm*|torch_*) grep -E 'tokens/s' <<<"$sect" | tail -1 | grep -oE '[0-9]+ tokens/s|MFU [0-9.]+%' | paste -sd' ' ;;
     bench_step) echo "$(grep -oE 'serial / overlap: [0-9.]+' <<<"$sect" | tail -1), overlap fraction $(awk '$1 == "overlap" {print $3}' <<<"$sect" | tail -1)" ;;
-    memcheck|racecheck) grep -oE 'ERROR SUMMARY: [0-9]+ errors?' <<<"$sect" | tail -1 ;;
+    memcheck|racecheck)  # the tool's verdict and the tests' (a rehearsal runs the tests alone)
+      echo "$(grep -oE 'ERROR SUMMARY: [0-9]+ errors?' <<<"$sect" | tail -1 || echo 'no sanitizer report'); $(gtest_counts "$sect")" ;;
   esac
 }
 
@@ -204,7 +210,13 @@ env_report() {
     echo "gpu: none (no nvidia-smi)"
   fi
   echo "mpirun: $(command -v mpirun) ($(LD_LIBRARY_PATH=$LIBPATH mpirun --version 2>&1 | head -1))"
-  echo "python: $PYTHON: $("$PYTHON" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version(), "gpu", torch.cuda.is_available())' 2>&1 | tail -1)"
+  echo "python: $PYTHON: $("$PYTHON" -c '
+import torch
+try:
+    cudnn = torch.backends.cudnn.version()
+except RuntimeError as e:  # e.g. a cuDNN of the system found before torch'"'"'s own
+    cudnn = "unusable (%s)" % str(e).split(".")[0]
+print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", cudnn, "gpu", torch.cuda.is_available())' 2>&1 | tail -1)"
   echo "compute-sanitizer: $(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || echo none)"
   echo "LD_LIBRARY_PATH of our programs: $LIBPATH"
   local b
@@ -263,7 +275,7 @@ cmd_run() {
   fi
   echo "proof.sh $MODE: deadline ${budget} s, output in $OUT, bundle unpacked in $W"
 
-  step env 30 5 env.txt -- bash -c env_report
+  step env 60 5 env.txt -- bash -c env_report
   if grep -qE '^(MISSING|OUTSIDE THE BUNDLE)' "$OUT/env.txt"; then
     grep -E '^(MISSING|OUTSIDE THE BUNDLE)' "$OUT/env.txt"
     SUMMARY[-1]=${SUMMARY[-1]/ ok / FAIL }
@@ -307,7 +319,8 @@ cmd_run() {
   # Our kernels (not cuBLASLt's and cuDNN's: matmul, conv) under memcheck, the kernels
   # with shared memory under racecheck, with the time left. A rehearsal runs the same
   # tests without the tool (no GPU here).
-  local ours_only="Ops/Conformance.Cuda/*-*_matmul_*:*_conv2d_*:*_bias_backward_*" c
+  # (Not the 16.8M-element cases either: the tool slows every access some 100 times.)
+  local ours_only="Ops/Conformance.Cuda/*-*_matmul_*:*_conv2d_*:*_bias_backward_*:*_n16781313" c
   local shared=""
   for c in attention norm softmax cross_entropy vocab_ce sum_squares; do shared+="${shared:+:}Ops/Conformance.Cuda/*$c*"; done
   step memcheck $(( (END - $(date +%s)) * 2 / 3 )) 40 sanitizer.log -- "${ours[@]}" "${memcheck[@]}" \
