@@ -12,9 +12,10 @@
 
 #include "ablate/ablate_eval.h"
 #include "ablate/ablate_table.h"
-#include "base/config.h"
 #include "base/error.h"
 #include "base/file_read.h"
+#include "base/options.h"
+#include "core/device_options.h"
 #include "data/storage/dataset.h"
 #include "io/atomic_file.h"
 #include "parallel/groups.h"
@@ -86,23 +87,37 @@ std::vector<int64_t> seed_list(const std::string& text) {
   return out;
 }
 
-// The options a row sets (read after the base options, so they win).
+// The options a row sets (read after the base options, so they win), one
+// "name = value" line each.
 std::string row_overrides(const RowSpec& r, const AblateOptions& a, const Config& base, int tp, int dp) {
-  std::ostringstream os;
-  const int64_t min_tokens = std::min(base.get_int("lod.min_tokens"), r.budget);
-  // lod.anneal trains from lod.max_tokens down to the budget: the row keeps that maximum.
-  const int64_t max_tokens = base.get_float("lod.anneal") > 0 ? std::max(base.get_int("lod.max_tokens"), r.budget) : r.budget;
-  double lr = base.get_float("train.lr");
+  const ScorerOptions sc = read_scorer_options(base);
+  double lr = read_train_options(base).optim.lr;
   if (!a.test_break.empty() && a.test_break == r.placement) lr *= 1.1;  // test only (docs/ablations.md)
-  char lr_text[32];
-  std::snprintf(lr_text, sizeof lr_text, "%.17g", lr);
-  os << "seed = " << r.seed << "\n[lod]\npolicy = " << r.lod << "\nbudget = " << r.budget << "\nmax_tokens = " << max_tokens
-     << "\nmin_tokens = " << min_tokens << "\n[scorers]\nplacement = " << r.placement << "\n[train]\n";
-  if (a.steps > 0) os << "steps = " << a.steps << "\n";
-  os << "lr = " << lr_text << "\nrun = " << r.placement << "-" << r.lod << "-" << r.budget << "-s" << r.seed << "-tp" << tp
-     << "dp" << dp
-     << "\nout_dir = \"" << a.out << "/runs\"\nckpt_dir = \"\"\nsave_every = -1\nresume = \"\"\neval_every = 0\n"
-     << "[eval]\nsplit = \"\"\npictures = 0\n";
+  const OptionSet<ScorerOptions>& S = scorer_options();
+  const OptionSet<TrainOptions>& T = train_options();
+  const OptionSet<EvalOptions>& E = eval_options();
+  const auto lod = [](auto field) { return at(&ScorerOptions::lod, field); };
+  const auto quoted = [](const std::string& v) { return "\"" + v + "\""; };
+  std::ostringstream os;
+  os.precision(17);  // the learning rate reads back exactly
+  const auto set = [&](const std::string& name, const auto& value) { os << name << " = " << value << "\n"; };
+  set(device_options().name_of(&DeviceOptions::seed), r.seed);
+  set(S.name_of(lod(&LodConfig::policy)), r.lod);
+  set(S.name_of(lod(&LodConfig::fixed_budget)), r.budget);
+  // lod.anneal trains from lod.max_tokens down to the budget: the row keeps that maximum.
+  set(S.name_of(lod(&LodConfig::max_tokens)), sc.lod.anneal > 0 ? std::max(sc.lod.max_tokens, r.budget) : r.budget);
+  set(S.name_of(lod(&LodConfig::min_tokens)), std::min(sc.lod.min_tokens, r.budget));
+  set(S.name_of(at(&ScorerOptions::scorers, &ScorerConfig::placement)), r.placement);
+  if (a.steps > 0) set(T.name_of(&TrainOptions::steps), a.steps);
+  set(T.name_of(at(&TrainOptions::optim, &OptimOptions::lr)), lr);
+  set(T.name_of(&TrainOptions::run), cat(r.placement, "-", r.lod, "-", r.budget, "-s", r.seed, "-tp", tp, "dp", dp));
+  set(T.name_of(&TrainOptions::out_dir), quoted(a.out + "/runs"));
+  set(T.name_of(&TrainOptions::ckpt_dir), quoted(""));
+  set(T.name_of(&TrainOptions::save_every), -1);
+  set(T.name_of(&TrainOptions::resume), quoted(""));
+  set(T.name_of(&TrainOptions::eval_every), 0);
+  set(E.name_of(&EvalOptions::split), quoted(""));
+  set(E.name_of(&EvalOptions::pictures), 0);
   return os.str();
 }
 
@@ -117,13 +132,25 @@ std::unique_ptr<Config> row_config(const Config& base, const std::string& overri
 // Every option but those a row, the layout or the bookkeeping set: rows of one ablation
 // share it (FNV-1a 64 of the filtered dump, hex).
 std::string fingerprint(const Config& base, int64_t steps) {
+  const OptionSet<ScorerOptions>& S = scorer_options();
+  const OptionSet<TrainOptions>& T = train_options();
+  const OptionSet<DataOptions>& D = data_options();
+  const OptionSet<EvalOptions>& E = eval_options();
+  const OptionSet<AblateOptions>& A = ablate_options();
+  const auto lod = [](auto field) { return at(&ScorerOptions::lod, field); };
+  const std::vector<std::string> skip = {
+      S.name_of(lod(&LodConfig::policy)),         S.name_of(lod(&LodConfig::fixed_budget)),
+      S.name_of(lod(&LodConfig::min_tokens)),     S.name_of(lod(&LodConfig::max_tokens)),
+      S.name_of(at(&ScorerOptions::scorers, &ScorerConfig::placement)),
+      T.name_of(&TrainOptions::run),              T.name_of(&TrainOptions::out_dir),
+      T.name_of(&TrainOptions::ckpt_dir),         T.name_of(&TrainOptions::resume),
+      T.name_of(&TrainOptions::save_every),       T.name_of(&TrainOptions::keep_last),
+      T.name_of(&TrainOptions::log_every),        T.name_of(&TrainOptions::eval_every),
+      D.name_of(&DataOptions::threads),           D.name_of(&DataOptions::prefetch),
+      E.name_of(&EvalOptions::pictures),          E.name_of(&EvalOptions::split),
+      T.name_of(&TrainOptions::steps),           device_options().name_of(&DeviceOptions::seed)};
   std::stringstream in(base.dump_ini(false));
   std::string line, sec, kept;
-  const std::vector<std::string> skip = {"lod.policy", "lod.budget", "lod.min_tokens", "lod.max_tokens",
-                                         "scorers.placement", "train.run", "train.out_dir", "train.ckpt_dir",
-                                         "train.resume", "train.save_every", "train.keep_last", "train.log_every",
-                                         "train.eval_every", "data.threads", "data.prefetch", "eval.pictures",
-                                         "eval.split", "train.steps", "seed"};
   while (std::getline(in, line)) {
     if (line.empty() || line[0] == '#') continue;
     if (line[0] == '[') {
@@ -131,13 +158,15 @@ std::string fingerprint(const Config& base, int64_t steps) {
       continue;
     }
     const std::string name = (sec.empty() ? "" : sec + ".") + line.substr(0, line.find(" = "));
-    const bool own = name == "ablate.eval_samples" || name == "ablate.test_break";  // they change the figures
+    const bool own = name == A.name_of(&AblateOptions::eval_samples) ||
+                     name == A.name_of(&AblateOptions::test_break);  // they change the figures
     if ((sec == "ablate" && !own) || sec == "parallel" || sec == "scheduler" || name == "trace" ||
         std::find(skip.begin(), skip.end(), name) != skip.end())
       continue;
     kept += name + line.substr(line.find(" = ")) + "\n";
   }
-  kept += "train.steps = " + std::to_string(steps > 0 ? steps : base.get_int("train.steps")) + "\n";
+  kept += T.name_of(&TrainOptions::steps) + " = " +
+          std::to_string(steps > 0 ? steps : read_train_options(base).steps) + "\n";
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : kept) h = (h ^ c) * 1099511628211ull;
   char b[20];
@@ -147,48 +176,50 @@ std::string fingerprint(const Config& base, int64_t steps) {
 
 }  // namespace
 
+const OptionSet<AblateOptions>& ablate_options() {
+  static const OptionSet<AblateOptions> set([](OptionSet<AblateOptions>& s) {
+    using A = AblateOptions;
+    std::string all;
+    for (const std::string& p : placement_names()) all += (all.empty() ? "" : ", ") + p;
+    s.option("ablate.placements", &A::placements, "comma list of scorer placements: " + all + " (tp2 needs parallel.tp=2)")
+        .parse(placement_names().front(), [](const std::string& v) { return names(v, "placements", placement_names()); })
+        .alias("placements");
+    s.option("ablate.lod", &A::lods, "comma list of LOD policies: relevance, uniform, random")
+        .parse("relevance,uniform,random", [](const std::string& v) { return names(v, "lod", kPolicies); })
+        .alias("lod");
+    s.option("ablate.budgets", &A::budgets,
+             "visual tokens per image at most (each at least the number of regions, at most G*G)")
+        .range(1, int64_t(1) << 30)
+        .alias("budgets");
+    s.option("ablate.seeds", &A::seeds, "comma list of run seeds: every row once per seed (empty = the option seed)")
+        .parse("", [](const std::string& v) { return seed_list(v); })
+        .alias("seeds");
+    s.option("ablate.steps", &A::steps, "optimizer steps of every row (0 = train.steps / train.epochs)")
+        .range(0, int64_t(1) << 40)
+        .alias("steps");
+    s.option("ablate.out", &A::out, "folder of ablation.csv/.md/.png and the rows' run folders (resumed)")
+        .alias("out");
+    s.option("ablate.tol", &A::tol, "relative tolerance of the equal losses of rows that differ only by placement")
+        .range(0.0, 1.0);
+    s.option("ablate.eval_samples", &A::eval_samples, "samples of eval.split answered per row (0 = the whole split)")
+        .range(0, int64_t(1) << 40);
+    s.option("ablate.check_steps", &A::check_steps,
+             "steps whose losses the equal-loss check compares (docs/ablations.md)")
+        .range(1, 1 << 20);
+    s.option("ablate.test_break", &A::test_break, "TEST ONLY: trains the rows of this placement with train.lr x 1.1, "
+             "so that the equal-loss check must flag them");
+  });
+  return set;
+}
+
 void register_ablate_options(Config& cfg) {
   register_all_train_options(cfg);
-  std::string all;
-  for (const std::string& p : placement_names()) all += (all.empty() ? "" : ", ") + p;
-  cfg.add_string("ablate.placements", placement_names().front(),
-                 "comma list of scorer placements: " + all + " (tp2 needs parallel.tp=2)");
-  cfg.add_string("ablate.lod", "relevance,uniform,random", "comma list of LOD policies: relevance, uniform, random");
-  cfg.add_int_list("ablate.budgets", "64,100,200,400",
-                   "visual tokens per image at most (each at least the number of regions, at most G*G)", 1,
-                   int64_t(1) << 30);
-  cfg.add_string("ablate.seeds", "", "comma list of run seeds: every row once per seed (empty = the option seed)");
-  cfg.add_int("ablate.steps", 0, "optimizer steps of every row (0 = train.steps / train.epochs)", 0, int64_t(1) << 40);
-  cfg.add_string("ablate.out", "ablation", "folder of ablation.csv/.md/.png and the rows' run folders (resumed)");
-  cfg.add_float("ablate.tol", 1e-5, "relative tolerance of the equal losses of rows that differ only by placement",
-                0.0, 1.0);
-  cfg.add_int("ablate.eval_samples", 256, "samples of eval.split answered per row (0 = the whole split)", 0,
-              int64_t(1) << 40);
-  cfg.add_int("ablate.check_steps", 20, "steps whose losses the equal-loss check compares (docs/ablations.md)", 1,
-              1 << 20);
-  cfg.add_string("ablate.test_break", "", "TEST ONLY: trains the rows of this placement with train.lr x 1.1, so that "
-                 "the equal-loss check must flag them");
-  cfg.add_alias("placements", "ablate.placements");
-  cfg.add_alias("lod", "ablate.lod");
-  cfg.add_alias("budgets", "ablate.budgets");
-  cfg.add_alias("seeds", "ablate.seeds");
-  cfg.add_alias("steps", "ablate.steps");
-  cfg.add_alias("out", "ablate.out");
+  ablate_options().add_to(cfg);
 }
 
 AblateOptions read_ablate_options(const Config& cfg) {
-  AblateOptions a;
-  a.placements = {cfg.get_string("ablate.placements")};  // split and checked in run_ablation
-  a.lods = {cfg.get_string("ablate.lod")};
-  a.budgets = cfg.get_int_list("ablate.budgets");
-  a.seeds = seed_list(cfg.get_string("ablate.seeds"));
-  if (a.seeds.empty()) a.seeds = {cfg.get_int("seed")};
-  a.steps = cfg.get_int("ablate.steps");
-  a.out = cfg.get_string("ablate.out");
-  a.tol = cfg.get_float("ablate.tol");
-  a.eval_samples = cfg.get_int("ablate.eval_samples");
-  a.test_break = cfg.get_string("ablate.test_break");
-  a.check_steps = cfg.get_int("ablate.check_steps");
+  AblateOptions a = ablate_options().read(cfg);
+  if (a.seeds.empty()) a.seeds = {int64_t(read_device_options(cfg).seed)};
   return a;
 }
 
@@ -201,8 +232,6 @@ int run_ablation(const Config& cfg, Runtime& rt) {
   int max_new = 24;
   rt.on_every_rank("inputs", [&] {
     a = read_ablate_options(cfg);
-    a.placements = names(a.placements[0], "placements", placement_names());
-    a.lods = names(a.lods[0], "lod", kPolicies);
     VLM_REQUIRE(!a.budgets.empty(), "--budgets: expected a comma list of token budgets (64,100,200,400)");
     VLM_REQUIRE(a.test_break.empty() || std::find(placement_names().begin(), placement_names().end(), a.test_break) !=
                 placement_names().end(), "--ablate.test_break: '", a.test_break, "' is not a placement");
@@ -211,13 +240,17 @@ int run_ablation(const Config& cfg, Runtime& rt) {
                   "--budgets: ", a.budgets[i], " is given twice");
     // The scorer options of every row, by their one check (ScorerOptions::validate), which
     // names the lists the rows take them from (the LOD policy does not enter it).
+    const OptionSet<ScorerOptions>& S = scorer_options();
+    const auto lod = [&](auto field) { return S.name_of(at(&ScorerOptions::lod, field)); };
     const int G = resolve_vision_config(cfg).grid();
     for (const std::string& p : a.placements)
       for (int64_t b : a.budgets) {
         const ScorerOptions o = read_scorer_options(*row_config(cfg, row_overrides({p, a.lods[0], b}, a, cfg, tp, dp)));
         std::map<std::string, std::string> as{
-            {"scorers.placement", "--placements"}, {"lod.max_tokens", "--budgets"}, {"lod.budget", "--budgets"}};
-        if (o.lod.min_tokens == b) as["lod.min_tokens"] = "--budgets";  // lowered to the budget (row_overrides)
+            {S.name_of(at(&ScorerOptions::scorers, &ScorerConfig::placement)), "--placements"},
+            {lod(&LodConfig::max_tokens), "--budgets"},
+            {lod(&LodConfig::fixed_budget), "--budgets"}};
+        if (o.lod.min_tokens == b) as[lod(&LodConfig::min_tokens)] = "--budgets";  // lowered to the budget (row_overrides)
         o.validate(G, tp, as);
       }
     const DataOptions data = read_data_options(cfg);
@@ -261,10 +294,14 @@ int run_ablation(const Config& cfg, Runtime& rt) {
   });
   const size_t skipped = a.placements.size() * a.lods.size() * a.budgets.size() * a.seeds.size() - todo.size();
   std::ostringstream cmd;  // the command line of the table (the lists as given)
-  cmd << "vlm ablate --placements " << cfg.get_string("ablate.placements") << " --lod " << cfg.get_string("ablate.lod")
-      << " --budgets ";
-  for (size_t i = 0; i < a.budgets.size(); ++i) cmd << (i ? "," : "") << a.budgets[i];
-  if (!cfg.get_string("ablate.seeds").empty()) cmd << " --seeds " << cfg.get_string("ablate.seeds");
+  const auto list = [](const auto& v) {
+    std::ostringstream os;
+    for (size_t i = 0; i < v.size(); ++i) os << (i ? "," : "") << v[i];
+    return os.str();
+  };
+  cmd << "vlm ablate --placements " << list(a.placements) << " --lod " << list(a.lods) << " --budgets "
+      << list(a.budgets);
+  if (a.seeds.size() > 1 || a.seeds.front() != read_device_options(cfg).seed) cmd << " --seeds " << list(a.seeds);
   if (a.steps > 0) cmd << " --steps " << a.steps;
   const std::string command = cmd.str();
   if (rt.root()) {

@@ -25,15 +25,17 @@
 #include <string>
 #include <vector>
 
+#include "base/options.h"
+
 namespace vlm {
 
-class Config;
 class Runtime;
 
 struct AblateOptions {
-  std::vector<std::string> placements, lods;
-  std::vector<int64_t> budgets;
-  std::vector<int64_t> seeds;  // empty: the configuration's seed
+  std::vector<std::string> placements{"replicated"};  // known names, each once
+  std::vector<std::string> lods{"relevance", "uniform", "random"};
+  std::vector<int64_t> budgets{64, 100, 200, 400};  // checked by run_ablation
+  std::vector<int64_t> seeds;  // empty: the configuration's seed (read_ablate_options fills it)
   int64_t steps = 0;          // 0: the configuration's train.steps / train.epochs
   std::string out = "ablation";
   double tol = 1e-5;          // relative tolerance of the placements' equal losses
@@ -42,10 +44,13 @@ struct AblateOptions {
   std::string test_break;     // test only: a placement whose rows train differently
 };
 
-// Registers ablate.* (with the aliases --placements, --lod, --budgets, --seeds, --steps, --out) and
-// every option of `vlm train`.
+// The declaration of ablate.* (base/options.h), with the aliases --placements, --lod,
+// --budgets, --seeds, --steps, --out.
+const OptionSet<AblateOptions>& ablate_options();
+// Registers ablate.* and every option of `vlm train`.
 void register_ablate_options(Config& cfg);
-// Reads ablate.* (the names are checked by run_ablation, on every rank).
+// Reads ablate.*: the placement and policy lists are checked here (a UserError naming a
+// word that is not one, or one given twice); run_ablation reads them on every rank.
 AblateOptions read_ablate_options(const Config& cfg);
 // Runs the ablation; returns the exit status (0, or 1 when a placement's losses differ).
 int run_ablation(const Config& cfg, Runtime& rt);

@@ -18,10 +18,11 @@
 #include <vector>
 
 #include "apps/command.h"
-#include "base/config.h"
 #include "base/error.h"
 #include "base/file_read.h"
+#include "base/options.h"
 #include "checkpoint/checkpoint.h"
+#include "core/device_options.h"
 #include "data/image/image_pipeline.h"
 #include "data/image/png.h"
 #include "data/image/texture.h"
@@ -38,28 +39,48 @@ namespace {
 
 constexpr uint64_t kMaxImageFileBytes = uint64_t(256) << 20;  // as `vlm data build` (docs/errors.md)
 
+struct CaptionInputs {
+  std::string checkpoint, image, prompt, relevance;
+  float temperature = 0;
+  int top_k = 0, max_new = 24;
+};
+
+const OptionSet<CaptionInputs>& caption_inputs() {
+  static const OptionSet<CaptionInputs> set([](OptionSet<CaptionInputs>& s) {
+    s.option("checkpoint", &CaptionInputs::checkpoint,
+             "checkpoint file (step_N.h5) or folder (its `latest`) of vlm train");
+    s.option("image", &CaptionInputs::image, "the image to caption (PNG or JPEG)");
+    s.option("prompt", &CaptionInputs::prompt, "the instruction (empty: the run's data.prompt)");
+    s.option("save-relevance", &CaptionInputs::relevance,
+             "write the relevance picture (heatmap + level-of-detail grid) to this PNG");
+    s.option("temperature", &CaptionInputs::temperature, "0: greedy decoding; > 0: sample from softmax(logits / T)")
+        .range(0, 100);
+    s.option("top-k", &CaptionInputs::top_k, "sample among the K most likely tokens (0 = all; with --temperature)")
+        .range(0, INT32_MAX);
+    s.option("max-new", &CaptionInputs::max_new,
+             "caption tokens at most (the run's train.max_text bounds prompt + caption)")
+        .range(1, 1 << 16);
+  });
+  return set;
+}
+
 void caption_options(Config& cfg) {
-  cfg.add_string("checkpoint", "", "checkpoint file (step_N.h5) or folder (its `latest`) of vlm train");
-  cfg.add_string("image", "", "the image to caption (PNG or JPEG)");
-  cfg.add_string("prompt", "", "the instruction (empty: the run's data.prompt)");
-  cfg.add_string("save-relevance", "", "write the relevance picture (heatmap + level-of-detail grid) to this PNG");
-  cfg.add_float("temperature", 0, "0: greedy decoding; > 0: sample from softmax(logits / T)", 0, 100);
-  cfg.add_int("top-k", 0, "sample among the K most likely tokens (0 = all; with --temperature)", 0, INT32_MAX);
-  cfg.add_int("max-new", 24, "caption tokens at most (the run's train.max_text bounds prompt + caption)", 1, 1 << 16);
+  caption_inputs().add_to(cfg);
   register_runtime_options(cfg);  // parallel.*, device, seed (the sampling seed)
 }
 
 int caption(const Config& cfg) {
   Runtime rt = start_runtime(cfg);
-  const std::string image = cfg.get_string("image"), relevance = cfg.get_string("save-relevance");
+  const CaptionInputs in = caption_inputs().read(cfg);
+  const std::string &image = in.image, &relevance = in.relevance;
   GenerateOptions g;
-  g.max_new = int(cfg.get_int("max-new"));
-  g.decode.temperature = float(cfg.get_float("temperature"));
-  g.decode.top_k = int(cfg.get_int("top-k"));
-  g.decode.seed = uint64_t(cfg.get_int("seed"));
+  g.max_new = in.max_new;
+  g.decode.temperature = in.temperature;
+  g.decode.top_k = in.top_k;
+  g.decode.seed = read_device_options(cfg).seed;
   RgbImage rgb;
   rt.on_every_rank("inputs", [&] {
-    VLM_REQUIRE(!cfg.get_string("checkpoint").empty(), "--checkpoint: a checkpoint file or folder is required");
+    VLM_REQUIRE(!in.checkpoint.empty(), "--checkpoint: a checkpoint file or folder is required");
     VLM_REQUIRE(!image.empty(), "--image: an image file is required");
     VLM_REQUIRE(g.decode.top_k == 0 || g.decode.temperature > 0, "--top-k ", g.decode.top_k,
                 " needs --temperature > 0 (greedy decoding takes the top token)");
@@ -69,7 +90,7 @@ int caption(const Config& cfg) {
     VLM_REQUIRE(!rgb.empty(), image, ": not a decodable PNG or JPEG image (at most ", kMaxDecodeSide,
                 " pixels per side)");
   });
-  TrainedModel tm = load_trained_model(cfg.get_string("checkpoint"), rt, 1);
+  TrainedModel tm = load_trained_model(in.checkpoint, rt, 1);
   const int S = tm.vcfg.vision.image_size, G = tm.vcfg.vision.grid();
 
   // One sample, prepared as the loader prepares its batches (data/load/loader.h).
@@ -81,8 +102,8 @@ int caption(const Config& cfg) {
   letterbox_into(rgb.view(), S, lo.background, b.images_u8.data());
   b.texture.resize(size_t(kTextureChannels) * G * G);
   compute_texture(ImageView::packed(b.images_u8.data(), S, S), G, b.texture.data(), lo.texture_options);
-  if (const std::string p = cfg.get_string("prompt"); !p.empty()) {
-    b.prompt_tokens = tm.tok->encode(p);
+  if (!in.prompt.empty()) {
+    b.prompt_tokens = tm.tok->encode(in.prompt);
     b.prompt_lengths = {int32_t(b.prompt_tokens.size())};
   }
   TextRule rule = tm.rule;

@@ -20,8 +20,8 @@
 #include <string>
 
 #include "apps/command.h"
-#include "base/config.h"
 #include "base/error.h"
+#include "base/options.h"
 #include "data/convert/colour_compose.h"
 #include "data/convert/converters.h"
 #include "data/storage/dataset.h"
@@ -32,91 +32,117 @@ namespace vlm {
 
 namespace {
 
-void register_options(Config& c) {
-  c.add_choice("data.from", "", {"", "fashion-mnist", "tuxpaint", "jsonl", "llava", "scenes", "colours"},
-               "source kind for `data build` (scenes, colours: generated question-answer scenes, "
-               "docs/dataset-format.md)");
-  c.add_string("data.input", "",
-               "build: IDX folder (fashion-mnist, scenes, colours), stamps folder (tuxpaint), .jsonl or LLaVA .json file");
-  c.add_string("data.images", "", "build: folder the jsonl/llava image paths are relative to "
-                                  "(default: the folder of --data.input)");
-  c.add_string("data.out", "", "output file (.h5 for build, .json for tokenizer)");
-  c.add_int("data.limit", 0, "build: convert at most N images (0 = all); scenes, colours: the number of scenes (10000 when not given)",
-            0);
-  c.add_int("data.scene_size", 224, "build scenes: side of the square scene images in pixels (scenes: at least 96; "
-            "colours: default 64, a multiple of data.colour_grid)", 8, kMaxSceneSize);
-  c.add_int("data.colour_grid", 4, "build colours: slots per side of the scene (one item per slot at most)", 1, 64);
-  c.add_choice("data.colour_classes", "digits", {"digits", "fashion"},
-               "build colours: the items, digits 0-9 or Fashion-MNIST's 10 classes");
-  c.add_int("data.colour_items", 4, "build colours: most items per scene (each in its own colour; at least 2)", 2,
-            kColourPaletteSize);
-  c.add_float("data.stamp_fraction", 0.25,
-              "build scenes: probability that an item is a Tux Paint stamp (0 = Fashion-MNIST items only)", 0, 1);
-  c.add_string("data.stamps", "", "build scenes: Tux Paint stamps folder (\"\" = /usr/share/tuxpaint/stamps)");
-  c.add_float("data.val_fraction", 0.05, "build: fraction of (train) images held out as val", 0, 0.9);
-  c.add_float("data.test_fraction", 0.05, "build: fraction held out as test (sources without one)", 0, 0.9);
-  c.add_int("data.seed", 0, "build: seed of the val/test selection (scenes: and of every scene)", 0);
-  c.add_string("data.tokenizer", "", "tokenizer.json to tokenise the captions with");
-  c.add_string("data.train", "", "tokenizer: HDF5 file whose train captions and prompts train the tokenizer");
-  c.add_int("data.vocab", 4096, "tokenizer: vocabulary size (bytes, merges and specials)", 262, 1 << 20);
-  c.add_int("data.samples", 5, "inspect: number of sample captions to print", 0, 1000);
-  c.add_float("data.max_bad_images", 0.1,
-              "build: fraction of the images tried that may be skipped as missing or undecodable", 0, 1);
-  c.add_flag("data.allow_outside_images", false,
+// Every option of the subcommands; the converters' own are read into BuildOptions and
+// SceneOptions (data/convert/converters.h), whose defaults are the options' defaults.
+struct DataTool {
+  std::string from, input, images, out, stamps, tokenizer, train;
+  BuildOptions build;
+  SceneOptions scene;
+  ColourSceneOptions colour;
+  int vocab = 4096, samples = 5;
+};
+
+const OptionSet<DataTool>& data_tool() {
+  static const OptionSet<DataTool> set([](OptionSet<DataTool>& s) {
+    using D = DataTool;
+    const auto build = [](auto field) { return at(&D::build, field); };
+    const auto scene = [](auto field) { return at(&D::scene, field); };
+    const auto colour = [](auto field) { return at(&D::colour, field); };
+    s.option("data.from", &D::from,
+             "source kind for `data build` (scenes, colours: generated question-answer scenes, "
+             "docs/dataset-format.md)")
+        .one_of({"", "fashion-mnist", "tuxpaint", "jsonl", "llava", "scenes", "colours"});
+    s.option("data.input", &D::input,
+             "build: IDX folder (fashion-mnist, scenes, colours), stamps folder (tuxpaint), .jsonl or LLaVA .json "
+             "file");
+    s.option("data.images", &D::images, "build: folder the jsonl/llava image paths are relative to "
+                                        "(default: the folder of --data.input)");
+    s.option("data.out", &D::out, "output file (.h5 for build, .json for tokenizer)");
+    s.option("data.limit", build(&BuildOptions::limit),
+             "build: convert at most N images (0 = all); scenes, colours: the number of scenes (10000 when not given)")
+        .at_least(0);
+    s.option("data.scene_size", scene(&SceneOptions::size),
+             "build scenes: side of the square scene images in pixels (scenes: at least 96; colours: default 64, a "
+             "multiple of data.colour_grid)")
+        .range(8, kMaxSceneSize);
+    s.option("data.colour_grid", colour(&ColourSceneOptions::grid),
+             "build colours: slots per side of the scene (one item per slot at most)")
+        .range(1, 64);
+    s.option("data.colour_classes", colour(&ColourSceneOptions::classes),
+             "build colours: the items, digits 0-9 or Fashion-MNIST's 10 classes")
+        .choices({{"digits", ColourClasses::Digits}, {"fashion", ColourClasses::Fashion}});
+    s.option("data.colour_items", colour(&ColourSceneOptions::max_items),
+             "build colours: most items per scene (each in its own colour; at least 2)")
+        .range(2, kColourPaletteSize);
+    s.option("data.stamp_fraction", scene(&SceneOptions::stamp_fraction),
+             "build scenes: probability that an item is a Tux Paint stamp (0 = Fashion-MNIST items only)")
+        .range(0, 1);
+    s.option("data.stamps", &D::stamps, "build scenes: Tux Paint stamps folder (\"\" = /usr/share/tuxpaint/stamps)");
+    s.option("data.val_fraction", build(&BuildOptions::val_fraction), "build: fraction of (train) images held out as val")
+        .range(0, 0.9);
+    s.option("data.test_fraction", build(&BuildOptions::test_fraction),
+             "build: fraction held out as test (sources without one)")
+        .range(0, 0.9);
+    s.option("data.seed", build(&BuildOptions::seed), "build: seed of the val/test selection (scenes: and of every scene)")
+        .range(0, INT64_MAX);
+    s.option("data.tokenizer", &D::tokenizer, "tokenizer.json to tokenise the captions with");
+    s.option("data.train", &D::train, "tokenizer: HDF5 file whose train captions and prompts train the tokenizer");
+    s.option("data.vocab", &D::vocab, "tokenizer: vocabulary size (bytes, merges and specials)").range(262, 1 << 20);
+    s.option("data.samples", &D::samples, "inspect: number of sample captions to print").range(0, 1000);
+    s.option("data.max_bad_images", build(&BuildOptions::max_bad_images),
+             "build: fraction of the images tried that may be skipped as missing or undecodable")
+        .range(0, 1);
+    s.option("data.allow_outside_images", build(&BuildOptions::allow_outside_images),
              "build: let jsonl/llava image paths leave the --data.images folder (.., absolute paths)");
+  });
+  return set;
 }
 
-std::string need(const Config& c, const char* name) {
-  const std::string& v = c.get_string(name);
-  VLM_REQUIRE(!v.empty(), "--", name, " is required");
-  return v;
+void register_options(Config& c) { data_tool().add_to(c); }
+
+// The value of a string option the subcommand needs ("--data.out is required").
+const std::string& need(const DataTool& d, std::string DataTool::*field) {
+  VLM_REQUIRE(!(d.*field).empty(), "--", data_tool().name_of(field), " is required");
+  return d.*field;
 }
 
-std::string positional_or(const Config& c, const char* name) {
+std::string positional_or(const Config& c, const DataTool& d, std::string DataTool::*field) {
   if (!c.positional().empty()) return c.positional()[0];
-  return need(c, name);
+  return need(d, field);
 }
 
 int do_build(const Config& c) {
-  BuildOptions o;
-  o.out = need(c, "data.out");
+  const DataTool d = data_tool().read(c);
+  BuildOptions o = d.build;
+  o.out = need(d, &DataTool::out);
   check_output_path(o.out);
-  o.limit = c.get_int("data.limit");
-  o.val_fraction = c.get_float("data.val_fraction");
-  o.test_fraction = c.get_float("data.test_fraction");
-  o.seed = uint64_t(c.get_int("data.seed"));
-  o.max_bad_images = c.get_float("data.max_bad_images");
-  o.allow_outside_images = c.get_flag("data.allow_outside_images");
   // Loaded first: a bad tokenizer fails before anything is converted.
   std::optional<Tokenizer> tok;
-  if (!c.get_string("data.tokenizer").empty()) {
-    tok = Tokenizer::load(c.get_string("data.tokenizer"));
+  if (!d.tokenizer.empty()) {
+    tok = Tokenizer::load(d.tokenizer);
     o.tokenizer = &*tok;
-    o.tokenizer_name = c.get_string("data.tokenizer");
+    o.tokenizer_name = d.tokenizer;
   }
-  const std::string from = need(c, "data.from");
-  std::string input = c.get_string("data.input");
-  if ((from == "scenes" || from == "colours") && !c.is_set("data.limit")) o.limit = kDefaultScenes;
-  if (input.empty() && (from == "fashion-mnist" || from == "scenes" || from == "colours")) input = "/usr/share/datasets/fashion-mnist";
+  const std::string from = need(d, &DataTool::from);
+  std::string input = d.input;
+  if ((from == "scenes" || from == "colours") && !data_tool().is_set(c, at(&DataTool::build, &BuildOptions::limit)))
+    o.limit = kDefaultScenes;
+  if (input.empty() && (from == "fashion-mnist" || from == "scenes" || from == "colours"))
+    input = "/usr/share/datasets/fashion-mnist";
   if (input.empty() && from == "tuxpaint") input = "/usr/share/tuxpaint/stamps";
   VLM_REQUIRE(!input.empty(), "--data.input is required for --data.from ", from);
-  std::string images = c.get_string("data.images");
+  std::string images = d.images;
   if (images.empty()) images = std::filesystem::path(input).parent_path().string();
   const auto t0 = std::chrono::steady_clock::now();
   BuildReport r;
   if (from == "scenes") {
-    SceneOptions so;
-    so.size = int(c.get_int("data.scene_size"));
-    so.stamp_fraction = c.get_float("data.stamp_fraction");
+    SceneOptions so = d.scene;
     so.fashion_dir = input;
-    if (!c.get_string("data.stamps").empty()) so.stamps_dir = c.get_string("data.stamps");
+    if (!d.stamps.empty()) so.stamps_dir = d.stamps;
     r = build_scenes(so, o);
   } else if (from == "colours") {
-    ColourSceneOptions co;
-    co.size = c.is_set("data.scene_size") ? int(c.get_int("data.scene_size")) : co.size;
-    co.grid = int(c.get_int("data.colour_grid"));
-    co.max_items = int(c.get_int("data.colour_items"));
-    co.classes = c.get_string("data.colour_classes") == "fashion" ? ColourClasses::Fashion : ColourClasses::Digits;
+    ColourSceneOptions co = d.colour;  // data.scene_size is the scenes' option, 64 unless given
+    if (data_tool().is_set(c, at(&DataTool::scene, &SceneOptions::size))) co.size = d.scene.size;
     co.fashion_dir = input;
     r = build_colour_scenes(co, o);
   } else if (from == "fashion-mnist") r = build_fashion_mnist(input, o);
@@ -131,7 +157,8 @@ int do_build(const Config& c) {
 }
 
 int do_inspect(const Config& c) {
-  const std::string path = positional_or(c, "data.input");
+  const DataTool d = data_tool().read(c);
+  const std::string path = positional_or(c, d, &DataTool::input);
   const DatasetReader r(path);
   std::printf("%s: format vlm-image-text v%lld, storage %s, source '%s'\n", path.c_str(), (long long)r.version(),
               r.raw() ? "raw" : "encoded", r.source().c_str());
@@ -163,7 +190,7 @@ int do_inspect(const Config& c) {
   if (r.has_boxes() || !r.caption_labels().empty())
     std::printf("caption boxes: %s, caption labels: %s (%zu classes)\n", r.has_boxes() ? "present" : "absent",
                 r.caption_labels().empty() ? "absent" : "present", r.caption_class_names().size());
-  const int64_t k = std::min<int64_t>(c.get_int("data.samples"), r.num_captions());
+  const int64_t k = std::min<int64_t>(d.samples, r.num_captions());
   for (int64_t s = 0; s < k; ++s) {
     const int64_t j = s * r.num_captions() / std::max<int64_t>(k, 1);
     const ImageInfo inf = r.image_info(r.caption_image(j));
@@ -189,8 +216,9 @@ int do_inspect(const Config& c) {
 }
 
 int do_tokenizer(const Config& c) {
-  const std::string path = c.positional().empty() ? need(c, "data.train") : c.positional()[0];
-  const std::string out = need(c, "data.out");
+  const DataTool d = data_tool().read(c);
+  const std::string path = positional_or(c, d, &DataTool::train);
+  const std::string out = need(d, &DataTool::out);
   check_output_path(out);
   const DatasetReader r(path);
   // Captions and their prompts (questions): the texts a model trained on FILE reads.
@@ -200,7 +228,7 @@ int do_tokenizer(const Config& c) {
     if (std::string p = r.prompt(j); !p.empty()) texts.push_back(std::move(p));
   }
   const auto t0 = std::chrono::steady_clock::now();
-  const Tokenizer tok = Tokenizer::train(texts, int(c.get_int("data.vocab")));
+  const Tokenizer tok = Tokenizer::train(texts, d.vocab);
   tok.save(out);
   size_t bytes = 0, ids = 0;
   for (const auto& t : texts) bytes += t.size(), ids += tok.encode(t).size();
@@ -212,8 +240,9 @@ int do_tokenizer(const Config& c) {
 }
 
 int do_tokenize(const Config& c) {
-  const std::string path = positional_or(c, "data.input");
-  const std::string tp = need(c, "data.tokenizer");
+  const DataTool d = data_tool().read(c);
+  const std::string path = positional_or(c, d, &DataTool::input);
+  const std::string tp = need(d, &DataTool::tokenizer);
   tokenize_captions(path, Tokenizer::load(tp), tp);
   std::printf("tokenised the captions of %s with %s\n", path.c_str(), tp.c_str());
   return 0;

@@ -20,10 +20,11 @@
 #include <string>
 
 #include "apps/command.h"
-#include "base/config.h"
 #include "base/error.h"
 #include "base/json.h"
+#include "base/options.h"
 #include "checkpoint/checkpoint.h"
+#include "core/device_options.h"
 #include "data/storage/dataset.h"
 #include "io/atomic_file.h"
 #include "model/evaluate.h"
@@ -36,44 +37,55 @@ namespace vlm {
 
 namespace {
 
-void eval_options(Config& cfg) {
-  cfg.add_string("checkpoint", "", "checkpoint file (step_N.h5) or folder (its `latest`) of vlm train");
-  cfg.add_string("data", "", "image-text HDF5 file (vlm data build)");
-  cfg.add_string("split", "test", "split to evaluate: train, val, test or all");
-  cfg.add_int("images", 0, "evaluate the first N samples of the split in the sampler's order (0 = all)", 0,
-              int64_t(1) << 40);
-  cfg.add_int("batch", 0, "images per forward per DP rank (0 = the run's train.batch)", 0, 1 << 20);
-  cfg.add_int("max_new", 0, "greedy decoding length limit (0 = the run's eval.max_new)", 0, 1 << 20);
-  cfg.add_string("out", "", "JSON file of the figures (optional)");
-  register_runtime_options(cfg);
-}
-
 struct EvalInputs {
-  std::string checkpoint, data, split, out;
+  std::string checkpoint, data, split = "test", out;
   int64_t images = 0;
   int batch = 0, max_new = 0, threads = 1, prefetch = 2;
   uint64_t seed = 0;
 };
+
+// The options of the command; the rest is filled from the checkpoint's run.
+const OptionSet<EvalInputs>& eval_inputs() {
+  static const OptionSet<EvalInputs> set([](OptionSet<EvalInputs>& s) {
+    s.option("checkpoint", &EvalInputs::checkpoint, "checkpoint file (step_N.h5) or folder (its `latest`) of vlm train");
+    s.option("data", &EvalInputs::data, "image-text HDF5 file (vlm data build)");
+    s.option("split", &EvalInputs::split, "split to evaluate: train, val, test or all");
+    s.option("images", &EvalInputs::images,
+             "evaluate the first N samples of the split in the sampler's order (0 = all)")
+        .range(0, int64_t(1) << 40);
+    s.option("batch", &EvalInputs::batch, "images per forward per DP rank (0 = the run's train.batch)")
+        .range(0, 1 << 20);
+    s.option("max_new", &EvalInputs::max_new, "greedy decoding length limit (0 = the run's eval.max_new)")
+        .range(0, 1 << 20);
+    s.option("out", &EvalInputs::out, "JSON file of the figures (optional)");
+  });
+  return set;
+}
+
+void eval_options(Config& cfg) {
+  eval_inputs().add_to(cfg);
+  register_runtime_options(cfg);
+}
 
 int eval(const Config& cfg) {
   using Clock = std::chrono::steady_clock;
   Runtime rt = start_runtime(cfg);
   EvalInputs in;
   rt.on_every_rank("inputs", [&] {
-    in.data = cfg.get_string("data"), in.split = cfg.get_string("split"), in.out = cfg.get_string("out");
-    in.images = cfg.get_int("images");
-    VLM_REQUIRE(!cfg.get_string("checkpoint").empty(), "--checkpoint: a checkpoint file or folder is required");
+    in = eval_inputs().read(cfg);
+    VLM_REQUIRE(!in.checkpoint.empty(), "--checkpoint: a checkpoint file or folder is required");
     VLM_REQUIRE(!in.data.empty(), "--data: an image-text HDF5 file is required (vlm data build)");
     if (!in.out.empty()) check_output_path(in.out);
-    in.checkpoint = resolve_checkpoint(cfg.get_string("checkpoint"));
+    in.checkpoint = resolve_checkpoint(in.checkpoint);
     const CheckpointReader ck(in.checkpoint);
     const std::unique_ptr<Config> opts = checkpoint_options(ck);
     const TrainOptions t = read_train_options(*opts);
     const DataOptions d = read_data_options(*opts);
-    in.batch = cfg.get_int("batch") > 0 ? int(cfg.get_int("batch")) : t.batch;
-    in.max_new = cfg.get_int("max_new") > 0 ? int(cfg.get_int("max_new")) : read_eval_options(*opts).max_new;
+    if (in.batch == 0) in.batch = t.batch;
+    if (in.max_new == 0) in.max_new = read_eval_options(*opts).max_new;
     in.threads = d.threads, in.prefetch = d.prefetch;
-    in.seed = uint64_t(cfg.is_set("seed") ? cfg.get_int("seed") : opts->get_int("seed"));  // the sampler's
+    const bool own_seed = device_options().is_set(cfg, &DeviceOptions::seed);
+    in.seed = read_device_options(own_seed ? cfg : *opts).seed;  // the sampler's
     VLM_REQUIRE(in.split == "all" || in.split == "train" || in.split == "val" || in.split == "test", "--split ",
                 in.split, ": expected train, val, test or all");
     const DatasetReader ds(in.data);

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "apps/command.h"
-#include "base/config.h"
 #include "base/error.h"
+#include "base/options.h"
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/export_hf.h"
 #include "parallel/runtime.h"
@@ -22,24 +22,37 @@ namespace vlm {
 
 namespace {
 
+struct ExportInputs {
+  std::string checkpoint, out;
+};
+
+const OptionSet<ExportInputs>& export_inputs() {
+  static const OptionSet<ExportInputs> set([](OptionSet<ExportInputs>& s) {
+    s.option("checkpoint", &ExportInputs::checkpoint,
+             "checkpoint file (step_N.h5) or folder (its `latest`) of vlm train");
+    s.option("out", &ExportInputs::out, "output folder (created): llm/, vision/, vlm_extra.safetensors");
+  });
+  return set;
+}
+
 void export_options(Config& cfg) {
-  cfg.add_string("checkpoint", "", "checkpoint file (step_N.h5) or folder (its `latest`) of vlm train");
-  cfg.add_string("out", "", "output folder (created): llm/, vision/, vlm_extra.safetensors");
+  export_inputs().add_to(cfg);
   register_runtime_options(cfg);
 }
 
 int export_hf(const Config& cfg) {
   Runtime rt = start_runtime(cfg);
-  const std::string out = cfg.get_string("out");
+  const ExportInputs in = export_inputs().read(cfg);
+  const std::string& out = in.out;
   std::string path;
   rt.on_every_rank("inputs", [&] {
-    VLM_REQUIRE(!cfg.get_string("checkpoint").empty(), "--checkpoint: a checkpoint file or folder is required");
+    VLM_REQUIRE(!in.checkpoint.empty(), "--checkpoint: a checkpoint file or folder is required");
     VLM_REQUIRE(!out.empty(), "--out: an output folder is required");
     VLM_REQUIRE(!std::filesystem::exists(out) || std::filesystem::is_directory(out), "--out ", out,
                 ": exists and is not a folder");
     VLM_REQUIRE(rt.topology().dp() == 1, "vlm export runs as one TP group: the world (", rt.topology().world_size(),
                 " ranks) must equal --parallel.tp (", rt.topology().tp(), ")");
-    path = resolve_checkpoint(cfg.get_string("checkpoint"));
+    path = resolve_checkpoint(in.checkpoint);
     const CheckpointReader ck(path);
     const std::unique_ptr<Config> opts = checkpoint_options(ck);
     VlmConfig v;  // what can be checked before the model loads (the rest: below)

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "apps/command.h"
-#include "base/config.h"
 #include "base/error.h"
+#include "base/options.h"
 #include "core/backend.h"
 #include "io/atomic_file.h"
 #include "io/h5_io.h"
@@ -48,23 +48,37 @@ void write_logits_h5(const std::string& path, const std::vector<float>& logits, 
   out.commit();
 }
 
+struct LogitsInputs {
+  std::string hf;
+  std::vector<int64_t> ids;
+  std::string out;
+};
+
+const OptionSet<LogitsInputs>& logits_inputs() {
+  static const OptionSet<LogitsInputs> set([](OptionSet<LogitsInputs>& s) {
+    s.option("hf", &LogitsInputs::hf, "Hugging Face checkpoint directory (config.json + model.safetensors or an index)");
+    s.option("ids", &LogitsInputs::ids, "token ids of the sequence, comma-separated").range(0, INT32_MAX);
+    s.option("out", &LogitsInputs::out, "output HDF5 file");
+  });
+  return set;
+}
+
 void lm_logits_options(Config& cfg) {
-  cfg.add_string("hf", "", "Hugging Face checkpoint directory (config.json + model.safetensors or an index)");
-  cfg.add_int_list("ids", "", "token ids of the sequence, comma-separated", 0, INT32_MAX);
-  cfg.add_string("out", "", "output HDF5 file");
+  logits_inputs().add_to(cfg);
   register_runtime_options(cfg);
 }
 
 int lm_logits(const Config& cfg) {
   Runtime rt = start_runtime(cfg);
-  const std::string dir = cfg.get_string("hf"), out = cfg.get_string("out");
+  const LogitsInputs args = logits_inputs().read(cfg);
+  const std::string &dir = args.hf, &out = args.out;
   std::vector<int32_t> ids;
   ModelConfig m;
   rt.on_every_rank("inputs", [&] {
     VLM_REQUIRE(!dir.empty(), "--hf: a checkpoint directory is required");
     VLM_REQUIRE(!out.empty(), "--out: an output .h5 file is required");
     check_output_path(out);
-    for (int64_t x : cfg.get_int_list("ids")) ids.push_back(int32_t(x));
+    for (int64_t x : args.ids) ids.push_back(int32_t(x));
     VLM_REQUIRE(!ids.empty(), "--ids: at least one token id is required");
     m = read_hf_config(dir);
     for (int32_t id : ids)

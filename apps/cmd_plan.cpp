@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "apps/command.h"
-#include "base/config.h"
 #include "base/error.h"
+#include "base/options.h"
 #include "data/storage/dataset.h"
 #include "plan/plan.h"
 #include "train/train_options.h"
@@ -23,22 +23,43 @@ namespace vlm {
 
 namespace {
 
+struct PlanInputs {
+  PlanOptions plan;
+  int top = 10;  // ranked layouts printed
+};
+
+const OptionSet<PlanInputs>& plan_inputs() {
+  static const OptionSet<PlanInputs> set([](OptionSet<PlanInputs>& s) {
+    const auto plan = [](auto field) { return at(&PlanInputs::plan, field); };
+    s.option("plan.nodes", plan(&PlanOptions::nodes), "nodes of the cluster").range(1, 1 << 16).alias("nodes");
+    s.option("plan.gpus_per_node", plan(&PlanOptions::gpus_per_node), "GPUs per node (a TP group stays inside a node)")
+        .range(1, 1024)
+        .alias("gpus-per-node");
+    s.option("plan.gpu", plan(&PlanOptions::gpu), "GPU kind (memory, peak FLOP/s, HBM, NVLink)")
+        .one_of({"h100", "h200", "a100"})
+        .alias("gpu");
+    s.option("plan.interconnect", plan(&PlanOptions::interconnect),
+             "inter-node link per GPU: InfiniBand NDR 400 Gb/s, HDR 200 Gb/s, 100 GbE")
+        .one_of({"ndr", "hdr", "eth100"})
+        .alias("interconnect");
+    s.option("plan.intra_gbs", plan(&PlanOptions::intra_gbs),
+             "intra-node GB/s per GPU and direction (0 = the GPU's NVLink)")
+        .range(0, 1e6);
+    s.option("plan.inter_gbs", plan(&PlanOptions::inter_gbs),
+             "inter-node GB/s per GPU and direction (0 = plan.interconnect's)")
+        .range(0, 1e6);
+    s.option("plan.op_table", plan(&PlanOptions::op_table),
+             "CSV of measured ops (op,flops,bytes,seconds) replacing the roofline peaks");
+    s.option("plan.reserve_gib", plan(&PlanOptions::reserve_gib), "GiB per GPU kept for the CUDA context and workspaces")
+        .range(0, 1e4);
+    s.option("plan.top", &PlanInputs::top, "ranked layouts printed").range(1, 1000);
+  });
+  return set;
+}
+
 void plan_options(Config& cfg) {
   register_all_train_options(cfg);
-  cfg.add_int("plan.nodes", 1, "nodes of the cluster", 1, 1 << 16);
-  cfg.add_int("plan.gpus_per_node", 8, "GPUs per node (a TP group stays inside a node)", 1, 1024);
-  cfg.add_choice("plan.gpu", "h100", {"h100", "h200", "a100"}, "GPU kind (memory, peak FLOP/s, HBM, NVLink)");
-  cfg.add_choice("plan.interconnect", "ndr", {"ndr", "hdr", "eth100"},
-                 "inter-node link per GPU: InfiniBand NDR 400 Gb/s, HDR 200 Gb/s, 100 GbE");
-  cfg.add_float("plan.intra_gbs", 0, "intra-node GB/s per GPU and direction (0 = the GPU's NVLink)", 0, 1e6);
-  cfg.add_float("plan.inter_gbs", 0, "inter-node GB/s per GPU and direction (0 = plan.interconnect's)", 0, 1e6);
-  cfg.add_string("plan.op_table", "", "CSV of measured ops (op,flops,bytes,seconds) replacing the roofline peaks");
-  cfg.add_float("plan.reserve_gib", 1, "GiB per GPU kept for the CUDA context and workspaces", 0, 1e4);
-  cfg.add_int("plan.top", 10, "ranked layouts printed", 1, 1000);
-  cfg.add_alias("nodes", "plan.nodes");
-  cfg.add_alias("gpus-per-node", "plan.gpus_per_node");
-  cfg.add_alias("gpu", "plan.gpu");
-  cfg.add_alias("interconnect", "plan.interconnect");
+  plan_inputs().add_to(cfg);
 }
 
 std::string mb(double b) { return format_bytes(b); }
@@ -127,12 +148,9 @@ void print_ranking(const std::vector<LayoutPlan>& all, int top, const LayoutChoi
 }
 
 int run_plan(const Config& cfg) {
-  PlanOptions o;
-  o.nodes = int(cfg.get_int("plan.nodes")), o.gpus_per_node = int(cfg.get_int("plan.gpus_per_node"));
-  o.gpu = cfg.get_string("plan.gpu"), o.interconnect = cfg.get_string("plan.interconnect");
-  o.intra_gbs = cfg.get_float("plan.intra_gbs"), o.inter_gbs = cfg.get_float("plan.inter_gbs");
-  o.bf16 = cfg.get_string("train.precision") == "bf16", o.op_table = cfg.get_string("plan.op_table");
-  o.reserve_gib = cfg.get_float("plan.reserve_gib");
+  const PlanInputs in = plan_inputs().read(cfg);
+  PlanOptions o = in.plan;
+  o.bf16 = read_train_options(cfg).precision == Precision::BF16;
   const Planner planner(cfg, o, tokenizer_vocab(cfg));
   const LayoutChoice req = planner.requested();
   const GpuSpec& g = planner.gpu();
@@ -151,7 +169,7 @@ int run_plan(const Config& cfg) {
   std::vector<std::string> skipped;
   const std::vector<LayoutPlan> all = planner.ranked(&skipped);
   for (const std::string& s : skipped) std::printf("  skipped %s\n", s.c_str());
-  print_ranking(all, int(cfg.get_int("plan.top")), req);
+  print_ranking(all, in.top, req);
   std::fflush(stdout);
   VLM_REQUIRE(p.fits(), "the requested layout (", req.str(), ") does not fit: ", p.overflow());
   return 0;

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "apps/command.h"
-#include "base/config.h"
+#include "base/options.h"
 #include "core/cpu_kernels.h"
 #include "core/device_options.h"
 #include "core/opcheck/op_case.h"
@@ -27,13 +27,24 @@
 namespace vlm {
 namespace {
 
+struct SelfcheckInputs {
+  std::string filter;
+};
+
+const OptionSet<SelfcheckInputs>& selfcheck_inputs() {
+  static const OptionSet<SelfcheckInputs> set([](OptionSet<SelfcheckInputs>& s) {
+    s.option("filter", &SelfcheckInputs::filter, "run only the op cases whose name contains this text");
+  });
+  return set;
+}
+
 void selfcheck_options(Config& cfg) {
   register_device_options(cfg);
-  cfg.add_string("filter", "", "run only the op cases whose name contains this text");
+  selfcheck_inputs().add_to(cfg);
 }
 
 int selfcheck(const Config& cfg) {
-  const std::string filter = cfg.get_string("filter");
+  const std::string filter = selfcheck_inputs().read(cfg).filter;
   std::vector<opcheck::OpCase> cases;
   for (opcheck::OpCase& c : opcheck::all_op_cases())
     if (c.name.find(filter) != std::string::npos) cases.push_back(std::move(c));

@@ -26,8 +26,9 @@
 #include <vector>
 
 #include "apps/command.h"
-#include "base/config.h"
 #include "base/error.h"
+#include "base/options.h"
+#include "core/device_options.h"
 #include "data/image/image_pipeline.h"
 #include "data/image/texture.h"
 #include "io/h5_io.h"
@@ -52,16 +53,28 @@ std::vector<uint8_t> load_image(const std::string& path, int S) {
   return sq;
 }
 
+struct FeaturesInputs {
+  std::string image, out;
+};
+
+const OptionSet<FeaturesInputs>& features_inputs() {
+  static const OptionSet<FeaturesInputs> set([](OptionSet<FeaturesInputs>& s) {
+    s.option("image", &FeaturesInputs::image, "input image (PNG, JPEG, ...), letterboxed to vision.image_size");
+    s.option("out", &FeaturesInputs::out, "output HDF5 file (features [G*G, d_v] f32, texture [13, G, G])");
+  });
+  return set;
+}
+
 void vision_features_options(Config& cfg) {
   register_vision_options(cfg);
-  cfg.add_string("image", "", "input image (PNG, JPEG, ...), letterboxed to vision.image_size");
-  cfg.add_string("out", "", "output HDF5 file (features [G*G, d_v] f32, texture [13, G, G])");
+  features_inputs().add_to(cfg);
   register_runtime_options(cfg);
 }
 
 int vision_features(const Config& cfg) {
   Runtime rt = start_runtime(cfg);
-  const std::string image = cfg.get_string("image"), out = cfg.get_string("out");
+  const FeaturesInputs in = features_inputs().read(cfg);
+  const std::string &image = in.image, &out = in.out;
   VisionConfig v;
   SiglipCheckpoint ck;
   VisionReadout readout;
@@ -84,7 +97,7 @@ int vision_features(const Config& cfg) {
   rt.on_every_rank("weights", [&] {
     enc = std::make_unique<VisionEncoder>(v, b, *self, 1, readout);
     if (v.hf_dir.empty())
-      enc->init(uint64_t(cfg.get_int("seed")));
+      enc->init(read_device_options(cfg).seed);
     else
       load_siglip(*enc, ck);
   });

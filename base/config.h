@@ -8,6 +8,8 @@
 // INI files: at most kMaxIniBytes (an endless input such as /dev/zero is refused), no
 // NUL bytes; a value that starts with a double quote ends at the last double quote of
 // its line, and a missing closing quote is an error (docs/configuration.md, "INI files").
+// Modules do not call add_* and get_* by name: they declare their options once in an
+// OptionSet (base/options.h), which registers and reads them through these.
 #pragma once
 #include <cstdint>
 #include <memory>

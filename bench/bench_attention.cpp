@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "base/config.h"
+#include "base/options.h"
 #include "bench/bench_util.h"
 #include "core/device_options.h"
 #include "core/ops.h"
@@ -40,21 +40,34 @@ std::string lens_str(const std::vector<int>& lens) {
   return os.str();
 }
 
+struct BenchOptions {
+  int iters = 0, warmup = 1;
+  double seconds = 0.5;
+};
+
+const OptionSet<BenchOptions>& bench_options() {
+  static const OptionSet<BenchOptions> set([](OptionSet<BenchOptions>& s) {
+    s.option("iters", &BenchOptions::iters, "timed calls per case; 0 = as many as fit in --seconds").range(0, 1 << 20);
+    s.option("warmup", &BenchOptions::warmup, "untimed calls per case before timing").range(0, 1000);
+    s.option("seconds", &BenchOptions::seconds, "time budget per case and direction when --iters is 0").range(0.01, 600);
+  });
+  return set;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Config cfg("bench_attention", "");
   register_device_options(cfg);
-  cfg.add_int("iters", 0, "timed calls per case; 0 = as many as fit in --seconds", 0, 1 << 20);
-  cfg.add_int("warmup", 1, "untimed calls per case before timing", 0, 1000);
-  cfg.add_float("seconds", 0.5, "time budget per case and direction when --iters is 0", 0.01, 600);
+  bench_options().add_to(cfg);
   try {
     if (!cfg.parse(argc, argv)) return 0;
     Backend& b = backend_from_config(cfg);
     Stream& s = b.default_stream();
     const bool gpu = b.device() == DeviceKind::CUDA;
-    const int warmup = int(cfg.get_int("warmup")), iters = int(cfg.get_int("iters"));
-    const double budget = cfg.get_float("seconds");
+    const BenchOptions args = bench_options().read(cfg);
+    const int warmup = args.warmup, iters = args.iters;
+    const double budget = args.seconds;
 
     std::vector<AttnCase> cases;
     if (gpu)

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "base/config.h"
 #include "base/error.h"
+#include "base/options.h"
 #include "core/device_options.h"
 #include "model/vlm_model.h"
 #include "parallel/groups.h"
@@ -33,16 +33,39 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 double since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
 
-VlmConfig model_of(const Config& cfg) {
+struct BenchOptions {
+  std::string model_config = std::string(VLM_SOURCE_DIR) + "/configs/demo_fashion.cfg";
+  int64_t vocab = 1024, images = 16;
+  int new_tokens = 16;
+  int64_t prompt = 5;
+  int iters = 3;
+};
+
+const OptionSet<BenchOptions>& bench_options() {
+  static const OptionSet<BenchOptions> set([](OptionSet<BenchOptions>& s) {
+    s.option("model_config", &BenchOptions::model_config,
+             "INI file of the model (read after the command line, which wins)");
+    s.option("vocab", &BenchOptions::vocab,
+             "vocabulary when model.vocab_size is not set (./run demo's tokenizer: 1024)")
+        .range(2, 1 << 22);
+    s.option("images", &BenchOptions::images, "images per batch (the demo's train.batch)").range(1, 1 << 16);
+    s.option("new", &BenchOptions::new_tokens, "tokens decoded per image (the demo's eval.max_new)").range(1, 1 << 16);
+    s.option("prompt", &BenchOptions::prompt, "prompt tokens per image (BOS + instruction)").range(1, 1 << 16);
+    s.option("iters", &BenchOptions::iters, "timed batches per decoder (median)").range(1, 1 << 16);
+  });
+  return set;
+}
+
+VlmConfig model_of(const Config& cfg, const BenchOptions& o) {
   VlmConfig v;
   v.vision = resolve_vision_config(cfg);
   v.llm = read_model_config(cfg);
-  if (!cfg.is_set("model.vocab_size")) v.llm.vocab_size = cfg.get_int("vocab");
+  if (!model_options().is_set(cfg, &ModelConfig::vocab_size)) v.llm.vocab_size = o.vocab;
   v.llm.validate(1);
   v.scorers = read_scorer_options(cfg);
   v.scorers.validate(v.vision.grid(), 1);
-  v.max_images = cfg.get_int("images");
-  v.max_text = cfg.get_int("train.max_text");
+  v.max_images = o.images;
+  v.max_text = read_train_options(cfg).max_text;
   return v;
 }
 
@@ -83,27 +106,21 @@ int main(int argc, char** argv) {
   MpiSession mpi(&argc, &argv);
   Config cfg("bench_decode", "");
   register_all_train_options(cfg);
-  cfg.add_string("model_config", std::string(VLM_SOURCE_DIR) + "/configs/demo_fashion.cfg",
-                 "INI file of the model (read after the command line, which wins)");
-  cfg.add_int("vocab", 1024, "vocabulary when model.vocab_size is not set (./run demo's tokenizer: 1024)", 2,
-              1 << 22);
-  cfg.add_int("images", 16, "images per batch (the demo's train.batch)", 1, 1 << 16);
-  cfg.add_int("new", 16, "tokens decoded per image (the demo's eval.max_new)", 1, 1 << 16);
-  cfg.add_int("prompt", 5, "prompt tokens per image (BOS + instruction)", 1, 1 << 16);
-  cfg.add_int("iters", 3, "timed batches per decoder (median)", 1, 1 << 16);
+  bench_options().add_to(cfg);
   try {
     if (!cfg.parse(argc, argv)) return 0;
-    cfg.read_ini(cfg.get_string("model_config"));
-    const VlmConfig v = model_of(cfg);
-    const int64_t B = v.max_images, P = cfg.get_int("prompt");
-    const int n_new = int(cfg.get_int("new")), iters = int(cfg.get_int("iters"));
+    cfg.read_ini(bench_options().read(cfg).model_config);
+    const BenchOptions args = bench_options().read(cfg);  // with what the model's file sets
+    const VlmConfig v = model_of(cfg, args);
+    const int64_t B = v.max_images, P = args.prompt;
+    const int n_new = args.new_tokens, iters = args.iters;
     VLM_REQUIRE(P + n_new <= v.max_text, "--prompt + --new = ", P + n_new, " exceed train.max_text=", v.max_text);
     Backend& b = backend_from_config(cfg);
     Stream& s = b.default_stream();
     auto tp = make_communicator(b.device(), MPI_COMM_SELF, "tp", 600.0);
     auto self = make_communicator(b.device(), MPI_COMM_SELF, "self", 600.0);
     VlmModel model(v, b, *tp, *self);
-    model.init(uint64_t(cfg.get_int("seed")));
+    model.init(read_device_options(cfg).seed);
 
     // A batch of random images, texture arrays and prompts (no captions).
     const int64_t S = v.vision.image_size, G = v.vision.grid();

@@ -27,8 +27,8 @@
 #include <string>
 #include <vector>
 
-#include "base/config.h"
 #include "base/error.h"
+#include "base/options.h"
 #include "bench/bench_util.h"
 #include "core/device_options.h"
 #include "core/gpu_spec.h"
@@ -81,19 +81,49 @@ double available_host_bytes() {
   return double(sysconf(_SC_AVPHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
 }
 
-void run_model(const std::string& name, Backend& b, Communicator& tp, const Config& cfg, double peak_tflops) {
+struct BenchOptions {
+  std::string models = "gpt2,llama1b";
+  int64_t batch = 1, seq = 128;
+  int iters = 2, warmup = 1;
+  std::string optimizer = "auto";
+  Precision precision = Precision::FP32;
+  double peak_tflops = 0;
+};
+
+const OptionSet<BenchOptions>& bench_options() {
+  static const OptionSet<BenchOptions> set([](OptionSet<BenchOptions>& s) {
+    s.option("models", &BenchOptions::models, "comma-separated models: gpt2 (124M), llama1b (1.1B), tiny (0.4M)");
+    s.option("batch", &BenchOptions::batch, "samples per step").range(1, 1 << 16);
+    s.option("precision", &BenchOptions::precision,
+             "fp32, or bf16 mixed precision (train.precision=bf16: bf16 weight copies and activations; on a CPU "
+             "with AVX512_BF16 the matmuls run on its bf16 units)")
+        .choices({{"fp32", Precision::FP32}, {"bf16", Precision::BF16}});
+    s.option("seq", &BenchOptions::seq, "tokens per sample").range(2, 1 << 20);
+    s.option("iters", &BenchOptions::iters, "timed steps").range(1, 1 << 20);
+    s.option("warmup", &BenchOptions::warmup, "untimed steps first").range(0, 1 << 20);
+    s.option("optimizer", &BenchOptions::optimizer, "AdamW in the step: auto = when its memory fits (always on CUDA)")
+        .one_of({"auto", "adamw", "none"});
+    s.option("peak_tflops", &BenchOptions::peak_tflops,
+             "dense bf16 peak for MFU (CUDA); 0 = the GPU table's (core/gpu_spec.h), else measured with a bf16 GEMM")
+        .range(0.0, 1e6);
+  });
+  return set;
+}
+
+void run_model(const std::string& name, Backend& b, Communicator& tp, const BenchOptions& args, uint64_t seed,
+               double peak_tflops) {
   ModelConfig m = model_shape(name);
-  const int64_t B = cfg.get_int("batch"), T1 = cfg.get_int("seq"), T = B * T1;
+  const int64_t B = args.batch, T1 = args.seq, T = B * T1;
   m.max_pos = std::max<int64_t>(m.max_pos, T1);
-  const int warmup = int(cfg.get_int("warmup")), iters = int(cfg.get_int("iters"));
-  const Precision prec = cfg.get_string("precision") == "bf16" ? Precision::BF16 : Precision::FP32;
+  const int warmup = args.warmup, iters = args.iters;
+  const Precision prec = args.precision;
   Backbone bb(m, b, tp, T, true, prec);
-  bb.init(uint64_t(cfg.get_int("seed")));
+  bb.init(seed);
   Stream& s = b.default_stream();
   bb.params().refresh_working(s);  // the bf16 copies of the initial weights (no-op at fp32)
   const double n_params = double(bb.param_bytes()) / 4.0;
 
-  const std::string opt = cfg.get_string("optimizer");
+  const std::string& opt = args.optimizer;
   bool adamw = opt == "adamw";
   if (opt == "auto")
     adamw = b.device() != DeviceKind::CPU || 2.0 * 4.0 * n_params < 0.5 * available_host_bytes();
@@ -143,7 +173,7 @@ void run_model(const std::string& name, Backend& b, Communicator& tp, const Conf
   const double flops_per_token = 6.0 * matmul_params(bb.params(), m) + 12.0 * m.n_layers * double(m.d_model) * double(T1);
   const double achieved = flops_per_token * double(T) / t;
   std::printf("%-8s params %.1fM  B=%lld T=%lld  %s  step %s  %.3f s (median of %d)  %.0f tokens/s  %.1f %s  loss %.3f",
-              name.c_str(), n_params / 1e6, (long long)B, (long long)T1, prec == Precision::BF16 ? "bf16" : "fp32",
+              name.c_str(), n_params / 1e6, (long long)B, (long long)T1, args.precision == Precision::BF16 ? "bf16" : "fp32",
               adamw ? "fwd+bwd+AdamW" : "fwd+bwd (no AdamW: memory)", t, iters, double(T) / t,
               b.device() == DeviceKind::CPU ? achieved / 1e9 : achieved / 1e12,
               b.device() == DeviceKind::CPU ? "GFLOP/s" : "TFLOP/s", double(loss));
@@ -162,24 +192,13 @@ int main(int argc, char** argv) {
   MpiSession mpi(&argc, &argv);
   Config cfg("bench_llm", "");
   register_device_options(cfg);
-  cfg.add_string("models", "gpt2,llama1b", "comma-separated models: gpt2 (124M), llama1b (1.1B), tiny (0.4M)");
-  cfg.add_int("batch", 1, "samples per step", 1, 1 << 16);
-  cfg.add_choice("precision", "fp32", {"fp32", "bf16"},
-                 "fp32, or bf16 mixed precision (train.precision=bf16: bf16 weight copies and activations; on a CPU "
-                 "with AVX512_BF16 the matmuls run on its bf16 units)");
-  cfg.add_int("seq", 128, "tokens per sample", 2, 1 << 20);
-  cfg.add_int("iters", 2, "timed steps", 1, 1 << 20);
-  cfg.add_int("warmup", 1, "untimed steps first", 0, 1 << 20);
-  cfg.add_choice("optimizer", "auto", {"auto", "adamw", "none"},
-                 "AdamW in the step: auto = when its memory fits (always on CUDA)");
-  cfg.add_float("peak_tflops", 0.0,
-                "dense bf16 peak for MFU (CUDA); 0 = the GPU table's (core/gpu_spec.h), else measured with a bf16 GEMM",
-                0.0, 1e6);
+  bench_options().add_to(cfg);
   try {
     if (!cfg.parse(argc, argv)) return 0;
     Backend& b = backend_from_config(cfg);
     auto tp = make_communicator(b.device(), MPI_COMM_SELF, "tp", 600.0);
-    double peak = cfg.get_float("peak_tflops");
+    const BenchOptions args = bench_options().read(cfg);
+    double peak = args.peak_tflops;
     if (b.device() != DeviceKind::CPU && peak == 0.0) {
       if (const GpuSpec* g = gpu_spec_of_device(b.description())) {
         peak = g->bf16_tflops;
@@ -189,8 +208,9 @@ int main(int argc, char** argv) {
         std::printf("measured bf16 GEMM peak (8192^3; a GPU the table does not know): %.0f TFLOP/s\n", peak);
       }
     }
-    std::stringstream ss(cfg.get_string("models"));
-    for (std::string name; std::getline(ss, name, ',');) run_model(name, b, *tp, cfg, peak);
+    std::stringstream ss(args.models);
+    for (std::string name; std::getline(ss, name, ',');)
+      run_model(name, b, *tp, args, read_device_options(cfg).seed, peak);
   } catch (const UserError& e) {
     std::fprintf(stderr, "bench_llm: error: %s\n", e.what());
     return 2;

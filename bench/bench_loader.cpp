@@ -10,8 +10,8 @@
 #include <filesystem>
 #include <opencv2/imgcodecs.hpp>
 
-#include "base/config.h"
 #include "base/error.h"
+#include "base/options.h"
 #include "core/device_options.h"
 #include "data/convert/converters.h"
 #include "data/image/image_pipeline.h"
@@ -100,17 +100,29 @@ static void run(const char* name, const std::string& path, int S, int G, int thr
               threads, double(samples) / s, (long long)samples, s);
 }
 
+struct BenchOptions {
+  int threads = 2;
+};
+
+const OptionSet<BenchOptions>& bench_options() {
+  static const OptionSet<BenchOptions> set([](OptionSet<BenchOptions>& s) {
+    s.option("threads", &BenchOptions::threads, "largest number of worker threads to time (1..threads)")
+        .range(1, 256);
+  });
+  return set;
+}
+
 int main(int argc, char** argv) {
   Config cfg("bench_loader", "\nLoader samples/s (decode + letterbox + texture) at 1..N threads for 28x28 and 512x512.");
   register_device_options(cfg);  // accepted (bench/run.sh passes --device to every bench); decoding runs on the host
-  cfg.add_int("threads", 2, "largest number of worker threads to time (1..threads)", 1, 256);
+  bench_options().add_to(cfg);
   try {
     if (!cfg.parse(argc, argv)) return 0;
   } catch (const UserError& e) {
     std::fprintf(stderr, "bench_loader: error: %s\n", e.what());
     return 2;
   }
-  const int max_threads = int(cfg.get_int("threads"));
+  const int max_threads = bench_options().read(cfg).threads;
   const std::string dir = (fs::temp_directory_path() / "vlm_bench_loader").string();
   fs::create_directories(dir);
   BuildOptions o;

@@ -7,8 +7,8 @@
 
 #include <cstdio>
 
-#include "base/config.h"
 #include "base/error.h"
+#include "base/options.h"
 #include "bench/bench_util.h"
 #include "core/device_options.h"
 #include "parallel/groups.h"
@@ -16,14 +16,31 @@
 
 using namespace vlm;
 
+namespace {
+
+struct BenchOptions {
+  int grid = 32;
+  int64_t width = 768, images = 4;
+  double seconds = 1.0;
+};
+
+const OptionSet<BenchOptions>& bench_options() {
+  static const OptionSet<BenchOptions> set([](OptionSet<BenchOptions>& s) {
+    s.option("grid", &BenchOptions::grid, "grid side G").range(1, 1024);
+    s.option("width", &BenchOptions::width, "cell feature width d_v (and the query width)").range(1, 65536);
+    s.option("images", &BenchOptions::images, "images per batch").range(1, 4096);
+    s.option("seconds", &BenchOptions::seconds, "time budget per measurement").range(0.01, 600);
+  });
+  return set;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   Config cfg("bench_scorers", "per-image time of the scorers, balancer and LOD, and bytes of each placement");
   register_device_options(cfg);
   register_scorer_options(cfg);
-  cfg.add_int("grid", 32, "grid side G", 1, 1024);
-  cfg.add_int("width", 768, "cell feature width d_v (and the query width)", 1, 65536);
-  cfg.add_int("images", 4, "images per batch", 1, 4096);
-  cfg.add_float("seconds", 1.0, "time budget per measurement", 0.01, 600);
+  bench_options().add_to(cfg);
   int code = 0;
   MPI_Init(&argc, &argv);
   try {
@@ -33,9 +50,10 @@ int main(int argc, char** argv) {
       ScorerOptions o = read_scorer_options(cfg);
       o.scorers.placement = "replicated";
       ScorerDims d;
-      d.G = int(cfg.get_int("grid")), d.d = cfg.get_int("width"), d.dq = d.d, d.hidden = o.scorers.hidden, d.k = o.scorers.k;
-      const int64_t B = cfg.get_int("images"), N = d.cells();
-      const double budget = cfg.get_float("seconds");
+      const BenchOptions args = bench_options().read(cfg);
+      d.G = args.grid, d.d = args.width, d.dq = d.d, d.hidden = o.scorers.hidden, d.k = o.scorers.k;
+      const int64_t B = args.images, N = d.cells();
+      const double budget = args.seconds;
       auto comm = make_communicator(b.device(), MPI_COMM_SELF, "tp", 300);
       RelevanceStage stage(o, d, *comm);
       ParamTable t(stage.param_specs(), 1, 0, DType::F32);

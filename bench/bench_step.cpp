@@ -15,10 +15,11 @@
 #include <cstdlib>
 #include <cstdio>
 #include <memory>
+#include <string>
 #include <vector>
 
-#include "base/config.h"
 #include "base/error.h"
+#include "base/options.h"
 #include "optim/dp_grads.h"
 #include "parallel/runtime.h"
 #include "scheduler/trace.h"
@@ -28,11 +29,40 @@ using namespace vlm;
 
 namespace {
 
+struct BenchOptions {
+  int tp = 1, micro_batches = 4;
+  int64_t images = 8, width = 128;
+  int steps = 10, warmup = 2, zero = 0;
+  std::string device = "cpu";
+  Precision precision = Precision::FP32;
+  std::string trace;
+};
+
+const OptionSet<BenchOptions>& bench_options() {
+  static const OptionSet<BenchOptions> set([](OptionSet<BenchOptions>& s) {
+    s.option("tp", &BenchOptions::tp, "tensor-parallel ranks (the world size divided by it is DP)").range(1, 64);
+    s.option("micro_batches", &BenchOptions::micro_batches,
+             "micro-batches per step (>= 2: pipelined on two front-end slots)")
+        .range(1, 64);
+    s.option("images", &BenchOptions::images, "images per micro-batch and rank").range(1, 256);
+    s.option("width", &BenchOptions::width, "d_model of the encoder and the backbone").range(16, 4096);
+    s.option("steps", &BenchOptions::steps, "timed steps per mode").range(1, 100000);
+    s.option("warmup", &BenchOptions::warmup, "untimed steps per mode").range(0, 1000);
+    s.option("zero", &BenchOptions::zero, "the ZeRO level over DP (train.zero, docs/training.md)").range(0, 3);
+    s.option("device", &BenchOptions::device, "backend of the step (cuda: each rank on its GPU)")
+        .one_of({"auto", "cpu", "cuda"});
+    s.option("precision", &BenchOptions::precision, "train.precision of the model")
+        .choices({{"fp32", Precision::FP32}, {"bf16", Precision::BF16}});
+    s.option("trace", &BenchOptions::trace, "write the timed steps of both modes as a Chrome trace to this file (rank 0)");
+  });
+  return set;
+}
+
 // A small VLM: a 2-layer ViT over 32x32 images (8 x 8 cells), the three scorers, 16..32
 // visual tokens per image, a 2-layer Llama backbone.
-VlmConfig bench_config(const Config& cfg) {
+VlmConfig bench_config(const BenchOptions& o) {
   VlmConfig c;
-  const int64_t d = cfg.get_int("width");
+  const int64_t d = o.width;
   c.vision.image_size = 32, c.vision.patch = 4, c.vision.d_model = d, c.vision.n_layers = 2;
   c.vision.n_heads = 4, c.vision.d_ff = 2 * d;
   c.scorers.lod.region = 2, c.scorers.lod.min_tokens = 16, c.scorers.lod.max_tokens = 32;
@@ -40,9 +70,9 @@ VlmConfig bench_config(const Config& cfg) {
   c.scorers.scorers.hidden = 64;
   c.llm.family = ModelFamily::Llama, c.llm.vocab_size = 512, c.llm.d_model = d, c.llm.n_layers = 2;
   c.llm.n_heads = 4, c.llm.n_kv_heads = 4, c.llm.d_ff = 2 * d, c.llm.tied_embeddings = false;
-  c.max_images = cfg.get_int("images"), c.max_text = 24;
-  c.front_slots = cfg.get_int("micro_batches") >= 2 ? 2 : 1;  // as resolve_vlm_config
-  c.precision = cfg.get_string("precision") == "bf16" ? Precision::BF16 : Precision::FP32;
+  c.max_images = o.images, c.max_text = 24;
+  c.front_slots = o.micro_batches >= 2 ? 2 : 1;  // as resolve_vlm_config
+  c.precision = o.precision;
   return c;
 }
 
@@ -89,41 +119,31 @@ struct Result {
 
 int main(int argc, char** argv) {
   Config cfg("bench_step", "the VLM step in serial and overlap mode: time, overlap fraction, exposed communication");
-  cfg.add_int("tp", 1, "tensor-parallel ranks (the world size divided by it is DP)", 1, 64);
-  cfg.add_int("micro_batches", 4, "micro-batches per step (>= 2: pipelined on two front-end slots)", 1, 64);
-  cfg.add_int("images", 8, "images per micro-batch and rank", 1, 256);
-  cfg.add_int("width", 128, "d_model of the encoder and the backbone", 16, 4096);
-  cfg.add_int("steps", 10, "timed steps per mode", 1, 100000);
-  cfg.add_int("warmup", 2, "untimed steps per mode", 0, 1000);
-  cfg.add_choice("device", "cpu", {"auto", "cpu", "cuda"}, "backend of the step (cuda: each rank on its GPU)");
-  cfg.add_choice("precision", "fp32", {"fp32", "bf16"}, "train.precision of the model");
-  cfg.add_int("zero", 0, "the ZeRO level over DP (train.zero, docs/training.md)", 0, 3);
-  cfg.add_string("trace", "", "write the timed steps of both modes as a Chrome trace to this file (rank 0)");
+  bench_options().add_to(cfg);
   MpiSession mpi(&argc, &argv);
   int code = 0;
   try {
     if (cfg.parse(argc, argv)) {
+      const BenchOptions args = bench_options().read(cfg);
       RuntimeOptions ro;
-      ro.device = cfg.get_string("device");
-      ro.parallel.tp = int(cfg.get_int("tp"));
-      VLM_REQUIRE(mpi.size() % ro.parallel.tp == 0, "--tp ", ro.parallel.tp, " must divide the number of ranks ",
-                  mpi.size());
-      const int M = int(cfg.get_int("micro_batches"));
+      ro.device = args.device;
+      ro.parallel.tp = args.tp;
+      VLM_REQUIRE(mpi.size() % args.tp == 0, "--tp ", args.tp, " must divide the number of ranks ", mpi.size());
+      const int M = args.micro_batches;
       Runtime rt = start_runtime(ro);
       Backend& b = rt.backend();
       ProcessGroups& groups = rt.groups();
       auto self = make_communicator(b.device(), MPI_COMM_SELF, "self", 300.0);
-      const int zero = int(cfg.get_int("zero"));
-      VlmConfig c = bench_config(cfg);
-      c.sharding = DpSharding{zero, groups.dp().size(), groups.dp().rank()};
+      VlmConfig c = bench_config(args);
+      c.sharding = DpSharding{args.zero, groups.dp().size(), groups.dp().rank()};
       VlmModel model(c, b, groups.tp(), *self);
       model.init(1);
       model.refresh_working_weights();  // a no-op at fp32
       const Data data = make_data(c, M, groups.dp().size(), groups.dp().rank());
       sched::StreamSet streams(b);
       const std::vector<bool> all(kNumModules, true);
-      DpGrads dpg(model.modules(), all, groups.dp(), zero, 25, b);
-      const int steps = int(cfg.get_int("steps")), warmup = int(cfg.get_int("warmup"));
+      DpGrads dpg(model.modules(), all, groups.dp(), args.zero, 25, b);
+      const int steps = args.steps, warmup = args.warmup;
       sched::Trace trace(mpi.rank());
       Result res[2];
       for (int k = 0; k < 2; ++k) {
@@ -145,7 +165,7 @@ int main(int argc, char** argv) {
           for (int j = 0; j < sched::kNumStreams; ++j) res[k].busy[size_t(j)] += s.busy_ms[size_t(j)] / steps;
         }
       }
-      const std::string trace_path = cfg.get_string("trace");
+      const std::string& trace_path = args.trace;
       if (!trace_path.empty()) {
         const auto events = all_gather_strings(groups.world(), b.default_stream(), trace.events_json());
         if (mpi.rank() == 0) sched::write_trace_file(trace_path, events);
@@ -153,9 +173,9 @@ int main(int argc, char** argv) {
       if (mpi.rank() == 0) {
         std::printf("bench_step: %s, %d rank(s), tp=%d dp=%d, zero=%d, M=%d micro-batches of %lld images, width %lld, "
                     "%s, %d steps (+%d warm-up), OMP_NUM_THREADS=%s\n",
-                    b.description().c_str(), mpi.size(), ro.parallel.tp, groups.dp().size(), dpg.zero(), M,
-                    (long long)c.max_images, (long long)cfg.get_int("width"), cfg.get_string("precision").c_str(), steps,
-                    warmup, std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "(unset)");
+                    b.description().c_str(), mpi.size(), args.tp, groups.dp().size(), dpg.zero(), M,
+                    (long long)c.max_images, (long long)args.width, args.precision == Precision::BF16 ? "bf16" : "fp32", steps, warmup,
+                    std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "(unset)");
         std::printf("%-8s %9s %8s %10s  %s\n", "mode", "ms/step", "overlap", "exp.comm", "busy ms per stream (rank 0)");
         for (int k = 0; k < 2; ++k) {
           std::printf("%-8s %9.2f %8.2f %10.2f ", k == 0 ? "serial" : "overlap", res[k].ms, res[k].overlap,

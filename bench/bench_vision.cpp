@@ -17,8 +17,8 @@
 #include <memory>
 #include <vector>
 
-#include "base/config.h"
 #include "base/error.h"
+#include "base/options.h"
 #include "bench/bench_util.h"
 #include "core/device_options.h"
 #include "parallel/groups.h"
@@ -36,13 +36,28 @@ double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
+struct BenchOptions {
+  int64_t batch = 8;
+  int iters = 3, warmup = 1;
+};
+
+const OptionSet<BenchOptions>& bench_options() {
+  static const OptionSet<BenchOptions> set([](OptionSet<BenchOptions>& s) {
+    s.option("batch", &BenchOptions::batch, "images per micro-batch").range(1, 1 << 16);
+    s.option("iters", &BenchOptions::iters, "timed iterations (forward + backward)").range(1, 1 << 20);
+    s.option("warmup", &BenchOptions::warmup, "untimed iterations first").range(0, 1 << 20);
+  });
+  return set;
+}
+
 void run(const Config& cfg, Backend& b) {
   const VisionConfig v = resolve_vision_config(cfg);  // vision.hf: the checkpoint's shape (weights not read)
-  const int64_t B = cfg.get_int("batch"), S = v.image_size, G = v.grid();
-  const int warmup = int(cfg.get_int("warmup")), iters = int(cfg.get_int("iters"));
+  const BenchOptions o = bench_options().read(cfg);
+  const int64_t B = o.batch, S = v.image_size, G = v.grid();
+  const int warmup = o.warmup, iters = o.iters;
   auto self = make_communicator(b.device(), MPI_COMM_SELF, "vision", 600.0);
   VisionEncoder enc(v, b, *self, B);
-  enc.init(uint64_t(cfg.get_int("seed")));
+  enc.init(read_device_options(cfg).seed);
   // Pixels from a fixed pattern; texture and dfeatures filled (bench_util.h).
   std::vector<uint8_t> px(size_t(B * S * S * 3));
   for (size_t i = 0; i < px.size(); ++i) px[i] = uint8_t((i * 2654435761u) >> 24);
@@ -97,9 +112,7 @@ int main(int argc, char** argv) {
              "default.");
   register_device_options(cfg);
   register_vision_options(cfg);
-  cfg.add_int("batch", 8, "images per micro-batch", 1, 1 << 16);
-  cfg.add_int("iters", 3, "timed iterations (forward + backward)", 1, 1 << 20);
-  cfg.add_int("warmup", 1, "untimed iterations first", 0, 1 << 20);
+  bench_options().add_to(cfg);
   try {
     if (!cfg.parse(argc, argv)) return 0;
     run(cfg, backend_from_config(cfg));

@@ -1,7 +1,6 @@
 // ModelConfig options (`model.*`) and validation; see model_config.h.
 #include "llm/model_config.h"
 
-#include "base/config.h"
 #include "base/error.h"
 
 namespace vlm {
@@ -64,48 +63,41 @@ std::string ModelConfig::str() const {
              " recompute=", recompute_name(recompute), sequence_parallel ? " sp" : "");
 }
 
-void register_llm_options(Config& cfg) {
-  cfg.add_choice("model.family", "gpt2", {"gpt2", "llama"},
-                 "backbone family: gpt2 (LayerNorm, GELU, learned positions) or llama (RMSNorm, SwiGLU, RoPE, GQA)");
-  cfg.add_int("model.vocab_size", 50257, "vocabulary size V (unpadded)", 1);
-  cfg.add_int("model.d_model", 768, "model width C", 1);
-  cfg.add_int("model.n_layers", 12, "number of transformer blocks L", 1);
-  cfg.add_int("model.n_heads", 12, "attention heads NH", 1);
-  cfg.add_int("model.n_kv_heads", 0, "key/value heads NKV for grouped-query attention (0 = n_heads)", 0);
-  cfg.add_int("model.d_ff", 3072, "MLP hidden width", 1);
-  cfg.add_int("model.max_pos", 1024, "maximum positions (learned position table rows for gpt2)", 1);
-  cfg.add_float("model.rope_theta", 10000.0, "RoPE base (llama)", 1e-6);
-  cfg.add_float("model.norm_eps", 1e-5, "epsilon of LayerNorm/RMSNorm", 1e-12, 1.0);
-  cfg.add_flag("model.qkv_bias", false, "bias on the q/k/v projections (llama family; Qwen2 has it)");
-  cfg.add_choice("model.tied_embeddings", "auto", {"auto", "true", "false"},
-                 "share the output layer with the token embedding (auto: gpt2 yes, llama no)");
-  cfg.add_choice("model.recompute", "none", {"none", "selective", "full"},
-                 "activation recomputation: none, selective (attention core) or full (per block)");
-  cfg.add_flag("model.sequence_parallel", false,
-               "sequence parallelism: norms and residuals on sequence shards of the TP group");
-  cfg.add_float("model.init_std", 0.02, "std of the normal initialisation of weights", 0.0, 10.0);
+const OptionSet<ModelConfig>& model_options() {
+  static const OptionSet<ModelConfig> set([](OptionSet<ModelConfig>& s) {
+    s.option("model.family", &ModelConfig::family,
+             "backbone family: gpt2 (LayerNorm, GELU, learned positions) or llama (RMSNorm, SwiGLU, RoPE, GQA)")
+        .choices(choices_of(family_name, {ModelFamily::GPT2, ModelFamily::Llama}));
+    s.option("model.vocab_size", &ModelConfig::vocab_size, "vocabulary size V (unpadded)").at_least(1);
+    s.option("model.d_model", &ModelConfig::d_model, "model width C").at_least(1);
+    s.option("model.n_layers", &ModelConfig::n_layers, "number of transformer blocks L").at_least(1);
+    s.option("model.n_heads", &ModelConfig::n_heads, "attention heads NH").at_least(1);
+    s.option("model.n_kv_heads", &ModelConfig::n_kv_heads,
+             "key/value heads NKV for grouped-query attention (0 = n_heads)")
+        .at_least(0);
+    s.option("model.d_ff", &ModelConfig::d_ff, "MLP hidden width").at_least(1);
+    s.option("model.max_pos", &ModelConfig::max_pos, "maximum positions (learned position table rows for gpt2)")
+        .at_least(1);
+    s.option("model.rope_theta", &ModelConfig::rope_theta, "RoPE base (llama)").at_least(1e-6);
+    s.option("model.norm_eps", &ModelConfig::norm_eps, "epsilon of LayerNorm/RMSNorm").range(1e-12, 1.0);
+    s.option("model.qkv_bias", &ModelConfig::qkv_bias, "bias on the q/k/v projections (llama family; Qwen2 has it)");
+    s.option("model.tied_embeddings", &ModelConfig::tied_embeddings,
+             "share the output layer with the token embedding (auto: gpt2 yes, llama no)")
+        .parse("auto", [](const std::string& v, const ModelConfig& m) {
+          return v == "auto" ? m.family == ModelFamily::GPT2 : v == "true";
+        })
+        .one_of({"auto", "true", "false"});
+    s.option("model.recompute", &ModelConfig::recompute,
+             "activation recomputation: none, selective (attention core) or full (per block)")
+        .choices(choices_of(recompute_name, {Recompute::None, Recompute::Selective, Recompute::Full}));
+    s.option("model.sequence_parallel", &ModelConfig::sequence_parallel,
+             "sequence parallelism: norms and residuals on sequence shards of the TP group");
+    s.option("model.init_std", &ModelConfig::init_std, "std of the normal initialisation of weights").range(0.0, 10.0);
+  });
+  return set;
 }
 
-ModelConfig read_model_config(const Config& cfg) {
-  ModelConfig m;
-  m.family = cfg.get_string("model.family") == "llama" ? ModelFamily::Llama : ModelFamily::GPT2;
-  m.vocab_size = cfg.get_int("model.vocab_size");
-  m.d_model = cfg.get_int("model.d_model");
-  m.n_layers = int(cfg.get_int("model.n_layers"));
-  m.n_heads = int(cfg.get_int("model.n_heads"));
-  m.n_kv_heads = int(cfg.get_int("model.n_kv_heads"));
-  m.d_ff = cfg.get_int("model.d_ff");
-  m.max_pos = cfg.get_int("model.max_pos");
-  m.rope_theta = float(cfg.get_float("model.rope_theta"));
-  m.norm_eps = float(cfg.get_float("model.norm_eps"));
-  m.qkv_bias = cfg.get_flag("model.qkv_bias");
-  const std::string& tied = cfg.get_string("model.tied_embeddings");
-  m.tied_embeddings = tied == "auto" ? m.family == ModelFamily::GPT2 : tied == "true";
-  const std::string& rc = cfg.get_string("model.recompute");
-  m.recompute = rc == "full" ? Recompute::Full : rc == "selective" ? Recompute::Selective : Recompute::None;
-  m.sequence_parallel = cfg.get_flag("model.sequence_parallel");
-  m.init_std = float(cfg.get_float("model.init_std"));
-  return m;
-}
+void register_llm_options(Config& cfg) { model_options().add_to(cfg); }
+ModelConfig read_model_config(const Config& cfg) { return model_options().read(cfg); }
 
 }  // namespace vlm

@@ -1,5 +1,5 @@
-// ModelConfig: the shape and options of the language backbone, registered once in the
-// Config under `model.*` and read into a plain struct; block() maps it onto nn/'s
+// ModelConfig: the shape and options of the language backbone, declared once under
+// `model.*` (model_options()) and read into a plain struct; block() maps it onto nn/'s
 // BlockConfig, whose local(tp) gives the TP-local dimensions (computed in one place).
 //
 // Families:
@@ -16,11 +16,10 @@
 #include <cstdint>
 #include <string>
 
+#include "base/options.h"
 #include "nn/block_config.h"
 
 namespace vlm {
-
-class Config;
 
 enum class ModelFamily { GPT2, Llama };
 
@@ -62,11 +61,9 @@ struct ModelConfig {
 
 const char* family_name(ModelFamily f);
 
-// Registers `model.family`, `model.vocab_size`, `model.d_model`, `model.n_layers`,
-// `model.n_heads`, `model.n_kv_heads`, `model.d_ff`, `model.max_pos`, `model.rope_theta`,
-// `model.norm_eps`, `model.qkv_bias`, `model.tied_embeddings` (choice auto|true|false:
-// auto = true for gpt2, false for llama), `model.recompute` (none|selective|full),
-// `model.sequence_parallel`, `model.init_std`.
+// The `model.*` options, one per field above (base/options.h); model.tied_embeddings is
+// a choice auto|true|false (auto = true for gpt2, false for llama).
+const OptionSet<ModelConfig>& model_options();
 void register_llm_options(Config& cfg);
 // Reads the options registered above (does not validate: call validate(tp)).
 ModelConfig read_model_config(const Config& cfg);

@@ -11,13 +11,6 @@
 
 namespace vlm {
 
-LrSchedule parse_schedule(const std::string& s) {
-  if (s == "cosine") return LrSchedule::Cosine;
-  if (s == "linear") return LrSchedule::Linear;
-  if (s == "constant") return LrSchedule::Constant;
-  throw UserError("--train.schedule: expected cosine, linear or constant, got '" + s + "'");
-}
-
 const char* schedule_name(LrSchedule s) {
   switch (s) {
     case LrSchedule::Cosine: return "cosine";

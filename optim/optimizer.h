@@ -31,7 +31,6 @@
 namespace vlm {
 
 enum class LrSchedule { Cosine, Linear, Constant };
-LrSchedule parse_schedule(const std::string& s);  // UserError naming train.schedule
 const char* schedule_name(LrSchedule s);
 
 struct OptimOptions {

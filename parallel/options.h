@@ -7,10 +7,9 @@
 //   parallel.timeout_s      a collective not complete after this many seconds aborts
 //                           every rank with a message (no silent hangs)
 #pragma once
+#include "base/options.h"
 
 namespace vlm {
-
-class Config;
 
 struct ParallelOptions {
   int tp = 1;
@@ -18,6 +17,7 @@ struct ParallelOptions {
   double timeout_s = 300.0;  // > 0
 };
 
+const OptionSet<ParallelOptions>& parallel_options();  // their declaration (base/options.h)
 void register_parallel_options(Config& cfg);
 ParallelOptions read_parallel_options(const Config& cfg);
 

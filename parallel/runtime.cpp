@@ -59,7 +59,8 @@ void check_same_launch(const RuntimeOptions& o) {
   MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
   std::vector<int> all(size_t(size) * 3);
   MPI_CHECK(MPI_Allgather(mine, 3, MPI_INT, all.data(), 3, MPI_INT, agreement_comm()));
-  const char* names[3] = {"parallel.tp", "parallel.ranks_per_node", "--device"};
+  const std::string names[3] = {parallel_options().name_of(&ParallelOptions::tp),
+                                parallel_options().name_of(&ParallelOptions::ranks_per_node), "--device"};
   const auto show = [&](int k, int v) { return k == 2 ? std::string(devices[v]) : std::to_string(v); };
   for (int r = 1; r < size; ++r)
     for (int k = 0; k < 3; ++k) {
@@ -80,7 +81,7 @@ void register_runtime_options(Config& cfg, bool with_device) {
 RuntimeOptions read_runtime_options(const Config& cfg) {
   RuntimeOptions o;
   o.parallel = read_parallel_options(cfg);
-  if (cfg.has("device")) o.device = cfg.get_string("device");
+  if (device_options().registered_in(cfg)) o.device = read_device_options(cfg).device;
   return o;
 }
 
@@ -119,7 +120,7 @@ void parse_on_every_rank(const Config& cfg, const std::function<void()>& parse) 
     err = std::current_exception();
   }
   double timeout_s = ParallelOptions{}.timeout_s;
-  if (!err && cfg.has("parallel.timeout_s")) timeout_s = cfg.get_float("parallel.timeout_s");
+  if (!err && parallel_options().registered_in(cfg)) timeout_s = read_parallel_options(cfg).timeout_s;
   on_every_rank("options", timeout_s, [&] {
     if (err) std::rethrow_exception(err);
   });

@@ -51,7 +51,7 @@ Planner::Planner(const Config& cfg, const PlanOptions& o, int64_t tok_vocab)
   VLM_REQUIRE(o.nodes >= 1 && o.gpus_per_node >= 1, "--plan.nodes and --plan.gpus_per_node must be at least 1");
   if (!o.op_table.empty()) rates_ = read_op_table(o.op_table);
   if (o.inter_gbs <= 0) interconnect_gbs(o.interconnect);  // refuses an unknown name
-  VLM_REQUIRE(vocab_ > 0 || cfg.is_set("model.vocab_size") || !train_.llm_hf.empty(),
+  VLM_REQUIRE(vocab_ > 0 || model_options().is_set(cfg, &ModelConfig::vocab_size) || !train_.llm_hf.empty(),
               "--model.vocab_size or --data.tokenizer: vlm plan needs the vocabulary size (the tokenizer's, or set "
               "model.vocab_size)");
   tp_ = read_parallel_options(cfg).tp;

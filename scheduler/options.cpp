@@ -1,21 +1,22 @@
-// Registration and reading of the scheduler's options (options.h).
+// The scheduler's options (options.h).
 #include "scheduler/options.h"
 
 namespace vlm::sched {
 
-void register_scheduler_options(Config& cfg) {
-  cfg.add_choice("scheduler.mode", "overlap", {"overlap", "serial"},
-                 "overlap: the streams run at once, ordered by the task graph; serial: the same tasks one at a time "
-                 "in one fixed order (docs/scheduler.md)");
-  cfg.add_string("scheduler.trace", "", "write a Chrome trace-event JSON file of the steps (open in ui.perfetto.dev)");
-  cfg.add_alias("trace", "scheduler.trace");
+const OptionSet<SchedulerOptions>& scheduler_options() {
+  static const OptionSet<SchedulerOptions> set([](OptionSet<SchedulerOptions>& s) {
+    s.option("scheduler.mode", &SchedulerOptions::mode,
+             "overlap: the streams run at once, ordered by the task graph; serial: the same tasks one at a time "
+             "in one fixed order (docs/scheduler.md)")
+        .choices(choices_of(mode_name, {Mode::Overlap, Mode::Serial}));
+    s.option("scheduler.trace", &SchedulerOptions::trace,
+             "write a Chrome trace-event JSON file of the steps (open in ui.perfetto.dev)")
+        .alias("trace");
+  });
+  return set;
 }
 
-SchedulerOptions scheduler_options(const Config& cfg) {
-  SchedulerOptions o;
-  o.mode = parse_mode(cfg.get_string("scheduler.mode"));
-  o.trace = cfg.get_string("scheduler.trace");
-  return o;
-}
+void register_scheduler_options(Config& cfg) { scheduler_options().add_to(cfg); }
+SchedulerOptions read_scheduler_options(const Config& cfg) { return scheduler_options().read(cfg); }
 
 }  // namespace vlm::sched

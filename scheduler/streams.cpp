@@ -5,13 +5,14 @@
 #include <exception>
 
 #include "base/error.h"
+#include "scheduler/options.h"
 
 namespace vlm::sched {
 
-Mode parse_mode(std::string_view s, std::string_view what) {
-  if (s == "overlap") return Mode::Overlap;
-  if (s == "serial") return Mode::Serial;
-  throw UserError(cat(what, "='", s, "': expected overlap or serial"));
+Mode parse_mode(std::string_view s) {
+  for (Mode m : {Mode::Overlap, Mode::Serial})
+    if (s == mode_name(m)) return m;
+  throw UserError(cat(scheduler_options().name_of(&SchedulerOptions::mode), "='", s, "': expected overlap or serial"));
 }
 
 const char* mode_name(Mode m) { return m == Mode::Overlap ? "overlap" : "serial"; }

@@ -26,7 +26,7 @@ namespace vlm::sched {
 // (a topological order with ties broken by the order the tasks were added), on the
 // calling thread through the backend's default stream.
 enum class Mode { Overlap, Serial };
-Mode parse_mode(std::string_view s, std::string_view what = "scheduler.mode");  // UserError otherwise
+Mode parse_mode(std::string_view s);  // UserError naming the option scheduler.mode otherwise
 const char* mode_name(Mode m);
 
 inline constexpr int kNumStreams = 6;

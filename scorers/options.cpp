@@ -1,10 +1,9 @@
-// Registration, reading and validation of the scorer and LOD options (scorers/options.h).
+// The declaration and validation of the scorer and LOD options (scorers/options.h).
 #include "scorers/options.h"
 
 #include <charconv>
 #include <cmath>
 
-#include "base/config.h"
 #include "base/error.h"
 #include "scorers/placement/placement.h"
 
@@ -46,31 +45,39 @@ int LodConfig::levels() const {
 
 namespace {
 
-// "<option>=<value>", or "<list>: <value>" when the caller names the list it came from.
-template <class T>
-std::string named(const std::map<std::string, std::string>& as, const std::string& option, const T& value) {
+// "<option>=<value>" of the option bound to `field`, or "<list>: <value>" when the caller
+// names the list it came from.
+template <class F, class T>
+std::string named(const std::map<std::string, std::string>& as, F field, const T& value) {
+  const std::string& option = scorer_options().name_of(field);
   const auto it = as.find(option);
   return it == as.end() ? cat(option, "=", value) : cat(it->second, ": ", value);
+}
+
+template <class V>
+NestedField<ScorerOptions, LodConfig, V> lod_field(V LodConfig::*field) {
+  return at(&ScorerOptions::lod, field);
 }
 
 }  // namespace
 
 void ScorerOptions::validate(int G, int tp, const std::map<std::string, std::string>& as) const {
-  check_placement(scorers.placement, tp, scorers.hidden, named(as, "scorers.placement", scorers.placement));
+  check_placement(scorers.placement, tp, scorers.hidden,
+                  named(as, at(&ScorerOptions::scorers, &ScorerConfig::placement), scorers.placement));
   const int R = lod.region;
   VLM_REQUIRE(R >= 1 && (R & (R - 1)) == 0, "lod.region=", R, ": expected a power of two (regions of R x R cells)");
   VLM_REQUIRE(G >= 1 && G % R == 0, "lod.region=", R, " does not divide the grid G = ", G,
               " = vision.image_size / vision.patch (the regions must tile the G x G grid)");
   const int64_t regions = lod.regions(G), cells = int64_t(G) * G;
-  VLM_REQUIRE(lod.min_tokens <= lod.max_tokens, named(as, "lod.min_tokens", lod.min_tokens),
+  VLM_REQUIRE(lod.min_tokens <= lod.max_tokens, named(as, lod_field(&LodConfig::min_tokens), lod.min_tokens),
               " is above lod.max_tokens=", lod.max_tokens);
-  VLM_REQUIRE(lod.min_tokens >= regions, named(as, "lod.min_tokens", lod.min_tokens),
+  VLM_REQUIRE(lod.min_tokens >= regions, named(as, lod_field(&LodConfig::min_tokens), lod.min_tokens),
               " is below the number of regions (G/R)^2 = (", G, "/", R, ")^2 = ", regions,
               " (every region emits at least one token)");
-  VLM_REQUIRE(lod.max_tokens <= cells, named(as, "lod.max_tokens", lod.max_tokens), " is above G*G = ", cells,
-              " (every region at its finest level)");
+  VLM_REQUIRE(lod.max_tokens <= cells, named(as, lod_field(&LodConfig::max_tokens), lod.max_tokens),
+              " is above G*G = ", cells, " (every region at its finest level)");
   VLM_REQUIRE(lod.fixed_budget == 0 || (lod.fixed_budget >= lod.min_tokens && lod.fixed_budget <= lod.max_tokens),
-              named(as, "lod.budget", lod.fixed_budget),
+              named(as, lod_field(&LodConfig::fixed_budget), lod.fixed_budget),
               ": expected 'relevance' or an integer in [lod.min_tokens, lod.max_tokens] = [", lod.min_tokens, ", ",
               lod.max_tokens, "]");
   VLM_REQUIRE(lod.explore >= 0 && lod.explore <= 1, "lod.explore=", lod.explore, ": expected a probability in [0, 1]");
@@ -84,56 +91,63 @@ void ScorerOptions::validate(int G, int tp, const std::map<std::string, std::str
               ": expected an odd window size in [1, G = ", G, "]");
 }
 
-void register_scorer_options(Config& cfg) {
-  cfg.add_int("lod.region", 4, "LOD region side R in grid cells (a power of two dividing G)", 1, 1 << 14);
-  cfg.add_int("lod.min_tokens", 64, "fewest visual tokens per image (at least the number of regions (G/R)^2)", 1,
-              int64_t(1) << 30);
-  cfg.add_int("lod.max_tokens", 400, "most visual tokens per image (at most G*G)", 1, int64_t(1) << 30);
-  cfg.add_string("lod.budget", "relevance",
-                 "tokens per image: 'relevance' (grows with the image's mean relevance) or a fixed integer N");
-  cfg.add_choice("lod.policy", "relevance", {"relevance", "uniform", "random"},
-                 "order of region upgrades: by relevance, or the baselines uniform (raster) and random");
-  cfg.add_choice("lod.order", "rounds", {"rounds", "depth"},
-                 "upgrade order: rounds (every region one level before any the next) or depth (each region to the "
-                 "finest level in turn; policy uniform always uses rounds)");
-  cfg.add_choice("lod.gate", "token", {"token", "detail"},
-                 "relevance gradient: token (the straight-through gate scales the token) or detail (it scales the "
-                 "token's detail over its coarser level: the first-order value of the detail)");
-  cfg.add_float("lod.explore", 0.0, "training: probability that an image's allocation takes a random region order "
-                "(policy relevance), falling linearly to 0 at lod.explore_until x train.steps", 0.0, 1.0);
-  cfg.add_float("lod.explore_until", 0.5, "training: fraction of the steps after which lod.explore is 0", 0.0, 1.0);
-  cfg.add_float("lod.anneal", 0.0, "training: fraction of the steps over which the budget falls linearly from "
-                "lod.max_tokens to lod.budget (a fixed budget; 0 = no annealing)", 0.0, 1.0);
-  cfg.add_choice("scorers.placement", placement_names().front(), placement_names(),
-                 "where the scorers run in the TP group (docs/scorers.md)");
-  cfg.add_int("scorers.hidden", 64, "hidden width of the scorer MLPs, projections and balancer", 1, 1 << 16);
-  cfg.add_int("scorers.k", 3, "centre-surround window of the perspectival scorer (odd, cells)", 1, 1 << 14);
+const OptionSet<ScorerOptions>& scorer_options() {
+  static const OptionSet<ScorerOptions> set([](OptionSet<ScorerOptions>& s) {
+    s.option("lod.region", lod_field(&LodConfig::region),
+             "LOD region side R in grid cells (a power of two dividing G)")
+        .range(1, 1 << 14);
+    s.option("lod.min_tokens", lod_field(&LodConfig::min_tokens),
+             "fewest visual tokens per image (at least the number of regions (G/R)^2)")
+        .range(1, int64_t(1) << 30);
+    s.option("lod.max_tokens", lod_field(&LodConfig::max_tokens),
+             "most visual tokens per image (at most G*G)")
+        .range(1, int64_t(1) << 30);
+    s.option("lod.budget", lod_field(&LodConfig::fixed_budget),
+             "tokens per image: 'relevance' (grows with the image's mean relevance) or a fixed integer N")
+        .parse("relevance", [](const std::string& b) -> int64_t {
+          if (b == "relevance") return 0;
+          int64_t n = 0;
+          auto [p, ec] = std::from_chars(b.data(), b.data() + b.size(), n);
+          VLM_REQUIRE(ec == std::errc() && p == b.data() + b.size() && n > 0, "lod.budget=", b,
+                      ": expected 'relevance' or a positive integer");
+          return n;
+        });
+    s.option("lod.policy", lod_field(&LodConfig::policy),
+             "order of region upgrades: by relevance, or the baselines uniform (raster) and random")
+        .choices(choices_of(policy_name, {LodPolicy::Relevance, LodPolicy::Uniform, LodPolicy::Random}));
+    s.option("lod.order", lod_field(&LodConfig::order),
+             "upgrade order: rounds (every region one level before any the next) or depth (each region to the "
+             "finest level in turn; policy uniform always uses rounds)")
+        .choices({{"rounds", LodOrder::Rounds}, {"depth", LodOrder::Depth}});
+    s.option("lod.gate", lod_field(&LodConfig::gate),
+             "relevance gradient: token (the straight-through gate scales the token) or detail (it scales the "
+             "token's detail over its coarser level: the first-order value of the detail)")
+        .choices({{"token", LodGate::Token}, {"detail", LodGate::Detail}});
+    s.option("lod.explore", lod_field(&LodConfig::explore),
+             "training: probability that an image's allocation takes a random region order (policy relevance), "
+             "falling linearly to 0 at lod.explore_until x train.steps")
+        .range(0.0, 1.0);
+    s.option("lod.explore_until", lod_field(&LodConfig::explore_until),
+             "training: fraction of the steps after which lod.explore is 0")
+        .range(0.0, 1.0);
+    s.option("lod.anneal", lod_field(&LodConfig::anneal),
+             "training: fraction of the steps over which the budget falls linearly from lod.max_tokens to "
+             "lod.budget (a fixed budget; 0 = no annealing)")
+        .range(0.0, 1.0);
+    s.option("scorers.placement", at(&ScorerOptions::scorers, &ScorerConfig::placement),
+             "where the scorers run in the TP group (docs/scorers.md)")
+        .one_of(placement_names());
+    s.option("scorers.hidden", at(&ScorerOptions::scorers, &ScorerConfig::hidden),
+             "hidden width of the scorer MLPs, projections and balancer")
+        .range(1, 1 << 16);
+    s.option("scorers.k", at(&ScorerOptions::scorers, &ScorerConfig::k),
+             "centre-surround window of the perspectival scorer (odd, cells)")
+        .range(1, 1 << 14);
+  });
+  return set;
 }
 
-ScorerOptions read_scorer_options(const Config& cfg) {
-  ScorerOptions o;
-  o.lod.region = int(cfg.get_int("lod.region"));
-  o.lod.min_tokens = cfg.get_int("lod.min_tokens");
-  o.lod.max_tokens = cfg.get_int("lod.max_tokens");
-  const std::string& b = cfg.get_string("lod.budget");
-  if (b != "relevance") {
-    int64_t n = 0;
-    auto [p, ec] = std::from_chars(b.data(), b.data() + b.size(), n);
-    VLM_REQUIRE(ec == std::errc() && p == b.data() + b.size() && n > 0, "lod.budget=", b,
-                ": expected 'relevance' or a positive integer");
-    o.lod.fixed_budget = n;
-  }
-  const std::string& pol = cfg.get_string("lod.policy");
-  o.lod.policy = pol == "uniform" ? LodPolicy::Uniform : pol == "random" ? LodPolicy::Random : LodPolicy::Relevance;
-  o.lod.order = cfg.get_string("lod.order") == "depth" ? LodOrder::Depth : LodOrder::Rounds;
-  o.lod.gate = cfg.get_string("lod.gate") == "detail" ? LodGate::Detail : LodGate::Token;
-  o.lod.explore = cfg.get_float("lod.explore");
-  o.lod.explore_until = cfg.get_float("lod.explore_until");
-  o.lod.anneal = cfg.get_float("lod.anneal");
-  o.scorers.placement = cfg.get_string("scorers.placement");
-  o.scorers.hidden = cfg.get_int("scorers.hidden");
-  o.scorers.k = int(cfg.get_int("scorers.k"));
-  return o;
-}
+void register_scorer_options(Config& cfg) { scorer_options().add_to(cfg); }
+ScorerOptions read_scorer_options(const Config& cfg) { return scorer_options().read(cfg); }
 
 }  // namespace vlm

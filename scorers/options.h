@@ -1,6 +1,6 @@
-// The options of the scorers and of the level-of-detail (LOD) allocator, registered once
-// under `lod.*` and `scorers.*` and read into plain structs. The LOD rule itself is
-// written in scorers/lod_allocator.h; the placements in scorers/placement/.
+// The options of the scorers and of the level-of-detail (LOD) allocator, declared once
+// under `lod.*` and `scorers.*` (scorer_options()) and read into plain structs. The LOD
+// rule itself is written in scorers/lod_allocator.h; the placements in scorers/placement/.
 //
 // Invariants after validate(G, tp) (each failure is a UserError naming the option; this
 // is the one place that checks them):
@@ -18,9 +18,9 @@
 #include <map>
 #include <string>
 
-namespace vlm {
+#include "base/options.h"
 
-class Config;
+namespace vlm {
 
 enum class LodPolicy { Relevance, Uniform, Random };
 enum class LodOrder { Rounds, Depth };  // lod.order (scorers/lod_allocator.h)
@@ -70,11 +70,13 @@ struct ScorerOptions {
   void validate(int G, int tp, const std::map<std::string, std::string>& as = {}) const;
 };
 
-// Registers lod.region, lod.min_tokens, lod.max_tokens, lod.budget, lod.policy, lod.order,
-// lod.gate, lod.explore, lod.explore_until, lod.anneal, scorers.placement, scorers.hidden, scorers.k.
+// The declaration (base/options.h) of lod.region, lod.min_tokens, lod.max_tokens,
+// lod.budget ("relevance" or a positive integer: fixed_budget), lod.policy, lod.order,
+// lod.gate, lod.explore, lod.explore_until, lod.anneal, scorers.placement, scorers.hidden,
+// scorers.k.
+const OptionSet<ScorerOptions>& scorer_options();
 void register_scorer_options(Config& cfg);
-// Reads them (lod.budget is parsed here: "relevance" or a positive integer); does not
-// validate (call validate with the grid and the TP size).
+// Reads them; does not validate (call validate with the grid and the TP size).
 ScorerOptions read_scorer_options(const Config& cfg);
 
 }  // namespace vlm

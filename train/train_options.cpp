@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <sstream>
 
-#include "base/config.h"
 #include "base/error.h"
 #include "data/storage/dataset.h"
 #include "llm/hf_config.h"
@@ -16,130 +15,125 @@
 
 namespace vlm {
 
-void register_train_options(Config& cfg) {
-  cfg.add_string("data.path", "", "image-text HDF5 file to train on (vlm data build)");
-  cfg.add_string("data.tokenizer", "", "tokenizer.json (default: the token ids stored in the file)");
-  cfg.add_string("data.prompt", "Describe the image.", "instruction given to every sample that has no prompt");
-  cfg.add_string("data.train_split", "train", "split to train on (train|val|test|all)");
-  cfg.add_string("data.val_split", "val", "split of the validation loss (train.eval_every)");
-  cfg.add_int("data.threads", 2, "loader threads (decode, resize, texture)", 1, 256);
-  cfg.add_int("data.prefetch", 4, "batches prepared ahead", 1, 1024);
+namespace {
 
-  cfg.add_int("train.steps", 0, "optimizer steps (0 = train.epochs)", 0, int64_t(1) << 40);
-  cfg.add_float("train.epochs", 0, "epochs over the train split when train.steps = 0", 0, 1e6);
-  cfg.add_int("train.batch", 8, "images per micro-batch per DP rank", 1, 1 << 20);
-  cfg.add_int("train.micro_batches", 1, "micro-batches per optimizer step (gradient accumulation)", 1, 1 << 20);
-  cfg.add_int("train.global_batch", 0, "images per optimizer step; must equal dp x micro_batches x batch (0 = that)",
-              0, int64_t(1) << 40);
-  cfg.add_int("train.max_text", 48, "prompt + caption tokens per sample (longer captions are cut)", 2, 1 << 20);
-  cfg.add_float("train.lr", 1e-3, "peak learning rate", 0, 10);
-  cfg.add_float("train.min_lr_ratio", 0.1, "final learning rate / peak (cosine, linear)", 0, 1);
-  cfg.add_int("train.warmup", 0, "linear warmup steps", 0, int64_t(1) << 40);
-  cfg.add_choice("train.schedule", "cosine", {"cosine", "linear", "constant"}, "learning-rate decay after warmup");
-  cfg.add_float("train.weight_decay", 0.01, "AdamW weight decay (matrices only, optim/optimizer.h)", 0, 10);
-  cfg.add_float("train.beta1", 0.9, "AdamW beta1", 0, 1);
-  cfg.add_float("train.beta2", 0.95, "AdamW beta2", 0, 1);
-  cfg.add_float("train.eps", 1e-8, "AdamW epsilon", 0, 1);
-  cfg.add_float("train.clip", 1.0, "max global gradient norm (0 = no clipping)", 0, 1e30);
-  cfg.add_string("train.freeze", "", "modules not trained: comma list of vision,projector,scorers,llm");
-  cfg.add_int("train.zero", 0,
-              "ZeRO stage over DP (docs/training.md): 0 none; 1 f32 master weights and AdamW moments sharded "
-              "(distributed optimizer); 2 also the gradients, reduce-scattered per layer; 3 also the parameters "
-              "(FSDP: each layer gathered before use)",
-              0, 3);
-  cfg.add_int("train.log_every", 10, "progress line every N steps", 1, int64_t(1) << 40);
-  cfg.add_int("train.eval_every", 0, "validation loss every N steps (0 = at the end only)", 0, int64_t(1) << 40);
-  cfg.add_int("train.eval_batches", 8, "batches of the validation loss", 1, 1 << 20);
-  cfg.add_string("train.run", "run", "run name: outputs go to <train.out_dir>/<train.run>/");
-  cfg.add_string("train.out_dir", "runs", "folder of the runs");
-  cfg.add_int("train.save_every", 0,
-              "checkpoint every N steps and at the end (0 = at the end only, -1 = never; docs/checkpoints.md)", -1,
-              int64_t(1) << 40);
-  cfg.add_int("train.keep_last", 3, "checkpoints kept in train.ckpt_dir (0 = all)", 0, 1 << 20);
-  cfg.add_string("train.ckpt_dir", "", "checkpoint folder (empty = <train.out_dir>/<train.run>/checkpoints)");
-  cfg.add_string("train.resume", "",
-                 "resume from a checkpoint: auto (the newest in train.ckpt_dir, when there is one), a step_N.h5 "
-                 "file or a checkpoint folder; empty = start afresh");
-  cfg.add_float("train.bucket_mb", 25, "DP gradient bucket size in MiB", 0.001, 1 << 20);
-  cfg.add_choice("train.precision", "fp32", {"fp32", "bf16"},
-                 "arithmetic: fp32, or bf16 mixed precision (bf16 weight copies and activations, f32 master "
-                 "weights, gradients and statistics; docs/training.md)");
-  cfg.add_choice("train.grad_reduce_dtype", "fp32", {"fp32", "bf16"},
-                 "dtype of the DP gradient buckets on the wire (bf16 halves the traffic; the sums land in f32)");
-  cfg.add_float("train.peak_tflops", 0,
-                "peak TFLOP/s per rank of the MFU in the progress line (0 = the GPU's dense peak at train.precision "
-                "for an H100, H200 or A100; on the CPU or another GPU no MFU unless set)",
-                0, 1e9);
-  cfg.add_string("llm.hf", "", "Hugging Face Llama/Qwen2/GPT-2 checkpoint directory for the backbone");
-
-  cfg.add_string("eval.split", "test", "split of the caption accuracy after training (empty = none)");
-  cfg.add_int("eval.images", 0, "images of the caption accuracy per DP rank (0 = the whole split)", 0, int64_t(1) << 40);
-  cfg.add_int("eval.pictures", 8, "relevance pictures written after training", 0, 4096);
-  cfg.add_int("eval.max_new", 24, "greedy decoding: tokens generated at most", 1, 4096);
-}
-
-DataOptions read_data_options(const Config& cfg) {
-  DataOptions d;
-  d.path = cfg.get_string("data.path");
-  d.tokenizer = cfg.get_string("data.tokenizer");
-  d.prompt = cfg.get_string("data.prompt");
-  d.train_split = cfg.get_string("data.train_split");
-  d.val_split = cfg.get_string("data.val_split");
-  d.threads = int(cfg.get_int("data.threads"));
-  d.prefetch = int(cfg.get_int("data.prefetch"));
-  return d;
-}
-
-EvalOptions read_eval_options(const Config& cfg) {
-  EvalOptions e;
-  e.split = cfg.get_string("eval.split");
-  e.images = cfg.get_int("eval.images");
-  e.pictures = int(cfg.get_int("eval.pictures"));
-  e.max_new = int(cfg.get_int("eval.max_new"));
-  return e;
-}
-
-TrainOptions read_train_options(const Config& cfg) {
-  TrainOptions t;
-  t.steps = cfg.get_int("train.steps");
-  t.epochs = cfg.get_float("train.epochs");
-  t.batch = int(cfg.get_int("train.batch"));
-  t.micro_batches = int(cfg.get_int("train.micro_batches"));
-  t.global_batch = cfg.get_int("train.global_batch");
-  t.max_text = int(cfg.get_int("train.max_text"));
-  t.optim.lr = cfg.get_float("train.lr");
-  t.optim.min_lr_ratio = cfg.get_float("train.min_lr_ratio");
-  t.optim.warmup = cfg.get_int("train.warmup");
-  t.optim.schedule = parse_schedule(cfg.get_string("train.schedule"));
-  t.optim.weight_decay = float(cfg.get_float("train.weight_decay"));
-  t.optim.beta1 = float(cfg.get_float("train.beta1"));
-  t.optim.beta2 = float(cfg.get_float("train.beta2"));
-  t.optim.eps = float(cfg.get_float("train.eps"));
-  t.optim.clip = float(cfg.get_float("train.clip"));
-  std::stringstream ss(cfg.get_string("train.freeze"));
+// `train.freeze`: a comma list of module names (model/vlm_model.h ModuleId).
+std::array<bool, kNumModules> parse_frozen(const std::string& list) {
+  std::array<bool, kNumModules> frozen{};
+  std::stringstream ss(list);
   for (std::string w; std::getline(ss, w, ',');) {
     if (w.empty()) continue;
     bool found = false;
     for (int m = 0; m < kNumModules; ++m)
-      if (w == module_name(ModuleId(m))) t.frozen[size_t(m)] = found = true;
+      if (w == module_name(ModuleId(m))) frozen[size_t(m)] = found = true;
     VLM_REQUIRE(found, "--train.freeze: unknown module '", w, "' (expected a comma list of vision, projector, scorers, llm)");
   }
-  t.zero = int(cfg.get_int("train.zero"));
-  t.log_every = int(cfg.get_int("train.log_every"));
-  t.eval_every = int(cfg.get_int("train.eval_every"));
-  t.eval_batches = int(cfg.get_int("train.eval_batches"));
-  t.run = cfg.get_string("train.run");
-  t.out_dir = cfg.get_string("train.out_dir");
-  t.bucket_mb = cfg.get_float("train.bucket_mb");
-  t.precision = cfg.get_string("train.precision") == "bf16" ? Precision::BF16 : Precision::FP32;
-  t.grad_reduce_bf16 = cfg.get_string("train.grad_reduce_dtype") == "bf16";
-  t.save_every = cfg.get_int("train.save_every");
-  t.keep_last = int(cfg.get_int("train.keep_last"));
-  t.ckpt_dir = cfg.get_string("train.ckpt_dir");
+  return frozen;
+}
+
+}  // namespace
+
+const OptionSet<DataOptions>& data_options() {
+  static const OptionSet<DataOptions> set([](OptionSet<DataOptions>& s) {
+    s.option("data.path", &DataOptions::path, "image-text HDF5 file to train on (vlm data build)");
+    s.option("data.tokenizer", &DataOptions::tokenizer, "tokenizer.json (default: the token ids stored in the file)");
+    s.option("data.prompt", &DataOptions::prompt, "instruction given to every sample that has no prompt");
+    s.option("data.train_split", &DataOptions::train_split, "split to train on (train|val|test|all)");
+    s.option("data.val_split", &DataOptions::val_split, "split of the validation loss (train.eval_every)");
+    s.option("data.threads", &DataOptions::threads, "loader threads (decode, resize, texture)").range(1, 256);
+    s.option("data.prefetch", &DataOptions::prefetch, "batches prepared ahead").range(1, 1024);
+  });
+  return set;
+}
+
+const OptionSet<TrainOptions>& train_options() {
+  static const OptionSet<TrainOptions> set([](OptionSet<TrainOptions>& s) {
+    using T = TrainOptions;
+    const auto optim = [](auto field) { return at(&T::optim, field); };
+    s.option("train.steps", &T::steps, "optimizer steps (0 = train.epochs)").range(0, int64_t(1) << 40);
+    s.option("train.epochs", &T::epochs, "epochs over the train split when train.steps = 0").range(0, 1e6);
+    s.option("train.batch", &T::batch, "images per micro-batch per DP rank").range(1, 1 << 20);
+    s.option("train.micro_batches", &T::micro_batches, "micro-batches per optimizer step (gradient accumulation)")
+        .range(1, 1 << 20);
+    s.option("train.global_batch", &T::global_batch,
+             "images per optimizer step; must equal dp x micro_batches x batch (0 = that)")
+        .range(0, int64_t(1) << 40);
+    s.option("train.max_text", &T::max_text, "prompt + caption tokens per sample (longer captions are cut)")
+        .range(2, 1 << 20);
+    s.option("train.lr", optim(&OptimOptions::lr), "peak learning rate").range(0, 10);
+    s.option("train.min_lr_ratio", optim(&OptimOptions::min_lr_ratio), "final learning rate / peak (cosine, linear)")
+        .range(0, 1);
+    s.option("train.warmup", optim(&OptimOptions::warmup), "linear warmup steps").range(0, int64_t(1) << 40);
+    s.option("train.schedule", optim(&OptimOptions::schedule), "learning-rate decay after warmup")
+        .choices(choices_of(schedule_name, {LrSchedule::Cosine, LrSchedule::Linear, LrSchedule::Constant}));
+    s.option("train.weight_decay", optim(&OptimOptions::weight_decay),
+             "AdamW weight decay (matrices only, optim/optimizer.h)")
+        .range(0, 10);
+    s.option("train.beta1", optim(&OptimOptions::beta1), "AdamW beta1").range(0, 1);
+    s.option("train.beta2", optim(&OptimOptions::beta2), "AdamW beta2").range(0, 1);
+    s.option("train.eps", optim(&OptimOptions::eps), "AdamW epsilon").range(0, 1);
+    s.option("train.clip", optim(&OptimOptions::clip), "max global gradient norm (0 = no clipping)").range(0, 1e30);
+    s.option("train.freeze", &T::frozen, "modules not trained: comma list of vision,projector,scorers,llm")
+        .parse("", parse_frozen);
+    s.option("train.zero", &T::zero,
+             "ZeRO stage over DP (docs/training.md): 0 none; 1 f32 master weights and AdamW moments sharded "
+             "(distributed optimizer); 2 also the gradients, reduce-scattered per layer; 3 also the parameters "
+             "(FSDP: each layer gathered before use)")
+        .range(0, 3);
+    s.option("train.log_every", &T::log_every, "progress line every N steps").range(1, int64_t(1) << 40);
+    s.option("train.eval_every", &T::eval_every, "validation loss every N steps (0 = at the end only)")
+        .range(0, int64_t(1) << 40);
+    s.option("train.eval_batches", &T::eval_batches, "batches of the validation loss").range(1, 1 << 20);
+    s.option("train.run", &T::run, "run name: outputs go to <train.out_dir>/<train.run>/");
+    s.option("train.out_dir", &T::out_dir, "folder of the runs");
+    s.option("train.save_every", &T::save_every,
+             "checkpoint every N steps and at the end (0 = at the end only, -1 = never; docs/checkpoints.md)")
+        .range(-1, int64_t(1) << 40);
+    s.option("train.keep_last", &T::keep_last, "checkpoints kept in train.ckpt_dir (0 = all)").range(0, 1 << 20);
+    s.option("train.ckpt_dir", &T::ckpt_dir, "checkpoint folder (empty = <train.out_dir>/<train.run>/checkpoints)");
+    s.option("train.resume", &T::resume,
+             "resume from a checkpoint: auto (the newest in train.ckpt_dir, when there is one), a step_N.h5 "
+             "file or a checkpoint folder; empty = start afresh");
+    s.option("train.bucket_mb", &T::bucket_mb, "DP gradient bucket size in MiB").range(0.001, 1 << 20);
+    s.option("train.precision", &T::precision,
+             "arithmetic: fp32, or bf16 mixed precision (bf16 weight copies and activations, f32 master "
+             "weights, gradients and statistics; docs/training.md)")
+        .choices({{"fp32", Precision::FP32}, {"bf16", Precision::BF16}});
+    s.option("train.grad_reduce_dtype", &T::grad_reduce_bf16,
+             "dtype of the DP gradient buckets on the wire (bf16 halves the traffic; the sums land in f32)")
+        .choices({{"fp32", false}, {"bf16", true}});
+    s.option("train.peak_tflops", &T::peak_tflops,
+             "peak TFLOP/s per rank of the MFU in the progress line (0 = the GPU's dense peak at train.precision "
+             "for an H100, H200 or A100; on the CPU or another GPU no MFU unless set)")
+        .range(0, 1e9);
+    s.option("llm.hf", &T::llm_hf, "Hugging Face Llama/Qwen2/GPT-2 checkpoint directory for the backbone");
+  });
+  return set;
+}
+
+const OptionSet<EvalOptions>& eval_options() {
+  static const OptionSet<EvalOptions> set([](OptionSet<EvalOptions>& s) {
+    s.option("eval.split", &EvalOptions::split, "split of the caption accuracy after training (empty = none)");
+    s.option("eval.images", &EvalOptions::images, "images of the caption accuracy per DP rank (0 = the whole split)")
+        .range(0, int64_t(1) << 40);
+    s.option("eval.pictures", &EvalOptions::pictures, "relevance pictures written after training").range(0, 4096);
+    s.option("eval.max_new", &EvalOptions::max_new, "greedy decoding: tokens generated at most").range(1, 4096);
+  });
+  return set;
+}
+
+void register_train_options(Config& cfg) {
+  data_options().add_to(cfg);
+  train_options().add_to(cfg);
+  eval_options().add_to(cfg);
+}
+
+DataOptions read_data_options(const Config& cfg) { return data_options().read(cfg); }
+EvalOptions read_eval_options(const Config& cfg) { return eval_options().read(cfg); }
+
+TrainOptions read_train_options(const Config& cfg) {
+  TrainOptions t = train_options().read(cfg);
   if (t.ckpt_dir.empty()) t.ckpt_dir = t.out_dir + "/" + t.run + "/checkpoints";
-  t.resume = cfg.get_string("train.resume");
-  t.llm_hf = cfg.get_string("llm.hf");
-  t.peak_tflops = cfg.get_float("train.peak_tflops");
   return t;
 }
 
@@ -181,7 +175,7 @@ VlmConfig resolve_vlm_config(const Config& cfg, const TrainOptions& t, int64_t t
   VlmConfig v;
   v.vision = resolve_vision_config(cfg);
   v.llm = t.llm_hf.empty() ? read_model_config(cfg) : read_hf_config(t.llm_hf);
-  if (t.llm_hf.empty() && !cfg.is_set("model.vocab_size")) v.llm.vocab_size = tok_vocab;
+  if (t.llm_hf.empty() && !model_options().is_set(cfg, &ModelConfig::vocab_size)) v.llm.vocab_size = tok_vocab;
   v.llm.validate(tp);
   VLM_REQUIRE(tok_vocab <= v.llm.vocab_size, "the tokenizer's vocabulary (", tok_vocab,
               " tokens) exceeds the model's (model.vocab_size=", v.llm.vocab_size, ")");

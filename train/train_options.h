@@ -1,7 +1,8 @@
-// The options of `vlm train`, registered once under `data.*`, `train.*` and `eval.*`
-// (the model's own are vision.*, lod.*, scorers.*, model.*, scheduler.*, parallel.*),
-// and read into plain structs. Every rule between options is checked in check() with a
-// UserError naming the options and their values:
+// The options of `vlm train`, declared once under `data.*`, `train.*` and `eval.*`
+// (data_options(), train_options(), eval_options(); base/options.h) and read into plain
+// structs; the model's own are vision.*, lod.*, scorers.*, model.*, scheduler.*,
+// parallel.*. Every rule between options is checked in check() with a UserError naming
+// the options and their values:
 //   train.global_batch (when set) = dp x train.micro_batches x train.batch;
 //   train.steps > 0 or train.epochs > 0;
 //   train.freeze: a comma list of vision, projector, scorers, llm; not all four.
@@ -11,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "base/options.h"
 #include "model/batch.h"
 #include "model/vlm_model.h"
 #include "optim/optimizer.h"
@@ -18,7 +20,6 @@
 
 namespace vlm {
 
-class Config;
 class DatasetReader;
 
 struct DataOptions {
@@ -44,7 +45,7 @@ struct TrainOptions {
   int64_t global_batch = 0;     // 0 = dp x micro_batches x batch
   int max_text = 48;            // prompt + caption tokens per sample
   OptimOptions optim;
-  std::array<bool, kNumModules> frozen{};  // by ModuleId
+  std::array<bool, kNumModules> frozen{};  // by ModuleId (train.freeze)
   int zero = 0;
   int log_every = 10, eval_every = 0, eval_batches = 8;
   std::string run = "run", out_dir = "runs";
@@ -62,12 +63,17 @@ struct TrainOptions {
   int64_t total_steps(int64_t steps_per_epoch) const;
 };
 
+const OptionSet<DataOptions>& data_options();
+const OptionSet<TrainOptions>& train_options();
+const OptionSet<EvalOptions>& eval_options();
+// Registers data.*, train.* (and llm.hf), eval.*, in this order.
 void register_train_options(Config& cfg);
 // Registers every option `vlm train` reads (model, vision, scorers, scheduler, runtime,
 // data, train, eval).
 void register_all_train_options(Config& cfg);
 DataOptions read_data_options(const Config& cfg);
 EvalOptions read_eval_options(const Config& cfg);
+// train.ckpt_dir resolved: <out_dir>/<run>/checkpoints when not given.
 TrainOptions read_train_options(const Config& cfg);
 
 // The tokenizer of a run: data.tokenizer, else the file the dataset names as its

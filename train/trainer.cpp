@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "checkpoint/checkpoint.h"
 #include "core/counting_backend.h"
+#include "core/device_options.h"
 #include "data/storage/dataset.h"
 #include "llm/hf_import.h"
 #include "model/batch.h"
@@ -40,8 +41,8 @@ Trainer::Trainer(const Config& cfg, Runtime& rt) : st_(std::make_unique<State>(c
     S.data = read_data_options(cfg);
     S.train = read_train_options(cfg);
     S.eval = read_eval_options(cfg);
-    S.sched = sched::scheduler_options(cfg);
-    S.seed = uint64_t(cfg.get_int("seed"));
+    S.sched = sched::read_scheduler_options(cfg);
+    S.seed = read_device_options(cfg).seed;
     VLM_REQUIRE(!S.data.path.empty(), "--data.path: an image-text HDF5 file is required (vlm data build)");
     S.train.check(dp);
     DatasetReader ds(S.data.path);

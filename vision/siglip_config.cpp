@@ -200,19 +200,20 @@ std::string siglip_preprocessor_json(const VisionConfig& c) {
 }
 
 void check_options_agree(const Config& cfg, const SiglipCheckpoint& ck) {
-  const VisionConfig& v = ck.vision;
-  auto agree = [&](const char* option, const std::string& key, int64_t hf_value) {
-    if (!cfg.is_set(option)) return;
-    const int64_t given = cfg.get_int(option);
-    VLM_REQUIRE(given == hf_value, option, "=", given, " disagrees with ", ck.keys.source, key, "=", hf_value,
-                " (leave ", option, " unset to take the checkpoint's value)");
+  const VisionConfig given = read_vision_config(cfg), &v = ck.vision;
+  const OptionSet<VisionConfig>& opts = vision_options();
+  auto agree = [&](auto field, const std::string& key) {
+    if (!opts.is_set(cfg, field)) return;
+    const std::string& option = opts.name_of(field);
+    VLM_REQUIRE(given.*field == v.*field, option, "=", given.*field, " disagrees with ", ck.keys.source, key, "=",
+                v.*field, " (leave ", option, " unset to take the checkpoint's value)");
   };
-  agree("vision.image_size", ck.keys.image_size, v.image_size);
-  agree("vision.patch", ck.keys.patch, v.patch);
-  agree("vision.d_model", ck.keys.d_model, v.d_model);
-  agree("vision.layers", ck.keys.n_layers, v.n_layers);
-  agree("vision.heads", ck.keys.n_heads, v.n_heads);
-  agree("vision.d_ff", ck.keys.d_ff, v.d_ff);
+  agree(&VisionConfig::image_size, ck.keys.image_size);
+  agree(&VisionConfig::patch, ck.keys.patch);
+  agree(&VisionConfig::d_model, ck.keys.d_model);
+  agree(&VisionConfig::n_layers, ck.keys.n_layers);
+  agree(&VisionConfig::n_heads, ck.keys.n_heads);
+  agree(&VisionConfig::d_ff, ck.keys.d_ff);
 }
 
 VisionConfig resolve_vision_config(const Config& cfg) {

@@ -3,7 +3,6 @@
 
 #include <cmath>
 
-#include "base/config.h"
 #include "base/error.h"
 
 namespace vlm {
@@ -16,9 +15,16 @@ const char* activation_name(VisionActivation a) {
 }
 
 VisionKeys VisionKeys::options() {
+  const OptionSet<VisionConfig>& o = vision_options();
   // norm_eps is not an option (SigLIP's 1e-6, or a checkpoint's layer_norm_eps).
-  return {"",           "vision.image_size", "vision.patch", "vision.d_model", "vision.layers",
-          "vision.heads", "vision.d_ff",     "vision norm_eps"};
+  return {"",
+          o.name_of(&VisionConfig::image_size),
+          o.name_of(&VisionConfig::patch),
+          o.name_of(&VisionConfig::d_model),
+          o.name_of(&VisionConfig::n_layers),
+          o.name_of(&VisionConfig::n_heads),
+          o.name_of(&VisionConfig::d_ff),
+          "vision norm_eps"};
 }
 
 void VisionConfig::validate(const VisionKeys& k) const {
@@ -73,39 +79,35 @@ std::string VisionConfig::str() const {
              hf_dir.empty() ? "" : cat(" hf=", hf_dir));
 }
 
-void register_vision_options(Config& cfg) {
-  cfg.add_int("vision.image_size", 224, "side S of the square (letterboxed) input image in pixels; G = S / P",
-              1, kMaxImageSize);
-  cfg.add_int("vision.patch", 16, "patch side P in pixels (must divide vision.image_size)", 1, kMaxImageSize);
-  cfg.add_int("vision.d_model", 768, "encoder width d_v", 1, kMaxVisionWidth);
-  cfg.add_int("vision.layers", 12, "encoder transformer blocks", 1, kMaxVisionLayers);
-  cfg.add_int("vision.heads", 12, "encoder attention heads (must divide vision.d_model)", 1, kMaxVisionHeads);
-  cfg.add_int("vision.d_ff", 3072, "encoder MLP hidden width", 1, kMaxVisionFF);
-  cfg.add_choice("vision.texture", "on", {"on", "off"},
-                 "add the 13-channel texture array through a zero-initialised linear (on|off)");
-  cfg.add_int("vision.conv_stem", 0,
-              "channels C of a convolutional stem in place of the patch convolution: log2(vision.patch) stride-2 "
-              "3x3 convolutions with C, 2C, ... channels and GELU, then a 1x1 projection (0 = none, as SigLIP)",
-              0, kMaxVisionWidth);
-  cfg.add_string("vision.hf", "",
-                 "Hugging Face SigLIP checkpoint directory (SiglipVisionModel, SiglipModel, LLaVA or PaliGemma); "
-                 "its config.json sets the encoder's shape; empty = random init");
-  cfg.add_float("vision.init_std", 0.02, "std of the normal initialisation of the encoder's weights", 0.0, 10.0);
+const OptionSet<VisionConfig>& vision_options() {
+  static const OptionSet<VisionConfig> set([](OptionSet<VisionConfig>& s) {
+    s.option("vision.image_size", &VisionConfig::image_size,
+             "side S of the square (letterboxed) input image in pixels; G = S / P")
+        .range(1, kMaxImageSize);
+    s.option("vision.patch", &VisionConfig::patch, "patch side P in pixels (must divide vision.image_size)")
+        .range(1, kMaxImageSize);
+    s.option("vision.d_model", &VisionConfig::d_model, "encoder width d_v").range(1, kMaxVisionWidth);
+    s.option("vision.layers", &VisionConfig::n_layers, "encoder transformer blocks").range(1, kMaxVisionLayers);
+    s.option("vision.heads", &VisionConfig::n_heads, "encoder attention heads (must divide vision.d_model)")
+        .range(1, kMaxVisionHeads);
+    s.option("vision.d_ff", &VisionConfig::d_ff, "encoder MLP hidden width").range(1, kMaxVisionFF);
+    s.option("vision.texture", &VisionConfig::texture,
+             "add the 13-channel texture array through a zero-initialised linear (on|off)")
+        .choices({{"on", true}, {"off", false}});
+    s.option("vision.conv_stem", &VisionConfig::conv_stem,
+             "channels C of a convolutional stem in place of the patch convolution: log2(vision.patch) stride-2 "
+             "3x3 convolutions with C, 2C, ... channels and GELU, then a 1x1 projection (0 = none, as SigLIP)")
+        .range(0, kMaxVisionWidth);
+    s.option("vision.hf", &VisionConfig::hf_dir,
+             "Hugging Face SigLIP checkpoint directory (SiglipVisionModel, SiglipModel, LLaVA or PaliGemma); "
+             "its config.json sets the encoder's shape; empty = random init");
+    s.option("vision.init_std", &VisionConfig::init_std, "std of the normal initialisation of the encoder's weights")
+        .range(0.0, 10.0);
+  });
+  return set;
 }
 
-VisionConfig read_vision_config(const Config& cfg) {
-  VisionConfig v;
-  v.image_size = int(cfg.get_int("vision.image_size"));
-  v.patch = int(cfg.get_int("vision.patch"));
-  v.d_model = cfg.get_int("vision.d_model");
-  v.n_layers = int(cfg.get_int("vision.layers"));
-  v.n_heads = int(cfg.get_int("vision.heads"));
-  v.d_ff = cfg.get_int("vision.d_ff");
-  v.texture = cfg.get_string("vision.texture") == "on";
-  v.conv_stem = cfg.get_int("vision.conv_stem");
-  v.hf_dir = cfg.get_string("vision.hf");
-  v.init_std = float(cfg.get_float("vision.init_std"));
-  return v;
-}
+void register_vision_options(Config& cfg) { vision_options().add_to(cfg); }
+VisionConfig read_vision_config(const Config& cfg) { return vision_options().read(cfg); }
 
 }  // namespace vlm

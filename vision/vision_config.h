@@ -1,6 +1,6 @@
 // VisionConfig: the shape of the vision encoder, a ViT over S x S RGB images cut into
 // P x P patches (plus, optionally, the 13-channel texture array on the same grid),
-// registered once in the Config under `vision.*` and read into a plain struct.
+// declared once under `vision.*` (vision_options()) and read into a plain struct.
 //
 // Grid: G = S / P cells per side, G*G tokens per image, row-major (cell (r, c) is token
 // r*G + c), the same grid as the texture array.
@@ -22,11 +22,10 @@
 #include <string>
 #include <string_view>
 
+#include "base/options.h"
 #include "core/texture_channels.h"
 
 namespace vlm {
-
-class Config;
 
 
 // Upper limits of the sizes (typos and hostile files are refused before any allocation).
@@ -77,9 +76,9 @@ struct VisionConfig {
   std::string str() const;  // one line for logs
 };
 
-// Registers `vision.image_size`, `vision.patch`, `vision.d_model`, `vision.layers`,
-// `vision.heads`, `vision.d_ff`, `vision.texture` (on|off), `vision.conv_stem`,
-// `vision.hf` (a directory), `vision.init_std`.
+// The `vision.*` options, one per field above but norm_eps, activation and the image
+// normalisation (base/options.h); vision.texture is a choice on|off.
+const OptionSet<VisionConfig>& vision_options();
 void register_vision_options(Config& cfg);
 // Reads the options registered above (does not validate: call validate(); does not read
 // vision.hf's checkpoint: see resolve_vision_config in vision/siglip_config.h).

@@ -242,7 +242,7 @@ TEST(Mode, OptionsFromTheCommandLine) {
   Config cfg;
   register_scheduler_options(cfg);
   ASSERT_TRUE(test::parse_args(cfg, {"--scheduler.mode", "serial", "--trace", "out/t.json"}));
-  SchedulerOptions o = scheduler_options(cfg);
+  SchedulerOptions o = read_scheduler_options(cfg);
   EXPECT_EQ(o.mode, Mode::Serial);
   EXPECT_EQ(o.trace, "out/t.json");
   Config bad;

@@ -109,7 +109,7 @@ TEST(VlmStepTrace, TwoRanksOverlapFileShowsScorersAndPipelining) {
   Config cfg;
   sched::register_scheduler_options(cfg);
   ASSERT_TRUE(test::parse_args(cfg, {"--scheduler.mode", "overlap", "--trace", path}));
-  const sched::SchedulerOptions so = sched::scheduler_options(cfg);
+  const sched::SchedulerOptions so = sched::read_scheduler_options(cfg);
   ASSERT_EQ(so.trace, path);
 
   Layout L(1);  // DP = 2
