@@ -21,6 +21,7 @@
 #include "base/error.h"
 #include "base/file_read.h"
 #include "base/options.h"
+#include "base/utf8.h"
 #include "checkpoint/checkpoint.h"
 #include "core/device_options.h"
 #include "data/image/image_pipeline.h"
@@ -85,6 +86,7 @@ int caption(const Config& cfg) {
     VLM_REQUIRE(g.decode.top_k == 0 || g.decode.temperature > 0, "--top-k ", g.decode.top_k,
                 " needs --temperature > 0 (greedy decoding takes the top token)");
     if (!relevance.empty()) check_output_path(relevance);
+    require_utf8(in.prompt, "--" + caption_inputs().name_of(&CaptionInputs::prompt));
     const std::string bytes = read_file_bounded(image, kMaxImageFileBytes, "image");
     rgb = decode_rgb(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
     VLM_REQUIRE(!rgb.empty(), image, ": not a decodable PNG or JPEG image (at most ", kMaxDecodeSide,

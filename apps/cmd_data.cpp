@@ -9,15 +9,18 @@
 //   vlm data build --data.from colours --data.out FILE.h5 [--data.limit N] [--data.seed S]
 //                  [--data.scene_size 64] [--data.colour_grid 4] [--data.colour_items 4]
 //                  [--data.colour_classes digits|fashion]
-//   vlm data inspect FILE.h5 [--data.samples K]
+//   vlm data inspect FILE.h5 [--data.samples K]   (also reads every caption and prompt and
+//                  decodes every image: exit 2 when a text is not UTF-8 or an image fails)
 //   vlm data tokenizer --data.train FILE.h5 --data.vocab N --data.out tok.json
 //   vlm data tokenize FILE.h5 --data.tokenizer tok.json
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "apps/command.h"
 #include "base/error.h"
@@ -25,6 +28,7 @@
 #include "data/convert/colour_compose.h"
 #include "data/convert/converters.h"
 #include "data/storage/dataset.h"
+#include "data/storage/dataset_check.h"
 #include "data/text/tokenizer.h"
 #include "io/atomic_file.h"
 
@@ -178,14 +182,23 @@ int do_inspect(const Config& c) {
     if (shown++ < 8) std::printf(" %dx%d:%lld", hw.first, hw.second, (long long)n);
   std::printf("%s\nimage bytes: %.1f MB (%.0f per image)\n", sizes.size() > 8 ? " ..." : "", bytes / 1e6,
               r.num_images() ? double(bytes) / double(r.num_images()) : 0.0);
-  int64_t lo = INT64_MAX, hi = 0, sum = 0;
-  for (int64_t j = 0; j < r.num_captions(); ++j) {
-    const int64_t n = int64_t(r.caption(j).size());
-    lo = std::min(lo, n), hi = std::max(hi, n), sum += n;
-  }
-  if (r.num_captions() > 0)
-    std::printf("caption bytes: min %lld, mean %.1f, max %lld\n", (long long)lo,
-                double(sum) / double(r.num_captions()), (long long)hi);
+  std::fflush(stdout);
+  const DatasetCheck chk = [&] {
+    QuietStderr quiet;  // libpng/libjpeg's own messages: the count below replaces them
+    return check_dataset(r, int(std::clamp(std::thread::hardware_concurrency(), 1u, 8u)));
+  }();
+  if (chk.captions > 0)
+    std::printf("caption bytes: min %lld, mean %.1f, max %lld\n", (long long)chk.caption_bytes_min,
+                double(chk.caption_bytes_sum) / double(chk.captions), (long long)chk.caption_bytes_max);
+  std::printf("text: %lld captions and %lld prompts, all valid UTF-8\n", (long long)chk.captions,
+              (long long)chk.prompts);
+  if (r.raw())
+    std::printf("images: raw pixels (nothing to decode)\n");
+  else if (chk.bad_images == 0)
+    std::printf("images: all %lld decode to their recorded size\n", (long long)chk.images);
+  else
+    std::printf("images: %lld of %lld cannot be used (first: %s)\n", (long long)chk.bad_images,
+                (long long)chk.images, chk.first_reason.c_str());
   std::printf("tokens: %s\n", r.has_tokens() ? ("present (" + r.tokenizer_name() + ")").c_str() : "absent");
   if (r.has_boxes() || !r.caption_labels().empty())
     std::printf("caption boxes: %s, caption labels: %s (%zu classes)\n", r.has_boxes() ? "present" : "absent",
@@ -211,6 +224,14 @@ int do_inspect(const Config& c) {
     }
     if (r.has_tokens()) std::printf(" (%zu tokens)", r.tokens(j).size());
     std::printf("\n");
+  }
+  if (chk.bad_images > 0) {
+    std::string idx;
+    for (int64_t i : chk.first_bad) idx += (idx.empty() ? "" : ", ") + std::to_string(i);
+    if (chk.bad_images > int64_t(chk.first_bad.size())) idx += ", ...";
+    throw UserError(cat(path, ": ", chk.bad_images, " of ", chk.images, " images cannot be used (images ", idx,
+                        "; first: ", chk.first_reason, "); rebuild the dataset: vlm data build writes only images "
+                        "that decode, with their decoded size"));
   }
   return 0;
 }
@@ -252,7 +273,8 @@ int do_tokenize(const Config& c) {
 const char* const kUsage =
     "[FILE] [--data.* options]\n"
     "  build      convert a source (--data.from) into an HDF5 dataset (--data.out)\n"
-    "  inspect    print counts, image sizes, caption lengths and samples of FILE\n"
+    "  inspect    print counts, image sizes, caption lengths and samples of FILE; check every\n"
+    "             caption and prompt (UTF-8) and decode every image (exit 2 when any fails)\n"
     "  tokenizer  train a byte-level BPE tokenizer on FILE's train captions and prompts\n"
     "  tokenize   (re)write FILE's caption tokens with --data.tokenizer";
 
@@ -265,7 +287,7 @@ VLM_COMMAND(data_build, {.path = "data build",
                          .options = register_options,
                          .run = do_build});
 VLM_COMMAND(data_inspect, {.path = "data inspect",
-                           .summary = "print counts, image sizes, caption lengths and samples of FILE",
+                           .summary = "print counts, sizes and samples of FILE; check every text and image",
                            .usage = kUsage,
                            .options = register_options,
                            .run = do_inspect,

@@ -33,19 +33,14 @@ namespace {
 
 void write_logits_h5(const std::string& path, const std::vector<float>& logits, const std::vector<int32_t>& ids,
                      int64_t V, const std::string& model, int tp, const std::string& device) {
-  AtomicFile out(path);  // an existing file is replaced only by a complete one
-  {
-    H5Lock lock(h5_mutex());
-    H5Id file = h5_create_file(out.temp_path());
-    h5_write_array(file.get(), "logits", H5Elem::F32, logits.data(), {int64_t(ids.size()), V});
-    h5_write_1d(file.get(), "ids", H5Elem::I32, ids.data(), int64_t(ids.size()), false);
-    h5_write_attr_string(file.get(), "format", "vlm-lm-logits");
-    h5_write_attr_string(file.get(), "model", model);
-    h5_write_attr_int(file.get(), "tp", tp);
-    h5_write_attr_string(file.get(), "device", device);
-    h5_close_file(file);
-  }
-  out.commit();
+  h5_write_file_atomic(path, [&](H5Handle file) {  // an existing file is replaced only by a complete one
+    h5_write_array(file, "logits", H5Elem::F32, logits.data(), {int64_t(ids.size()), V});
+    h5_write_1d(file, "ids", H5Elem::I32, ids.data(), int64_t(ids.size()), false);
+    h5_write_attr_string(file, "format", "vlm-lm-logits");
+    h5_write_attr_string(file, "model", model);
+    h5_write_attr_int(file, "tp", tp);
+    h5_write_attr_string(file, "device", device);
+  });
 }
 
 struct LogitsInputs {

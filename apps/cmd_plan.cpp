@@ -75,7 +75,7 @@ int64_t tokenizer_vocab(const Config& cfg) {
 
 void print_memory(const LayoutPlan& p) {
   std::printf("\nmemory per rank (exact: the arenas vlm train allocates; every DP rank of a TP rank alike)\n");
-  // One column per term of MemoryTerms (plan/plan_memory.h), then the exact total.
+  // One column per term of MemoryTerms (train/memory_terms.h), then the exact total.
   std::printf("  %-7s", "tp rank");
   for (const MemoryTerms::Term& t : p.ranks[0].memory.terms()) std::printf(" | %12s", t.name);
   std::printf(" | %12s | %s\n", "total", "bytes");

@@ -33,6 +33,19 @@ uint64_t allocatable_bytes() {
   return avail;
 }
 
+std::string format_bytes(double b) {
+  char buf[32];
+  if (b >= double(1ull << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", b / double(1ull << 30));
+  else if (b >= double(1 << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", b / double(1 << 20));
+  else if (b >= 1024) std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024);
+  else std::snprintf(buf, sizeof buf, "%.0f B", b);
+  return buf;
+}
+
+std::string format_bytes_exact(uint64_t b) {
+  return b < 1024 ? format_bytes(double(b)) : format_bytes(double(b)) + " (" + std::to_string(b) + " B)";
+}
+
 void require_allocatable(uint64_t bytes, std::string_view what) {
   const uint64_t avail = allocatable_bytes();
   if (bytes <= avail) return;

@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include "base/error.h"
+
 namespace vlm {
 
 size_t utf8_invalid_at(std::string_view s) {
@@ -29,6 +31,11 @@ size_t utf8_invalid_at(std::string_view s) {
     i += size_t(n) + 1;
   }
   return kUtf8Valid;
+}
+
+void require_utf8(std::string_view s, std::string_view what) {
+  const size_t bad = utf8_invalid_at(s);
+  VLM_REQUIRE(bad == kUtf8Valid, what, " is not valid UTF-8 at byte ", bad, " of ", s.size(), " (expected UTF-8 text)");
 }
 
 }  // namespace vlm

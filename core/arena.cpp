@@ -2,6 +2,7 @@
 #include "core/arena.h"
 
 #include "base/memory_check.h"
+#include "core/out_of_memory.h"
 
 namespace vlm {
 
@@ -18,12 +19,22 @@ void Arena::add(const std::string& name, Shape shape, DType dtype) {
 
 void Arena::allocate(Backend& b, bool zero) {
   VLM_ASSERT(!allocated(), "arena '", name_, "' allocated twice");
+  const std::string label =
+      cat("arena '", name_, "' (", entries_.size(), " tensors, first '", entries_.empty() ? "" : entries_[0].name, "')");
   // Host memory: sizes come from configs and files, so too much is the user's problem.
-  if (b.device() == DeviceKind::CPU && b.commits_memory())
-    require_allocatable(bytes_, cat("arena '", name_, "' (", entries_.size(), " tensors, first '",
-                                    entries_.empty() ? "" : entries_[0].name, "')"));
+  if (b.device() == DeviceKind::CPU && b.commits_memory()) {
+    const uint64_t avail = allocatable_bytes();
+    if (bytes_ > avail)
+      throw OutOfMemory(b.device(), bytes_, label,
+                        cat("more than the ", format_bytes(double(avail)), " of memory available"));
+  }
+  if (arena_fault_due()) throw OutOfMemory(b.device(), bytes_, label, "injected: VLM_FAULT_ARENA_ALLOC");
+  try {
+    storage_ = Tensor::empty(b, Shape{int64_t(bytes_)}, DType::U8);
+  } catch (const OutOfMemory& e) {  // the backend's account, with the arena's name
+    throw OutOfMemory(e.device(), bytes_, label, e.detail());
+  }
   backend_ = &b;
-  storage_ = Tensor::empty(b, Shape{int64_t(bytes_)}, DType::U8);
   if (zero) this->zero();
 }
 

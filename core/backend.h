@@ -83,7 +83,7 @@ class Backend {
   virtual std::unique_ptr<Event> create_event(bool timing = false) = 0;
   virtual void synchronize() = 0;  // waits for all streams of the device
   // False for a backend that only reserves address space and never backs it with memory
-  // (the planner's, plan/plan_memory.h): checks of available memory do not apply to it.
+  // (the planner's, core/reserving_backend.h): checks of available memory do not apply to it.
   virtual bool commits_memory() const { return true; }
 };
 

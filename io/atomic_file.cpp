@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 
 #include "base/error.h"
 
@@ -37,25 +38,62 @@ std::string AtomicFile::final_path_of(const std::string& path) {
 }
 
 AtomicFile::AtomicFile(AtomicFile&& o) noexcept
-    : path_(std::move(o.path_)), temp_(std::move(o.temp_)), committed_(o.committed_) {
+    : path_(std::move(o.path_)), temp_(std::move(o.temp_)), fd_(std::exchange(o.fd_, -1)), committed_(o.committed_) {
   o.committed_ = true;  // the moved-from object owns no temporary file
 }
 
 AtomicFile::~AtomicFile() {
+  if (fd_ >= 0) ::close(fd_);
   if (!committed_ && !temp_.empty()) ::unlink(temp_.c_str());
+}
+
+namespace {
+
+// Writes all n bytes (retrying short writes and EINTR); false with errno set on failure.
+bool write_all(int fd, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      if (w == 0) errno = EIO;  // no progress and no error: do not spin
+      return false;
+    }
+    p += w, n -= size_t(w);
+  }
+  return true;
+}
+
+}  // namespace
+
+void AtomicFile::fail(const char* what, int err) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  committed_ = true;  // nothing left to remove or rename
+  ::unlink(temp_.c_str());
+  throw UserError(cat(path_, ": ", what, " (", std::strerror(err), ")"));
+}
+
+void AtomicFile::write(std::string_view bytes) {
+  VLM_ASSERT(!committed_, "AtomicFile::write after commit for ", path_);
+  if (fd_ < 0) {
+    fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd_ < 0) fail("cannot write", errno);
+  }
+  if (!write_all(fd_, bytes.data(), bytes.size())) fail("write failed", errno);
 }
 
 void AtomicFile::commit() {
   VLM_ASSERT(!committed_, "AtomicFile::commit twice for ", path_);
-  committed_ = true;  // from here on the temporary file is removed or renamed, once
-  const int fd = ::open(temp_.c_str(), O_RDONLY | O_CLOEXEC);
-  const bool synced = fd >= 0 && ::fsync(fd) == 0;
+  // The file write() filled, or the one a library wrote under temp_path() (then opened
+  // here only to flush it).
+  const int fd = fd_ >= 0 ? std::exchange(fd_, -1) : ::open(temp_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail("write failed", errno);
+  const bool synced = ::fsync(fd) == 0;
   const int sync_errno = errno;
-  if (fd >= 0) ::close(fd);
-  if (!synced) {
-    ::unlink(temp_.c_str());
-    throw UserError(cat(path_, ": cannot write (", std::strerror(sync_errno), ")"));
-  }
+  const bool closed = ::close(fd) == 0;  // NFS and others report write errors here
+  if (!synced || !closed) fail("write failed", synced ? errno : sync_errno);
+  committed_ = true;  // from here on the temporary file is renamed or removed, once
   if (std::rename(temp_.c_str(), path_.c_str()) != 0) {
     const int e = errno;
     ::unlink(temp_.c_str());
@@ -67,12 +105,7 @@ void check_output_path(const std::string& path) { AtomicFile probe(path); }
 
 void write_file_atomic(const std::string& path, std::string_view bytes) {
   AtomicFile out(path);
-  std::FILE* f = std::fopen(out.temp_path().c_str(), "wb");
-  VLM_REQUIRE(f, path, ": cannot write (", std::strerror(errno), ")");
-  const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  const int e = errno;
-  const bool closed = std::fclose(f) == 0;
-  VLM_REQUIRE(ok && closed, path, ": write failed (", std::strerror(ok ? errno : e), ")");
+  out.write(bytes);
   out.commit();
 }
 

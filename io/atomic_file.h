@@ -3,10 +3,13 @@
 // over it only when complete, so a command that fails (or is killed) never truncates
 // or half-writes an existing file: readers see the old file or the new one, whole.
 //   AtomicFile out(path);            // checks the folder; picks ".<name>.tmp-<pid>-<n>"
-//   write everything to out.temp_path();
+//   out.write(bytes) ...;            // or a library (HDF5) writes to out.temp_path()
 //   out.commit();                    // fsync, then rename(temp, path)
 // Destroying an AtomicFile that was not committed removes the temporary file. A process
 // killed with SIGKILL may leave one behind (its name starts with '.' and says tmp).
+// Errors (docs/errors.md, "A full disk"): a write, fsync or rename that fails (a full
+// disk, a quota, a file size limit) is a UserError "<path>: write failed (<strerror>)"
+// naming the final path; the temporary file is removed and `path` keeps its old bytes.
 #pragma once
 #include <string>
 #include <string_view>
@@ -26,6 +29,9 @@ class AtomicFile {
   const std::string& path() const { return path_; }
   const std::string& temp_path() const { return temp_; }
   bool committed() const { return committed_; }
+  // Appends `bytes` to the temporary file (created by the first call), all of them or a
+  // UserError naming path() and the error.
+  void write(std::string_view bytes);
   // Flushes the temporary file to disk and renames it over path(); UserError on failure
   // (the temporary file is then removed).
   void commit();
@@ -35,7 +41,9 @@ class AtomicFile {
   static constexpr const char* kTempInfix = ".tmp-";
 
  private:
+  [[noreturn]] void fail(const char* what, int err);  // removes the temporary, throws
   std::string path_, temp_;
+  int fd_ = -1;  // the temporary file, while write() has it open
   bool committed_ = false;
 };
 

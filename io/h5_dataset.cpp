@@ -29,7 +29,8 @@ void h5_write_array(H5Handle parent, const std::string& name, H5Elem e, const vo
   H5Id space(H5_CHECK(H5Screate_simple(int(hd.size()), hd.data(), nullptr)));
   H5Id dcpl(H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
   H5_CHECK(H5Pset_obj_track_times(dcpl, false));
-  H5Id ds(H5_CHECK(H5Dcreate2(parent, name.c_str(), h5_file_type(e), space, H5P_DEFAULT, dcpl, H5P_DEFAULT)));
+  H5Id ds(h5_require_created(H5Dcreate2(parent, name.c_str(), h5_file_type(e), space, H5P_DEFAULT, dcpl, H5P_DEFAULT),
+                             parent));
   h5_require_written(H5Dwrite(ds, h5_native(e), H5S_ALL, H5S_ALL, H5P_DEFAULT, data), ds);
 }
 
@@ -50,8 +51,8 @@ H5Appender::H5Appender(H5Handle parent, const std::string& name, H5Elem e, std::
     H5_CHECK(H5Pset_shuffle(dcpl));
     H5_CHECK(H5Pset_deflate(dcpl, unsigned(gzip_level)));
   }
-  ds_ = H5Id(H5_CHECK(H5Dcreate2(parent, name.c_str(), h5_file_type(e), space, H5P_DEFAULT, dcpl,
-                                 H5P_DEFAULT)));
+  ds_ = H5Id(h5_require_created(
+      H5Dcreate2(parent, name.c_str(), h5_file_type(e), space, H5P_DEFAULT, dcpl, H5P_DEFAULT), parent));
 }
 
 void H5Appender::append(const void* rows_data, int64_t rows) {

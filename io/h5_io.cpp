@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
-#include <filesystem>
 
 #include "io/atomic_file.h"
 #include "io/h5_check.h"
@@ -79,29 +79,56 @@ size_t h5_elem_size(H5Elem e) { return e == H5Elem::U8 ? 1 : e == H5Elem::I64 ? 
 
 // ---- files, groups, links ----
 
+namespace {
+
+// Why the HDF5 call that just failed failed, read from its error stack before another
+// HDF5 call clears it: the system error of its innermost failing read or write (the
+// file drivers record "errno = N") as strerror words ("No space left on device"), else
+// HDF5's innermost description of the failure.
+std::string h5_failure_reason() {
+  struct Found {
+    int err = 0;
+    std::string first;
+  } found;
+  auto visit = [](unsigned, const H5E_error2_t* e, void* data) -> herr_t {
+    auto* f = static_cast<Found*>(data);
+    const std::string d = e && e->desc ? e->desc : "";
+    if (f->first.empty() && !d.empty()) f->first = d;
+    const size_t at = d.find("errno = ");
+    if (f->err == 0 && at != std::string::npos) f->err = std::atoi(d.c_str() + at + 8);
+    return 0;
+  };
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, visit, &found);
+  if (found.err > 0) return std::strerror(found.err);
+  return found.first.empty() ? "disk full, quota or file size limit?" : found.first;
+}
+
+// The final name of the file `obj` belongs to (the AtomicFile's path, not its temporary).
+std::string h5_file_of(H5Handle obj) {
+  char buf[4096] = {0};
+  const ssize_t n = H5Fget_name(obj, buf, sizeof buf);
+  return n > 0 ? AtomicFile::final_path_of(buf) : std::string("HDF5 file");
+}
+
+}  // namespace
+
 H5Id h5_create_file(const std::string& path) {
   H5Lock lock(h5_mutex());
   h5_silence_errors();
   hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  VLM_REQUIRE(f >= 0, path, ": cannot create HDF5 file (directory missing or not writable?)");
+  if (f < 0) {
+    const std::string why = h5_failure_reason();
+    throw UserError(cat(AtomicFile::final_path_of(path), ": cannot create HDF5 file (", why, ")"));
+  }
   return H5Id(f);
 }
 
 void h5_write_file_atomic(const std::string& path, const std::function<void(H5Handle file)>& write) {
-  const std::string tmp = cat(path, ".tmp.", getpid());
-  try {
-    {
-      H5Id f = h5_create_file(tmp);
-      write(f.get());
-    }  // closed (flushed) before the rename
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    VLM_REQUIRE(!ec, path, ": cannot rename the written ", tmp, " to it (", ec.message(), ")");
-  } catch (...) {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
-    throw;
-  }
+  AtomicFile out(path);
+  H5Id f = h5_create_file(out.temp_path());
+  write(f.get());
+  h5_close_file(f);  // checked: a close that fails leaves an incomplete file
+  out.commit();
 }
 
 H5Id h5_open_file(const std::string& path) {
@@ -123,10 +150,13 @@ H5Id h5_open_file_rw(const std::string& path) {
 
 void h5_require_written(long long status, H5Handle obj) {
   if (status >= 0) return;
-  char buf[512] = {0};
-  const ssize_t n = H5Fget_name(obj, buf, sizeof buf);
-  throw UserError(cat(n > 0 ? AtomicFile::final_path_of(buf) : std::string("HDF5 file"),
-                      ": write failed (disk full, quota or file size limit?)"));
+  const std::string why = h5_failure_reason();  // first: the next HDF5 call clears the stack
+  throw UserError(cat(h5_file_of(obj), ": write failed (", why, ")"));
+}
+
+H5Handle h5_require_created(H5Handle id, H5Handle parent) {
+  h5_require_written(id, parent);
+  return id;
 }
 
 void h5_flush(H5Handle file) {
@@ -138,17 +168,18 @@ void h5_close_file(H5Id& file) {
   H5Lock lock(h5_mutex());
   if (!file.valid()) return;
   h5_flush(file);
-  char buf[512] = {0};
-  const ssize_t n = H5Fget_name(file, buf, sizeof buf);
+  const std::string name = h5_file_of(file);
   const H5Handle id = file.release();
   // The library flushes again on close; a failure there means the file is incomplete.
-  VLM_REQUIRE(H5Fclose(id) >= 0, n > 0 ? AtomicFile::final_path_of(buf) : std::string("HDF5 file"),
-              ": closing it failed (disk full, quota or file size limit?)");
+  if (H5Fclose(id) < 0) {
+    const std::string why = h5_failure_reason();
+    throw UserError(cat(name, ": write failed when closing it (", why, ")"));
+  }
 }
 
 H5Id h5_create_group(H5Handle parent, const std::string& name) {
   H5Lock lock(h5_mutex());
-  return H5Id(H5_CHECK(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)));
+  return H5Id(h5_require_created(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), parent));
 }
 
 H5Id h5_open_group(H5Handle parent, const std::string& name) {
@@ -182,7 +213,7 @@ std::vector<std::string> h5_list(H5Handle group) {
 
 void h5_unlink(H5Handle parent, const std::string& name) {
   H5Lock lock(h5_mutex());
-  if (H5Lexists(parent, name.c_str(), H5P_DEFAULT) > 0) H5_CHECK(H5Ldelete(parent, name.c_str(), H5P_DEFAULT));
+  if (H5Lexists(parent, name.c_str(), H5P_DEFAULT) > 0) h5_require_written(H5Ldelete(parent, name.c_str(), H5P_DEFAULT), parent);
 }
 
 // ---- attributes ----
@@ -194,17 +225,16 @@ void h5_write_attr_string(H5Handle obj, const std::string& name, const std::stri
   H5_CHECK(H5Tset_size(type, H5T_VARIABLE));
   H5_CHECK(H5Tset_cset(type, H5T_CSET_UTF8));
   H5Id space(H5_CHECK(H5Screate(H5S_SCALAR)));
-  H5Id attr(H5_CHECK(H5Acreate2(obj, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT)));
+  H5Id attr(h5_require_created(H5Acreate2(obj, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT), obj));
   const char* p = value.c_str();
-  H5_CHECK(H5Awrite(attr, type, &p));
+  h5_require_written(H5Awrite(attr, type, &p), obj);
 }
 
 void h5_write_attr_int(H5Handle obj, const std::string& name, int64_t value) {
   H5Lock lock(h5_mutex());
   H5Id space(H5_CHECK(H5Screate(H5S_SCALAR)));
-  H5Id attr(H5_CHECK(
-      H5Acreate2(obj, name.c_str(), H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT)));
-  H5_CHECK(H5Awrite(attr, H5T_NATIVE_INT64, &value));
+  H5Id attr(h5_require_created(H5Acreate2(obj, name.c_str(), H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT), obj));
+  h5_require_written(H5Awrite(attr, H5T_NATIVE_INT64, &value), obj);
 }
 
 bool h5_has_attr(H5Handle obj, const std::string& name) {
@@ -214,7 +244,7 @@ bool h5_has_attr(H5Handle obj, const std::string& name) {
 
 void h5_delete_attr(H5Handle obj, const std::string& name) {
   H5Lock lock(h5_mutex());
-  if (h5_has_attr(obj, name)) H5_CHECK(H5Adelete(obj, name.c_str()));
+  if (h5_has_attr(obj, name)) h5_require_written(H5Adelete(obj, name.c_str()), obj);
 }
 
 // The attribute `name` of obj, opened after checking that it exists and holds exactly

@@ -75,16 +75,22 @@ size_t h5_elem_size(H5Elem e);
 // ---- files, groups, links, attributes ----
 H5Id h5_create_file(const std::string& path);   // truncates; UserError if it cannot
 // Writes the HDF5 file `path` so that it is never seen half-written: `write` fills a
-// file created beside it under a temporary name (path + ".tmp.<pid>"), which is closed
-// and then renamed over `path`. When `write` throws, the temporary is removed, any
-// previous `path` is left as it was, and the exception propagates.
+// file created under an AtomicFile's temporary name (io/atomic_file.h), which is closed
+// (checked, h5_close_file) and then renamed over `path`. When `write` or the close
+// throws, the temporary is removed, any previous `path` is left as it was, and the
+// exception propagates.
 void h5_write_file_atomic(const std::string& path, const std::function<void(H5Handle file)>& write);
 H5Id h5_open_file(const std::string& path);     // read-only; UserError "<path>: cannot open as ..."
 H5Id h5_open_file_rw(const std::string& path);  // read-write; UserError "<path>: cannot open for writing"
 // Writes failing for lack of space (disk full, quota, file size limit) are UserErrors
-// "<file>: write failed (...)", not internal errors: the writers' callers then leave
-// the final file untouched (io/atomic_file.h).
-void h5_require_written(long long status, H5Handle obj);  // status of an H5D/H5F write call
+// "<file>: write failed (<why>)", not internal errors: <file> is the final name of the
+// file `obj` belongs to, <why> the system error HDF5 met (strerror: "No space left on
+// device") or else HDF5's own reason; the writers' callers then leave the final file
+// untouched (io/atomic_file.h). Every call that may write to a file goes through one
+// of these two (dataset, group and attribute creation included: HDF5 may write its
+// metadata then).
+void h5_require_written(long long status, H5Handle obj);  // status of an HDF5 write call
+H5Handle h5_require_created(H5Handle id, H5Handle parent);  // an identifier created in parent
 void h5_flush(H5Handle file);
 // Flushes and closes `file` (invalid afterwards), checking both; writers call it before
 // committing their AtomicFile, since a close that fails leaves an incomplete file.

@@ -4,7 +4,7 @@
 // data_offsets (the reference implementation does) accept the file. Written through an
 // AtomicFile (io/atomic_file.h), so a crash never leaves a half file under the final name.
 #include <algorithm>
-#include <fstream>
+#include <string_view>
 
 #include "base/error.h"
 #include "base/json.h"
@@ -55,27 +55,20 @@ void write_safetensors(const std::string& path, const std::vector<StWriteTensor>
   while ((8 + text.size()) % 8 != 0) text += ' ';
 
   AtomicFile out(path);
-  const std::string& tmp = out.temp_path();
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    VLM_REQUIRE(f, path, ": cannot open for writing");
-    unsigned char len[8];
-    uint64_t n = text.size();
-    for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(n >> (8 * i));
-    f.write(reinterpret_cast<const char*>(len), 8);
-    f.write(text.data(), std::streamsize(text.size()));
-    std::vector<uint16_t> half;
-    for (const auto* t : order) {
-      if (t->dtype == DType::F32) {
-        f.write(reinterpret_cast<const char*>(t->values.data()), std::streamsize(t->values.size() * 4));
-      } else {
-        half.resize(t->values.size());
-        for (size_t i = 0; i < half.size(); ++i) half[i] = f32_to_bf16(t->values[i]).bits;
-        f.write(reinterpret_cast<const char*>(half.data()), std::streamsize(half.size() * 2));
-      }
+  char len[8];
+  const uint64_t n = text.size();
+  for (int i = 0; i < 8; ++i) len[i] = char(uint8_t(n >> (8 * i)));
+  out.write(std::string_view(len, 8));
+  out.write(text);
+  std::vector<uint16_t> half;
+  for (const auto* t : order) {
+    if (t->dtype == DType::F32) {
+      out.write(std::string_view(reinterpret_cast<const char*>(t->values.data()), t->values.size() * 4));
+    } else {
+      half.resize(t->values.size());
+      for (size_t i = 0; i < half.size(); ++i) half[i] = f32_to_bf16(t->values[i]).bits;
+      out.write(std::string_view(reinterpret_cast<const char*>(half.data()), half.size() * 2));
     }
-    f.flush();
-    VLM_REQUIRE(f, path, ": write failed");
   }
   out.commit();
 }

@@ -6,6 +6,7 @@
 
 #include "base/memory_check.h"
 #include "core/ops.h"
+#include "core/out_of_memory.h"
 #include "parallel/regions.h"
 
 namespace vlm {
@@ -106,14 +107,27 @@ void ParamTable::allocate(Backend& b, bool grads, DpSharding dp) {
   // Host memory: sizes come from configs and files, so too much is the user's problem.
   const size_t total = size_t(nv + ng) * dtype_size(dtype_) + size_t(nw + sb) * 2 + size_t(sf) * 4 +
                        (pool ? 2 * size_t(slot_bytes_) : 0) + (grad_pool ? 8 * size_t(grad_slot_) : 0);
-  if (b.device() == DeviceKind::CPU && b.commits_memory() && !params_.empty())
-    require_allocatable(total, cat("arena 'params' (", params_.size(), " tensors, first '", params_[0].spec.name, "')"));
-  values_ = zeros_or_none(b, nv, dtype_), works_ = zeros_or_none(b, nw, DType::BF16);
-  grads_ = zeros_or_none(b, ng, dtype_);
-  shard_f32_ = zeros_or_none(b, sf, DType::F32), shard_bf16_ = zeros_or_none(b, sb, DType::BF16);
-  // The pools: two slots, each the largest pooled unit's (its runs at their flat offsets).
-  if (pool) pool_ = zeros_or_none(b, 2 * slot_bytes_, DType::U8);
-  if (grad_pool) grad_pool_ = zeros_or_none(b, 2 * grad_slot_, DType::F32);
+  // The table's storage is one planned arena (core/out_of_memory.h): a failure names it.
+  if (!params_.empty()) {
+    const std::string label =
+        cat("arena 'params' (", params_.size(), " tensors, first '", params_[0].spec.name, "')");
+    if (b.device() == DeviceKind::CPU && b.commits_memory()) {
+      const uint64_t avail = allocatable_bytes();
+      if (total > avail)
+        throw OutOfMemory(b.device(), total, label, cat("more than the ", format_bytes(double(avail)), " of memory available"));
+    }
+    if (arena_fault_due()) throw OutOfMemory(b.device(), total, label, "injected: VLM_FAULT_ARENA_ALLOC");
+    try {
+      values_ = zeros_or_none(b, nv, dtype_), works_ = zeros_or_none(b, nw, DType::BF16);
+      grads_ = zeros_or_none(b, ng, dtype_);
+      shard_f32_ = zeros_or_none(b, sf, DType::F32), shard_bf16_ = zeros_or_none(b, sb, DType::BF16);
+      // The pools: two slots, each the largest pooled unit's (its runs at their flat offsets).
+      if (pool) pool_ = zeros_or_none(b, 2 * slot_bytes_, DType::U8);
+      if (grad_pool) grad_pool_ = zeros_or_none(b, 2 * grad_slot_, DType::F32);
+    } catch (const OutOfMemory& e) {  // the backend's account, with the table's name
+      throw OutOfMemory(e.device(), total, label, e.detail());
+    }
+  }
   runs_.assign(R, RunStorage{});
   for (size_t k = 0; k < R; ++k) {
     const ShardRun& r = runs[k];

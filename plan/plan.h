@@ -1,6 +1,6 @@
 // `vlm plan`: a cluster run of `vlm train` planned on one machine, without MPI or a GPU
-// (docs/planning.md). For a layout (tp, dp, micro-batches, recompute,
-// placement) it gives every TP rank's exact device memory (plan/plan_memory.h), the
+// (docs/planning.md). For a layout (tp, dp, micro-batches, recompute, placement) it
+// gives every TP rank's exact device memory (train/memory_terms.h plan_rank), the
 // exact bytes of the largest step per group (plan/plan_comm.h) and a modelled step time
 // (plan/plan_time.h); it ranks every layout of the cluster that keeps the run's global
 // batch (tp, micro-batches, ZeRO level 0-3, recompute, placement), those that fit in

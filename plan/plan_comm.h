@@ -20,7 +20,7 @@
 
 #include "model/work.h"
 #include "parallel/communicator.h"
-#include "plan/plan_memory.h"
+#include "train/memory_terms.h"
 
 namespace vlm {
 

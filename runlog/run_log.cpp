@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "data/image/png.h"
+#include "io/append_file.h"
 #include "io/atomic_file.h"
 #include "runlog/tb_events.h"
 
@@ -38,16 +39,8 @@ RunLog::RunLog(const std::string& dir, bool root, const std::string& config) : d
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   VLM_REQUIRE(!ec, dir_, ": cannot create the run folder (", ec.message(), ")");
-  {
-    AtomicFile f(dir_ + "/config.ini");
-    std::ofstream o(f.temp_path());
-    o << config;
-    o.close();
-    VLM_REQUIRE(o, f.temp_path(), ": cannot write");
-    f.commit();
-  }
-  jsonl_.open(dir_ + "/metrics.jsonl", std::ios::app);
-  VLM_REQUIRE(jsonl_.is_open(), dir_, "/metrics.jsonl: cannot open for writing");
+  write_file_atomic(dir_ + "/config.ini", config);
+  jsonl_ = std::make_unique<AppendFile>(dir_ + "/metrics.jsonl", false);
   tb_ = std::make_unique<EventWriter>(dir_);
 }
 
@@ -75,8 +68,7 @@ void RunLog::scalars(int64_t step, const std::vector<std::pair<std::string, doub
     line += ",\"" + k + "\":" + buf;
   }
   line += "}\n";
-  jsonl_ << line;
-  jsonl_.flush();
+  jsonl_->append(line);
 }
 
 void RunLog::step(const StepLine& s, bool print) {

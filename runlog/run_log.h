@@ -2,9 +2,12 @@
 // log): the progress line every train.log_every steps, and the files of the run folder
 // <train.out_dir>/<train.run>/ (docs/training.md, "What a run prints and writes"):
 //   config.ini      every option of the run (written whole under a temporary name, then
-//                   renamed)
-//   metrics.jsonl   one JSON object per line: {"step":N,"tag":value,...}; each line is
-//                   written whole and flushed, so a crash loses at most the line in flight
+//                   renamed: io/atomic_file.h)
+//   metrics.jsonl   one JSON object per line: {"step":N,"tag":value,...}; appended (a
+//                   resumed run continues it), each line written whole or not at all
+//                   (io/append_file.h), so a crash loses at most the line in flight and a
+//                   full disk ends the run with "<file>: write failed (...)" and the file
+//                   as it was before that line
 //   events.out.tfevents.*  the same scalars for TensorBoard (runlog/tb_events.h), under
 //                   "<group>/<tag>" (group train, val or eval), and the relevance
 //                   pictures as images; flushed with every JSONL line
@@ -15,7 +18,6 @@
 // train.peak_tflops; metrics.jsonl and TensorBoard then log it as "mfu", a fraction).
 #pragma once
 #include <cstdint>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,6 +26,7 @@
 
 namespace vlm {
 
+class AppendFile;
 class EventWriter;
 
 struct StepLine {
@@ -60,7 +63,7 @@ class RunLog {
  private:
   std::string dir_;
   bool root_;
-  std::ofstream jsonl_;
+  std::unique_ptr<AppendFile> jsonl_;
   std::unique_ptr<EventWriter> tb_;
 };
 

@@ -253,7 +253,7 @@ std::string encode_image_event(double wall_time, int64_t step, const std::string
 
 // ---- writer ----
 
-EventWriter::EventWriter(const std::string& dir) : out_(new_event_file(dir), "TensorBoard event file") {
+EventWriter::EventWriter(const std::string& dir) : out_(new_event_file(dir)) {
   out_.write(encode_file_version_event(unix_now()));
   out_.flush();
 }

@@ -12,10 +12,11 @@
 //             bytes encoded_image_string = 4; }    // colorspace = channels 1..4
 // Invariants: the first record of every file is the file_version event "brain.Event:2";
 // each later record holds one Summary.Value. A TensorBoard file is append-only and read
-// while it grows, so it is written in place through a buffered stream (no AtomicFile):
-// records reach the disk on flush() (the trainer flushes once per log period), and a run
-// killed between flushes leaves whole records plus at most one partial record that
-// TensorBoard ignores (read_tb_events refuses it: it checks whole files).
+// while it grows, so it is written in place (runlog/tfrecord.h, io/append_file.h; no
+// AtomicFile): records reach the disk on flush() (the trainer flushes once per log
+// period), a flush that fails (a full disk) is undone and ends the run with a UserError
+// naming the file, and a run killed during a flush leaves whole records plus at most one
+// partial record that TensorBoard ignores (read_tb_events refuses it: it checks whole files).
 #pragma once
 #include <cstdint>
 #include <string>

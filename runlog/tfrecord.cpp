@@ -41,25 +41,20 @@ std::string tfrecord_frame(const std::string& data) {
 
 // ---- writer ----
 
-TfRecordWriter::TfRecordWriter(std::string path, std::string kind)
-    : path_(std::move(path)), kind_(std::move(kind)) {
-  out_.open(path_, std::ios::binary | std::ios::trunc);
-  VLM_REQUIRE(out_.is_open(), path_, ": cannot create ", kind_, " (check that the folder is writable)");
+TfRecordWriter::TfRecordWriter(std::string path) : out_(std::move(path), true) {}
+
+TfRecordWriter::~TfRecordWriter() {
+  try {
+    flush();
+  } catch (const UserError&) {  // the file keeps its whole records (io/append_file.h)
+  }
 }
 
-void TfRecordWriter::check(const char* what) {
-  VLM_REQUIRE(out_.good(), path_, ": cannot ", what, " ", kind_, " (disk full or file removed?)");
-}
-
-void TfRecordWriter::write(const std::string& data) {
-  const std::string r = tfrecord_frame(data);
-  out_.write(r.data(), std::streamsize(r.size()));
-  check("write");
-}
+void TfRecordWriter::write(const std::string& data) { pending_ += tfrecord_frame(data); }
 
 void TfRecordWriter::flush() {
-  out_.flush();
-  check("flush");
+  out_.append(pending_);
+  pending_.clear();
 }
 
 // ---- reader ----

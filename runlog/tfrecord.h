@@ -3,8 +3,9 @@
 //   uint64 length (little-endian) | uint32 masked_crc32c(length bytes) |
 //   data[length]                  | uint32 masked_crc32c(data)
 // with masked_crc32c(x) = rotate_right(crc32c(x), 15) + 0xa282ead8 (as TensorFlow writes it).
-// Invariants: the writer only appends whole records through a buffered stream (a reader
-// may see a partial last record until flush()); the reader checks both checksums of every
+// Invariants: the writer keeps the records of write() in memory and appends them to the
+// file on flush(), all of them or none (io/append_file.h: a failed write, a full disk for
+// instance, is truncated away), so the file holds whole records only; the reader checks both checksums of every
 // record and refuses a corrupt or truncated file with a UserError naming the file and the
 // record index (0-based), never allocating more than the file holds (nor, for a large
 // record, more than the memory available: base/memory_check.h).
@@ -14,6 +15,7 @@
 #include <fstream>
 #include <string>
 
+#include "io/append_file.h"
 #include "io/crc32c.h"
 
 namespace vlm {
@@ -23,20 +25,24 @@ uint32_t masked_crc32c(const void* data, size_t n);
 // One whole record (header, data, checksums) as bytes.
 std::string tfrecord_frame(const std::string& data);
 
-// Appends records to a file. UserError naming the path when it cannot be opened or a
-// write fails (checked after every record and on flush).
+// Appends records to a file. UserError naming the path when it cannot be created or a
+// flush fails ("<path>: write failed (<strerror>)"; the file then keeps the records of
+// the earlier flushes, and one that never held a record is removed).
 class TfRecordWriter {
  public:
-  // Creates (truncates) `path`; `kind` names the file in messages ("TensorBoard event file").
-  TfRecordWriter(std::string path, std::string kind);
-  void write(const std::string& data);
-  void flush();
-  const std::string& path() const { return path_; }
+  // Creates (truncates) `path`.
+  explicit TfRecordWriter(std::string path);
+  // Appends what is still buffered, without reporting a failure (flush() reports it).
+  ~TfRecordWriter();
+  TfRecordWriter(const TfRecordWriter&) = delete;
+  TfRecordWriter& operator=(const TfRecordWriter&) = delete;
+  void write(const std::string& data);  // buffers one record
+  void flush();                          // appends the buffered records
+  const std::string& path() const { return out_.path(); }
 
  private:
-  void check(const char* what);
-  std::string path_, kind_;
-  std::ofstream out_;
+  AppendFile out_;
+  std::string pending_;  // whole records not yet in the file
 };
 
 // Reads the records of a file in order.

@@ -1,16 +1,13 @@
 // Step summaries and Chrome trace-event JSON (trace.h).
 #include "scheduler/trace.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <utility>
 
 #include "base/error.h"
 #include "base/json.h"
+#include "io/atomic_file.h"
 
 namespace vlm::sched {
 
@@ -140,16 +137,10 @@ std::string trace_document(const std::vector<std::string>& rank_events) {
 }
 
 void write_trace_file(const std::string& path, const std::vector<std::string>& rank_events) {
-  const std::string doc = trace_document(rank_events);
-  const std::string tmp = cat(path, ".tmp.", ::getpid());
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  VLM_REQUIRE(f, "--trace ", path, ": cannot write (", std::strerror(errno), ")");
-  bool ok = std::fwrite(doc.data(), 1, doc.size(), f) == doc.size();
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    std::remove(tmp.c_str());
-    throw UserError(cat("--trace ", path, ": cannot write (", std::strerror(err), ")"));
+  try {
+    write_file_atomic(path, trace_document(rank_events));
+  } catch (const UserError& e) {
+    throw UserError(cat("--trace ", e.what()));  // the option that named the file
   }
 }
 

@@ -71,7 +71,8 @@ class Trace {
 // The whole trace-event document {"traceEvents":[...],"displayTimeUnit":"ms"} of the
 // given ranks' events_json().
 std::string trace_document(const std::vector<std::string>& rank_events);
-// Writes trace_document to `path` atomically; UserError naming the file when it cannot.
+// Writes trace_document to `path` atomically (io/atomic_file.h); UserError "--trace
+// <path>: ..." naming the file and the error when it cannot.
 void write_trace_file(const std::string& path, const std::vector<std::string>& rank_events);
 
 }  // namespace vlm::sched

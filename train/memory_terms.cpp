@@ -2,9 +2,10 @@
 #include "train/memory_terms.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "base/error.h"
+#include "core/reserving_backend.h"
+#include "parallel/stand_in_communicator.h"
 
 namespace vlm {
 
@@ -52,13 +53,18 @@ RankPlan rank_plan(VlmModel& model, const DpGrads& dp, const AdamW& opt, size_t 
   return r;
 }
 
-std::string format_bytes(double b) {
-  char buf[32];
-  if (b >= double(1ull << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", b / double(1ull << 30));
-  else if (b >= double(1 << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", b / double(1 << 20));
-  else if (b >= 1024) std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024);
-  else std::snprintf(buf, sizeof buf, "%.0f B", b);
-  return buf;
+RankPlan plan_rank(const VlmConfig& config, const RankLayout& l, const OptimOptions& o) {
+  ReservingBackend b;
+  StandInCommunicator tp("tp", l.tp, l.tp_rank), dp("dp", l.dp, l.dp_rank), self("self", 1, 0);
+  VlmConfig cfg = config;
+  cfg.sharding = DpSharding{l.zero, l.dp, l.dp_rank};
+  VlmModel model(cfg, b, tp, self);
+  std::vector<bool> trainable;
+  for (int m = 0; m < kNumModules; ++m) trainable.push_back(!cfg.frozen[size_t(m)]);
+  const std::vector<ModuleParams> mods = model.modules();
+  DpGrads dpg(mods, trainable, dp, l.zero, l.bucket_mb, b, l.grad_wire);
+  AdamW opt(mods, trainable, dpg, b, o);
+  return rank_plan(model, dpg, opt, b.allocated());
 }
 
 }  // namespace vlm

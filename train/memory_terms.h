@@ -1,6 +1,6 @@
 // The device memory of one rank of `vlm train`, term by term (docs/planning.md), read
 // from the rank's constructed objects: the trainer's own, or the planner's, which builds
-// the same objects without memory (plan/plan_memory.h).
+// the same objects without memory (plan_rank below).
 //
 // MemoryTerms is the one place where the terms are named: a new kind of device memory
 // (for instance low-precision copies of the weights) becomes one field here, filled in
@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/memory_check.h"  // format_bytes
 #include "model/vlm_model.h"
 #include "optim/dp_grads.h"
 #include "optim/optimizer.h"
@@ -67,7 +68,15 @@ struct RankPlan {
 // plan_rank's. `allocated` as for memory_terms.
 RankPlan rank_plan(VlmModel& model, const DpGrads& dp, const AdamW& opt, size_t allocated);
 
-// "1.23 GiB" / "456.7 MiB" / "12.0 KiB" / "17 B".
-std::string format_bytes(double bytes);
+// The planner's rank (`vlm plan`, plan/plan.h; docs/planning.md): the rank's memory
+// without a GPU, MPI or the memory itself, exact by construction. It builds the rank's
+// objects with the very constructors the trainer runs (VlmModel, DpGrads, AdamW:
+// train/trainer.cpp) on a backend that only reserves address space
+// (core/reserving_backend.h) and with stand-in communicators of the layout's sizes and
+// ranks that never communicate (parallel/stand_in_communicator.h). Every arena is
+// therefore planned by the code that plans it in training (ParamTable, nn/act_plan.h,
+// the modules' own buffers). The trainer asks it too, to say what the plan predicts
+// when an allocation fails. cfg: validated for l.tp (resolve_vlm_config).
+RankPlan plan_rank(const VlmConfig& cfg, const RankLayout& l, const OptimOptions& o);
 
 }  // namespace vlm

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/utf8.h"
 #include "data/storage/dataset.h"
 #include "llm/hf_config.h"
 #include "parallel/runtime.h"
@@ -128,7 +129,11 @@ void register_train_options(Config& cfg) {
   eval_options().add_to(cfg);
 }
 
-DataOptions read_data_options(const Config& cfg) { return data_options().read(cfg); }
+DataOptions read_data_options(const Config& cfg) {
+  DataOptions d = data_options().read(cfg);
+  require_utf8(d.prompt, "--" + data_options().name_of(&DataOptions::prompt));
+  return d;
+}
 EvalOptions read_eval_options(const Config& cfg) { return eval_options().read(cfg); }
 
 TrainOptions read_train_options(const Config& cfg) {

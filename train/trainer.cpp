@@ -14,6 +14,7 @@
 #include "checkpoint/checkpoint.h"
 #include "core/counting_backend.h"
 #include "core/device_options.h"
+#include "core/out_of_memory.h"
 #include "data/storage/dataset.h"
 #include "llm/hf_import.h"
 #include "model/batch.h"
@@ -55,26 +56,36 @@ Trainer::Trainer(const Config& cfg, Runtime& rt) : st_(std::make_unique<State>(c
     S.rule = text_rule(S.data, S.train, *S.tok);
   });
 
-  S.meter = std::make_unique<CountingBackend>(rt.backend());
-  Backend& b = *S.meter;
-  S.self = make_communicator(b.device(), MPI_COMM_SELF, "self", rt.options().parallel.timeout_s);
-  S.model = std::make_unique<VlmModel>(S.vcfg, b, rt.groups().tp(), *S.self);
-  S.model->init(S.seed);
-  if (!S.train.llm_hf.empty()) load_hf_checkpoint(S.model->llm(), S.train.llm_hf);
-  if (!S.vcfg.vision.hf_dir.empty()) load_siglip(S.model->vision(), read_siglip_config(S.vcfg.vision.hf_dir));
-  for (int m = 0; m < kNumModules; ++m) S.trainable.push_back(!S.train.frozen[size_t(m)]);
-  S.streams = std::make_unique<sched::StreamSet>(b);
-  StepOptions so;
-  so.mode = S.sched.mode;
-  S.dpg = std::make_unique<DpGrads>(S.model->modules(), S.trainable, rt.groups().dp(), S.train.zero, S.train.bucket_mb, b,
-                                     S.train.grad_reduce_bf16 ? DType::BF16 : DType::F32);
-  S.dpg->attach(*S.model);  // ZeRO-3: evaluation fetches the backbone's layers from the DP group
-  S.step = std::make_unique<VlmStep>(*S.model, *S.streams, *S.dpg, S.trainable, S.train.micro_batches, so);
-  S.opt = std::make_unique<AdamW>(S.model->modules(), S.trainable, *S.dpg, b, S.train.optim);
-  S.plan = rank_plan(*S.model, *S.dpg, *S.opt, S.meter->live_bytes());
   S.layout.tp = tp, S.layout.tp_rank = rt.groups().tp().rank(), S.layout.dp = dp;
   S.layout.dp_rank = rt.groups().dp().rank(), S.layout.zero = S.train.zero, S.layout.bucket_mb = S.train.bucket_mb;
   S.layout.grad_wire = S.train.grad_reduce_bf16 ? DType::BF16 : DType::F32;
+  S.meter = std::make_unique<CountingBackend>(rt.backend());
+  Backend& b = *S.meter;
+  S.self = make_communicator(b.device(), MPI_COMM_SELF, "self", rt.options().parallel.timeout_s);
+  const char* building = "building the model";
+  try {  // the planned memory: an allocation that fails is explained against the plan
+    S.model = std::make_unique<VlmModel>(S.vcfg, b, rt.groups().tp(), *S.self);
+    S.model->init(S.seed);
+    if (!S.train.llm_hf.empty()) load_hf_checkpoint(S.model->llm(), S.train.llm_hf);
+    if (!S.vcfg.vision.hf_dir.empty()) load_siglip(S.model->vision(), read_siglip_config(S.vcfg.vision.hf_dir));
+    for (int m = 0; m < kNumModules; ++m) S.trainable.push_back(!S.train.frozen[size_t(m)]);
+    S.streams = std::make_unique<sched::StreamSet>(b);
+    StepOptions so;
+    so.mode = S.sched.mode;
+    building = "building the DP gradient reduction";
+    S.dpg = std::make_unique<DpGrads>(S.model->modules(), S.trainable, rt.groups().dp(), S.train.zero,
+                                       S.train.bucket_mb, b, S.train.grad_reduce_bf16 ? DType::BF16 : DType::F32);
+    S.dpg->attach(*S.model);  // ZeRO-3: evaluation fetches the backbone's layers from the DP group
+    building = "building the step";
+    S.step = std::make_unique<VlmStep>(*S.model, *S.streams, *S.dpg, S.trainable, S.train.micro_batches, so);
+    building = "building the optimizer state";
+    S.opt = std::make_unique<AdamW>(S.model->modules(), S.trainable, *S.dpg, b, S.train.optim);
+  } catch (const OutOfMemory& e) {
+    const size_t live = S.meter->live_bytes();
+    S.opt.reset(), S.step.reset(), S.dpg.reset(), S.streams.reset(), S.model.reset();  // the memory back first
+    throw UserError(S.out_of_memory(e, building, live));
+  }
+  S.plan = rank_plan(*S.model, *S.dpg, *S.opt, S.meter->live_bytes());
   S.peak = mfu_peak(S.train.peak_tflops, b.device(), b.description(), S.vcfg.precision);
   S.loader = std::make_unique<Loader>(S.loader_options(S.data.train_split));
   S.total = S.train.total_steps(S.loader->steps_per_epoch());
@@ -90,9 +101,17 @@ LoaderOptions Trainer::loader_options(const std::string& split) const { return s
 const TextRule& Trainer::rule() const { return st_->rule; }
 const Tokenizer& Trainer::tokenizer() const { return *st_->tok; }
 
+TrainReport Trainer::run() {
+  try {
+    return run_steps();
+  } catch (const OutOfMemory& e) {  // a buffer that grows in a step (the plan counts its first size)
+    throw UserError(st_->out_of_memory(e, "training", st_->meter->live_bytes()));
+  }
+}
+
 // The run, top-down: the step loop, then the summary of the steps, the validation and
 // the caption accuracy.
-TrainReport Trainer::run() {
+TrainReport Trainer::run_steps() {
   State& S = *st_;
   Runtime& rt = S.rt;
   Communicator &tp = rt.groups().tp(), &dp = rt.groups().dp();

@@ -11,6 +11,11 @@
 //    any (tp, dp) with the same global batch trains the same model.
 //  - A non-finite loss or gradient norm stops the run with a UserError naming the step,
 //    before the optimizer touches the weights.
+//  - An allocation that fails (core/out_of_memory.h: a device out of memory, or a host
+//    arena larger than the memory available) is a UserError naming the rank, the arena
+//    and the bytes asked, the bytes this rank held, and what `vlm plan` predicts for
+//    this rank of the layout (plan_rank, train/memory_terms.h), term by term; under
+//    mpirun every rank then ends (parallel/runtime.h; docs/errors.md, "Out of memory").
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -35,10 +40,10 @@ struct TrainReport {
   int64_t eval_images = 0;
   double train_seconds = 0, images_per_s = 0, tokens_per_s = 0;
   double loader_stall = 0;   // fraction of the training time spent waiting for batches
-  // Memory of this rank (plan/plan_memory.h MemoryTerms): optimizer state; gradients
+  // Memory of this rank (train/memory_terms.h MemoryTerms): optimizer state; gradients
   // (+ the bf16 copy of the DP reduction).
   size_t optimizer_bytes = 0, grad_bytes = 0;
-  // This rank's device memory: the planned arenas (plan/plan_memory.h, what `vlm plan`
+  // This rank's device memory: the planned arenas (train/memory_terms.h, what `vlm plan`
   // predicts) and the measured peak of the bytes allocated through the training backend
   // during the training steps (core/counting_backend.h).
   size_t planned_arena_bytes = 0, peak_arena_bytes = 0;
@@ -68,6 +73,7 @@ class Trainer {
   const Tokenizer& tokenizer() const;
 
  private:
+  TrainReport run_steps();
   struct State;
   std::unique_ptr<State> st_;
 };

@@ -1,10 +1,11 @@
-// Trainer::State (train/trainer_state.h): resuming from a checkpoint, saving one, and the
-// loader options of a split.
+// Trainer::State (train/trainer_state.h): resuming from a checkpoint, saving one, the
+// loader options of a split, and the message of an allocation that failed.
 #include <cstdio>
 #include <filesystem>
 
 #include "base/error.h"
 #include "checkpoint/checkpoint.h"
+#include "core/out_of_memory.h"
 #include "parallel/runtime.h"
 #include "train/trainer_state.h"
 
@@ -58,6 +59,20 @@ LoaderOptions Trainer::State::loader_options(const std::string& split) const {
   o.dp_size = rt.topology().dp(), o.dp_rank = rt.topology().self().dp_rank;
   o.seed = seed, o.texture = true, o.tokenizer = tok, o.max_tokens = train.max_text;
   return o;
+}
+
+std::string Trainer::State::out_of_memory(const OutOfMemory& e, const char* when, size_t held) const {
+  std::string predicted;
+  try {
+    const RankPlan p = plan_rank(vcfg, layout, train.optim);
+    predicted = cat("`vlm plan` predicts ", format_bytes(double(p.memory.total())), " for this rank of tp=", layout.tp,
+                    " dp=", layout.dp, " zero=", layout.zero, " (", p.memory.str(), ")");
+  } catch (const std::exception& pe) {
+    predicted = cat("no plan could be made (", pe.what(), ")");
+  }
+  return cat("rank ", rt.topology().world_rank(), " (tp rank ", layout.tp_rank, ", dp rank ", layout.dp_rank, "): ",
+             e.what(), " while ", when, ", with ", format_bytes_exact(held), " allocated on this rank; ", predicted,
+             "; free memory on the device or choose a layout that fits (vlm plan ranks them)");
 }
 
 }  // namespace vlm

@@ -29,6 +29,7 @@
 namespace vlm {
 
 class Config;
+class OutOfMemory;
 class Runtime;
 
 using TrainClock = std::chrono::steady_clock;
@@ -66,6 +67,9 @@ struct Trainer::State {
   LoaderOptions loader_options(const std::string& split) const;
   void resume();
   void save(int64_t step);
+  // The one-line message of an allocation that failed `when` ("building the model"),
+  // with `held` bytes allocated through meter at that moment (train/trainer.h).
+  std::string out_of_memory(const OutOfMemory& e, const char* when, size_t held) const;
   // The pieces of Trainer::run (train/trainer.cpp).
   void print_header() const;
   RunStats::Step train_step(int64_t n, sched::Trace& trace, double elapsed_before);

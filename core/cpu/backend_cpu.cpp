@@ -36,6 +36,7 @@
 #include "core/cpu/blas.h"
 #include "core/cpu/thread_pool.h"
 #include "core/cpu_kernels.h"
+#include "core/out_of_memory.h"
 
 namespace vlm {
 namespace {
@@ -230,13 +231,13 @@ class CpuBackend final : public Backend {
     if (bytes >= kHugeMin) {  // 2 MiB pages: fewer TLB misses in the big arenas' sweeps
       const size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
       void* p = std::aligned_alloc(kHuge, rounded);
-      if (!p) throw std::bad_alloc();
+      if (!p) throw OutOfMemory(DeviceKind::CPU, bytes, "", "aligned_alloc failed");
       madvise(p, rounded, MADV_HUGEPAGE);
       return p;
     }
     size_t rounded = (bytes + 255) / 256 * 256;
     void* p = std::aligned_alloc(256, rounded ? rounded : 256);
-    if (!p) throw std::bad_alloc();
+    if (!p) throw OutOfMemory(DeviceKind::CPU, bytes, "", "aligned_alloc failed");
     return p;
   }
   static constexpr size_t kHuge = size_t(2) << 20, kHugeMin = size_t(8) << 20;

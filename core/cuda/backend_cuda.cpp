@@ -10,8 +10,10 @@
 #include <mutex>
 #include <new>
 
+#include "base/memory_check.h"
 #include "core/cuda/cuda_backend.h"
 #include "core/cuda/cuda_check.h"
+#include "core/out_of_memory.h"
 
 namespace vlm::cuda {
 
@@ -19,7 +21,8 @@ namespace {
 
 std::atomic<uint64_t> g_allocations{0};
 
-// Every cudaMalloc of the backend goes through here, so allocations() counts them all.
+// Every cudaMalloc of the backend goes through here (cuda_malloc below), so
+// allocations() counts them all.
 cudaError_t device_malloc(void** p, size_t bytes) {
   g_allocations.fetch_add(1, std::memory_order_relaxed);
   return cudaMalloc(p, bytes);
@@ -59,12 +62,33 @@ float CudaEvent::elapsed_ms(const Event& start) {
   return ms;
 }
 
+// cudaMalloc of `bytes` on the current device; when the device has no room, OutOfMemory
+// (core/out_of_memory.h) with `what` it was for and the device's free and total memory,
+// never a bare CUDA error code.
+static void* cuda_malloc(size_t bytes, const std::string& what) {
+  void* p = nullptr;
+  const cudaError_t st = device_malloc(&p, bytes);
+  if (st == cudaErrorMemoryAllocation) {
+    cudaGetLastError();  // clear, so later checks do not report this failure again
+    int device = -1;
+    size_t free = 0, total = 0;
+    const bool known = cudaGetDevice(&device) == cudaSuccess && cudaMemGetInfo(&free, &total) == cudaSuccess;
+    cudaGetLastError();
+    throw OutOfMemory(DeviceKind::CUDA, bytes, what,
+                      known ? cat("cudaMalloc on cuda:", device, ": ", format_bytes(double(free)), " free of ",
+                                  format_bytes(double(total)))
+                            : std::string("cudaMalloc failed"));
+  }
+  CUDA_CHECK(st);
+  return p;
+}
+
 CudaStream::CudaStream(std::string name, bool high_priority) : name_(std::move(name)) {
   int least = 0, greatest = 0;
   if (high_priority) CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamDefault, high_priority ? greatest : least));
   CUBLAS_CHECK(cublasLtCreate(&cublaslt_));
-  CUDA_CHECK(device_malloc(&workspace_, kWorkspaceBytes));
+  workspace_ = cuda_malloc(kWorkspaceBytes, cat("the cuBLASLt workspace of stream '", name_, "'"));
 }
 
 CudaStream::~CudaStream() {
@@ -82,7 +106,7 @@ void* CudaStream::cast_scratch(size_t bytes) {
   if (cast_) CUDA_CHECK(cudaFree(cast_));
   cast_ = nullptr;
   cast_bytes_ = 0;
-  CUDA_CHECK(device_malloc(&cast_, bytes));
+  cast_ = cuda_malloc(bytes, cat("the cast scratch of stream '", name_, "'"));
   cast_bytes_ = bytes;
   return cast_;
 }
@@ -136,14 +160,7 @@ class CudaBackend final : public Backend {
   std::string description() const override { return description_; }
 
   void* allocate(size_t bytes) override {
-    void* p = nullptr;
-    cudaError_t st = device_malloc(&p, bytes ? bytes : 256);  // cudaMalloc aligns to 256 bytes
-    if (st == cudaErrorMemoryAllocation) {
-      cudaGetLastError();  // clear, so later checks do not report this failure again
-      throw std::bad_alloc();
-    }
-    CUDA_CHECK(st);
-    return p;
+    return cuda_malloc(bytes ? bytes : 256, "");  // cudaMalloc aligns to 256 bytes
   }
 
   void deallocate(void* p) override {

@@ -2,6 +2,7 @@
 #include "data/storage/dataset.h"
 
 #include "base/error.h"
+#include "base/utf8.h"
 #include "data/storage/schema.h"
 
 namespace vlm {
@@ -188,17 +189,19 @@ void DatasetReader::image_data(int64_t i, std::vector<uint8_t>& out) const {
     h5_read_rows(images_, H5Elem::U8, img_off_[size_t(i)], int64_t(out.size()), 1, out.data());
 }
 
-std::string DatasetReader::read_text(const H5Id& ds, const std::vector<int64_t>& off, int64_t j) const {
+std::string DatasetReader::read_text(const H5Id& ds, const std::vector<int64_t>& off, int64_t j,
+                                     const char* name) const {
   VLM_ASSERT(j >= 0 && j < num_captions(), "caption index ", j, " out of range");
   std::string s(size_t(off[size_t(j) + 1] - off[size_t(j)]), '\0');
   h5_read_rows(ds, H5Elem::U8, off[size_t(j)], int64_t(s.size()), 1, s.data());
+  if (utf8_invalid_at(s) != kUtf8Valid) require_utf8(s, cat(path_, ": dataset ", name, " entry ", j, " (caption ", j, ")"));
   return s;
 }
 
-std::string DatasetReader::caption(int64_t j) const { return read_text(text_, text_off_, j); }
+std::string DatasetReader::caption(int64_t j) const { return read_text(text_, text_off_, j, sc::kCapText); }
 
 std::string DatasetReader::prompt(int64_t j) const {
-  return prompt_off_.empty() ? std::string() : read_text(prompt_, prompt_off_, j);
+  return prompt_off_.empty() ? std::string() : read_text(prompt_, prompt_off_, j, sc::kCapPrompt);
 }
 
 std::vector<int32_t> DatasetReader::tokens(int64_t j) const {

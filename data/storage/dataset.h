@@ -10,6 +10,10 @@
 //    are in range; caption boxes are [M,4] and inside their image, caption labels [M]
 //    and in 0..#class_names-1 (>= 0 without names). Hence no later read allocates more
 //    than the limits allow.
+// Checked when read: every caption and prompt is valid UTF-8 (base/utf8.h), else a
+// UserError naming the file, the dataset (/captions/text or /captions/prompt) and the
+// caption index; so no command (inspect, tokenizer, tokenize, train, eval) accepts
+// other text silently (docs/errors.md, "Text that is not UTF-8").
 // Thread-safe: every HDF5 access holds h5_mutex(); returned buffers are the caller's.
 #pragma once
 #include <cstdint>
@@ -49,8 +53,9 @@ class DatasetReader {
   void image_data(int64_t i, std::vector<uint8_t>& out) const;
   int64_t image_bytes(int64_t i) const;  // size image_data(i) will have
 
-  std::string caption(int64_t j) const;
-  std::string prompt(int64_t j) const;  // "" when the file has no prompts
+  std::string caption(int64_t j) const;  // UTF-8 (checked)
+  std::string prompt(int64_t j) const;   // UTF-8 (checked); "" when the file has no prompts
+  bool has_prompts() const { return !prompt_off_.empty(); }
   int64_t caption_image(int64_t j) const { return cap_image_[size_t(j)]; }
   bool has_tokens() const { return !tok_off_.empty(); }
   std::vector<int32_t> tokens(int64_t j) const;
@@ -76,7 +81,7 @@ class DatasetReader {
   std::vector<int32_t> read_i32(const std::string& ds, int64_t n);
   std::vector<std::string> read_class_names(const std::string& group);
   void read_caption_boxes_and_labels();
-  std::string read_text(const H5Id& ds, const std::vector<int64_t>& off, int64_t j) const;
+  std::string read_text(const H5Id& ds, const std::vector<int64_t>& off, int64_t j, const char* name) const;
 
   std::string path_;
   H5Id file_;

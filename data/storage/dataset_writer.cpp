@@ -83,10 +83,12 @@ int64_t DatasetWriter::add_raw(const uint8_t* pixels) {
 void DatasetWriter::add_caption(int64_t image, std::string_view text, std::string_view prompt,
                                 const std::vector<int32_t>* tokens) {
   VLM_ASSERT(image >= 0 && image < n_images_, "caption for unknown image ", image);
-  for (std::string_view t : {text, prompt}) {
-    VLM_REQUIRE(int64_t(t.size()) <= schema::kMaxCaptionBytes, path_, ": caption of image ", image,
-                " is longer than ", schema::kMaxCaptionBytes, " bytes");
-    VLM_REQUIRE(utf8_invalid_at(t) == kUtf8Valid, path_, ": caption of image ", image, " is not valid UTF-8");
+  for (const auto& [t, what] : {std::pair{text, "caption"}, std::pair{prompt, "prompt"}}) {
+    if (int64_t(t.size()) <= schema::kMaxCaptionBytes && utf8_invalid_at(t) == kUtf8Valid) continue;
+    const std::string where = cat(path_, ": the ", what, " of caption ", num_captions(), " (image ", image, ")");
+    VLM_REQUIRE(int64_t(t.size()) <= schema::kMaxCaptionBytes, where, " is longer than ", schema::kMaxCaptionBytes,
+                " bytes");
+    require_utf8(t, where);
   }
   VLM_ASSERT(cap_image_.empty() || (tokens != nullptr) == (tok_off_.size() > 1), "token ids for some captions only");
   if (tokens) {

@@ -79,6 +79,18 @@ TEST(InputLimits, Utf8Validation) {
   EXPECT_EQ(utf8_invalid_at("\xF4\x90\x80\x80"), 0u);                // above U+10FFFF
   EXPECT_EQ(utf8_invalid_at("\x80"), 0u);                            // lone continuation
   EXPECT_EQ(utf8_invalid_at("\xE2\x82x"), 0u);                       // bad continuation
+  EXPECT_NO_THROW(require_utf8("caf\xC3\xA9", "--prompt"));
+  EXPECT_EQ(error_of([] { require_utf8("ab\xC3", "x.h5: dataset /captions/text entry 7 (caption 7)"); }),
+            "x.h5: dataset /captions/text entry 7 (caption 7) is not valid UTF-8 at byte 2 of 3 (expected UTF-8 text)");
+}
+
+TEST(InputLimits, BytesForMessages) {
+  EXPECT_EQ(format_bytes(17), "17 B");
+  EXPECT_EQ(format_bytes(16448), "16.1 KiB");
+  EXPECT_EQ(format_bytes(3.5 * (1 << 20)), "3.5 MiB");
+  EXPECT_EQ(format_bytes(2.5 * double(1ull << 30)), "2.50 GiB");
+  EXPECT_EQ(format_bytes_exact(17), "17 B");
+  EXPECT_EQ(format_bytes_exact(16448), "16.1 KiB (16448 B)");
 }
 
 }  // namespace

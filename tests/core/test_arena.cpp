@@ -1,14 +1,44 @@
 // Arena tests: 256-byte aligned offsets and pointers, views by name with the planned
 // shape/dtype, no overlap, zero-fill at allocation and by zero(), and views keeping
-// the storage alive after the Arena object is gone.
+// the storage alive after the Arena object is gone; an arena larger than the memory
+// available is an OutOfMemory naming it (core/out_of_memory.h), before anything is asked.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 
+#include "base/memory_check.h"
 #include "core/arena.h"
+#include "core/out_of_memory.h"
 
 namespace vlm {
 namespace {
+
+TEST(Arena, LargerThanTheMemoryIsOutOfMemoryNamingTheArena) {
+  Arena a("grads");
+  a.add("model.embed_tokens.weight", Shape{int64_t(1) << 40, 1024});  // 4 PiB of f32
+  a.add("lm_head.weight", Shape{2});
+  const size_t bytes = a.bytes();
+  ASSERT_GT(uint64_t(bytes), allocatable_bytes());
+  try {
+    a.allocate(cpu_backend());
+    FAIL() << "an arena of " << bytes << " bytes was allocated";
+  } catch (const OutOfMemory& e) {
+    EXPECT_EQ(e.device(), DeviceKind::CPU);
+    EXPECT_EQ(e.bytes(), bytes);
+    EXPECT_EQ(e.what_failed(), "arena 'grads' (2 tensors, first 'model.embed_tokens.weight')");
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("arena 'grads' (2 tensors, first 'model.embed_tokens.weight'): out of memory on cpu: needs " +
+                             format_bytes_exact(bytes) + ", more than the ",
+                         0),
+              0u)
+        << what;
+    EXPECT_NE(what.find(" of memory available"), std::string::npos) << what;
+  }
+  EXPECT_FALSE(a.allocated());
+  const OutOfMemory plain(DeviceKind::CUDA, 300, "", "cudaMalloc on cuda:0: 1.0 KiB free of 80.00 GiB");
+  EXPECT_STREQ(plain.what(), "an allocation: out of memory on cuda: needs 300 B, cudaMalloc on cuda:0: 1.0 KiB free of "
+                             "80.00 GiB");
+}
 
 TEST(Arena, OffsetsAlignedViewsByName) {
   Arena a("params");

@@ -207,7 +207,7 @@ TEST_F(TbFile, FlippedByteAndTruncationNameTheRecord) {
 TEST_F(TbFile, MalformedEventIsRefusedUnknownFieldsSkipped) {
   const std::string path = (dir_ / "events.out.tfevents.0.test").string();
   {
-    TfRecordWriter w(path, "TensorBoard event file");
+    TfRecordWriter w(path);
     w.write(encode_file_version_event(1.0));
     // Event with unknown fields around a scalar: graph_def (4, bytes), Value.node_name
     // (7, bytes) and Value.metadata (9, bytes), a varint field 15 and a fixed32 field 16.
