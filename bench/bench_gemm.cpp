@@ -3,8 +3,8 @@
 // layout llm/linear_parallel.cpp uses: trans_b), plus large squares. A GEMM counts
 // 2*M*N*K floating-point operations, f32 and bf16 (bf16 A/B, f32 C: on a CPU with
 // AVX512_BF16 its bf16 units, elsewhere an f32 GEMM of the bf16 values). CPU: GFLOP/s.
-// CUDA: TFLOP/s and the fraction of the card's dense bf16 peak, looked up by device
-// name; the best large bf16 GEMM is printed as the measured peak.
+// CUDA: TFLOP/s and the fraction of the card's dense bf16 peak (the GPU table,
+// core/gpu_spec.h); the best large bf16 GEMM is printed as the measured peak.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -14,6 +14,7 @@
 #include "base/options.h"
 #include "bench/bench_util.h"
 #include "core/device_options.h"
+#include "core/gpu_spec.h"
 #include "core/ops.h"
 
 using namespace vlm;
@@ -66,12 +67,13 @@ int main(int argc, char** argv) {
       shapes.push_back({8192, 8192, 8192, "square 8192"});
     }
     const std::vector<DType> dtypes = {DType::F32, DType::BF16};
-    const double peak = gpu ? bench::nominal_bf16_peak_tflops(b.description()) : 0;
+    const GpuSpec* spec = gpu ? gpu_spec_of_device(b.description()) : nullptr;
+    const double peak = spec ? spec->bf16_tflops : 0;
 
     std::printf("bench_gemm on %s\n", b.description().c_str());
     std::printf("y[M,N] = x[M,K] @ W[N,K]^T, 2*M*N*K flop per call; %s\n",
                 iters ? ("--iters " + std::to_string(iters)).c_str() : "timed for --seconds per shape");
-    if (gpu) std::printf("bf16 dense peak of this card: %s\n", peak ? (std::to_string(int(peak)) + " TFLOP/s").c_str() : "unknown (not an A100/H100/H200)");
+    if (gpu) std::printf("bf16 dense peak of this card: %s\n", peak ? (std::to_string(int(peak)) + " TFLOP/s").c_str() : "unknown (not an A100/H100/H200 SXM: core/gpu_spec.h)");
     std::printf("%-6s %6s %6s %6s  %10s  %12s%s  %s\n", "dtype", "M", "N", "K", "ms/call", gpu ? "TFLOP/s" : "GFLOP/s",
                 gpu ? "  of peak" : "", "shape");
     double best_bf16 = 0;

@@ -1,6 +1,11 @@
 // Training-step benchmark of the language backbone at TP=1: prints figures, asserts
-// nothing. Models: `gpt2` (GPT-2 124M shape: V=50257, C=768, L=12, NH=12, F=3072) and
-// `llama1b` (TinyLlama-1.1B shape: V=32000, C=2048, L=22, NH=32, NKV=4, F=5632).
+// nothing. Models: `gpt2` (GPT-2 124M shape: V=50257, C=768, L=12, NH=12, F=3072),
+// `llama1b` (TinyLlama-1.1B shape: V=32000, C=2048, L=22, NH=32, NKV=4, F=5632) and
+// `tiny` (a Llama of V=512, C=128, L=2, NH=4, NKV=2, F=256: for rehearsals of the
+// command lines, bench/gpu/proof.sh rehearse).
+// --precision fp32 (exact f32 matmuls) or bf16 (train.precision=bf16: bf16 working
+// copies of the f32 master weights, bf16 matmuls with f32 accumulation; the copies are
+// re-rounded after each AdamW step, inside the timed step; docs/training.md, "Numerics").
 // One step = forward (with loss) + backward + finalize_grads + AdamW on every parameter
 // (core adamw_step with f32 moments; its median time is printed too). AdamW needs 16 bytes per parameter (value, grad,
 // m, v); with --optimizer auto it is skipped (forward + backward only, said in the
@@ -9,7 +14,9 @@
 // tokens/s = batch * seq / step time (median of --iters timed steps after --warmup).
 // FLOPs per token (PaLM appendix B): 6 N + 12 L C T, N = parameters used in matmuls
 // (embedding lookups excluded, output layer included). On CUDA, MFU = achieved FLOP/s
-// over the bf16 peak measured here with 8192^3 bf16 GEMMs (--peak_tflops overrides).
+// over the device's dense bf16 peak: --peak_tflops, else the GPU table's
+// (core/gpu_spec.h: 989 on an H100/H200 SXM), else measured here with 8192^3 bf16 GEMMs.
+// bench/gpu/torch_baseline.py prints PyTorch's figures for the same shapes in this format.
 #include <unistd.h>
 
 #include <algorithm>
@@ -48,8 +55,12 @@ ModelConfig model_shape(const std::string& name) {
     m.family = ModelFamily::Llama;
     m.vocab_size = 32000, m.d_model = 2048, m.n_layers = 22, m.n_heads = 32, m.n_kv_heads = 4, m.d_ff = 5632;
     m.max_pos = 2048, m.tied_embeddings = false;
+  } else if (name == "tiny") {
+    m.family = ModelFamily::Llama;
+    m.vocab_size = 512, m.d_model = 128, m.n_layers = 2, m.n_heads = 4, m.n_kv_heads = 2, m.d_ff = 256;
+    m.max_pos = 2048, m.tied_embeddings = false;
   } else {
-    throw UserError(cat("--models: unknown model '", name, "' (expected gpt2 or llama1b)"));
+    throw UserError(cat("--models: unknown model '", name, "' (expected gpt2, llama1b or tiny)"));
   }
   return m;
 }
@@ -82,7 +93,7 @@ struct BenchOptions {
 
 const OptionSet<BenchOptions>& bench_options() {
   static const OptionSet<BenchOptions> set([](OptionSet<BenchOptions>& s) {
-    s.option("models", &BenchOptions::models, "comma-separated models: gpt2 (124M), llama1b (1.1B)");
+    s.option("models", &BenchOptions::models, "comma-separated models: gpt2 (124M), llama1b (1.1B), tiny (0.4M)");
     s.option("batch", &BenchOptions::batch, "samples per step").range(1, 1 << 16);
     s.option("precision", &BenchOptions::precision,
              "fp32, or bf16 mixed precision (train.precision=bf16: bf16 weight copies and activations; on a CPU "
@@ -93,7 +104,8 @@ const OptionSet<BenchOptions>& bench_options() {
     s.option("warmup", &BenchOptions::warmup, "untimed steps first").range(0, 1 << 20);
     s.option("optimizer", &BenchOptions::optimizer, "AdamW in the step: auto = when its memory fits (always on CUDA)")
         .one_of({"auto", "adamw", "none"});
-    s.option("peak_tflops", &BenchOptions::peak_tflops, "bf16 peak for MFU (CUDA); 0 = measure with a large bf16 GEMM")
+    s.option("peak_tflops", &BenchOptions::peak_tflops,
+             "dense bf16 peak for MFU (CUDA); 0 = the GPU table's (core/gpu_spec.h), else measured with a bf16 GEMM")
         .range(0.0, 1e6);
   });
   return set;
@@ -105,9 +117,11 @@ void run_model(const std::string& name, Backend& b, Communicator& tp, const Benc
   const int64_t B = args.batch, T1 = args.seq, T = B * T1;
   m.max_pos = std::max<int64_t>(m.max_pos, T1);
   const int warmup = args.warmup, iters = args.iters;
-  Backbone bb(m, b, tp, T, true, args.precision);
+  const Precision prec = args.precision;
+  Backbone bb(m, b, tp, T, true, prec);
   bb.init(seed);
-  if (args.precision == Precision::BF16) bb.params().refresh_working(b.default_stream());
+  Stream& s = b.default_stream();
+  bb.params().refresh_working(s);  // the bf16 copies of the initial weights (no-op at fp32)
   const double n_params = double(bb.param_bytes()) / 4.0;
 
   const std::string& opt = args.optimizer;
@@ -131,7 +145,6 @@ void run_model(const std::string& name, Backend& b, Communicator& tp, const Benc
       targets[size_t(i * T1 + t)] = t + 1 < T1 ? ids[size_t(i * T1 + t + 1)] : kIgnoreIndex;
   }
   LmInput in = make_lm_input(b, cu, ids, targets);
-  Stream& s = b.default_stream();
 
   std::vector<double> times, adam_times;
   float loss = 0.f;
@@ -197,8 +210,13 @@ int main(int argc, char** argv) {
     const BenchOptions args = bench_options().read(cfg);
     double peak = args.peak_tflops;
     if (b.device() != DeviceKind::CPU && peak == 0.0) {
-      peak = bench::measure_bf16_peak_tflops(b);
-      std::printf("measured bf16 GEMM peak (8192^3): %.0f TFLOP/s\n", peak);
+      if (const GpuSpec* g = gpu_spec_of_device(b.description())) {
+        peak = g->bf16_tflops;
+        std::printf("dense bf16 peak of the %s (core/gpu_spec.h): %.0f TFLOP/s\n", g->name, peak);
+      } else {
+        peak = bench::measure_bf16_peak_tflops(b);
+        std::printf("measured bf16 GEMM peak (8192^3; a GPU the table does not know): %.0f TFLOP/s\n", peak);
+      }
     }
     std::stringstream ss(args.models);
     for (std::string name; std::getline(ss, name, ',');)

@@ -3,22 +3,25 @@
 // reduction, and at --zero 3 the layers' gathers; no optimizer), the mean overlap
 // fraction and exposed communication of the
 // scheduler's step summary (scheduler/trace.h), the busy time per stream; then the
-// serial / overlap ratio. Runs on one rank or under mpirun (TP = --tp, DP = the rest;
-// bench/bench_step.sh runs 1 rank, TP = 2 and DP = 2). Rank 0 prints; figures only.
+// serial / overlap ratio. Task times come from the graph's events: host times on the
+// CPU, CUDA events on a GPU (--device cuda), so there the busy time per stream is the
+// device's. --trace FILE writes the timed steps of both modes (serial first) as a Chrome
+// trace. --precision bf16 runs the step at train.precision=bf16. Runs on one rank or
+// under mpirun (TP = --tp, DP = the rest; bench/bench_step.sh runs 1 rank, TP = 2 and
+// DP = 2; each rank on its GPU as in `vlm train`). Rank 0 prints; figures only.
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "base/error.h"
 #include "base/options.h"
 #include "optim/dp_grads.h"
-#include "parallel/groups.h"
-#include "parallel/mpi/mpi_session.h"
-#include "parallel/topology.h"
+#include "parallel/runtime.h"
 #include "scheduler/trace.h"
 #include "train/step.h"
 
@@ -30,6 +33,9 @@ struct BenchOptions {
   int tp = 1, micro_batches = 4;
   int64_t images = 8, width = 128;
   int steps = 10, warmup = 2, zero = 0;
+  std::string device = "cpu";
+  Precision precision = Precision::FP32;
+  std::string trace;
 };
 
 const OptionSet<BenchOptions>& bench_options() {
@@ -43,6 +49,11 @@ const OptionSet<BenchOptions>& bench_options() {
     s.option("steps", &BenchOptions::steps, "timed steps per mode").range(1, 100000);
     s.option("warmup", &BenchOptions::warmup, "untimed steps per mode").range(0, 1000);
     s.option("zero", &BenchOptions::zero, "the ZeRO level over DP (train.zero, docs/training.md)").range(0, 3);
+    s.option("device", &BenchOptions::device, "backend of the step (cuda: each rank on its GPU)")
+        .one_of({"auto", "cpu", "cuda"});
+    s.option("precision", &BenchOptions::precision, "train.precision of the model")
+        .choices({{"fp32", Precision::FP32}, {"bf16", Precision::BF16}});
+    s.option("trace", &BenchOptions::trace, "write the timed steps of both modes as a Chrome trace to this file (rank 0)");
   });
   return set;
 }
@@ -61,6 +72,7 @@ VlmConfig bench_config(const BenchOptions& o) {
   c.llm.n_heads = 4, c.llm.n_kv_heads = 4, c.llm.d_ff = 2 * d, c.llm.tied_embeddings = false;
   c.max_images = o.images, c.max_text = 24;
   c.front_slots = o.micro_batches >= 2 ? 2 : 1;  // as resolve_vlm_config
+  c.precision = o.precision;
   return c;
 }
 
@@ -113,46 +125,57 @@ int main(int argc, char** argv) {
   try {
     if (cfg.parse(argc, argv)) {
       const BenchOptions args = bench_options().read(cfg);
-      const int tp = args.tp, M = args.micro_batches;
-      VLM_REQUIRE(mpi.size() % tp == 0, "--tp ", tp, " must divide the number of ranks ", mpi.size());
-      Backend& b = cpu_backend();
-      const Topology topo = Topology::compute(mpi.size(), mpi.rank(), mpi.size(), tp);
-      ProcessGroups groups(topo, DeviceKind::CPU, 300.0);
-      auto self = make_communicator(DeviceKind::CPU, MPI_COMM_SELF, "self", 300.0);
+      RuntimeOptions ro;
+      ro.device = args.device;
+      ro.parallel.tp = args.tp;
+      VLM_REQUIRE(mpi.size() % args.tp == 0, "--tp ", args.tp, " must divide the number of ranks ", mpi.size());
+      const int M = args.micro_batches;
+      Runtime rt = start_runtime(ro);
+      Backend& b = rt.backend();
+      ProcessGroups& groups = rt.groups();
+      auto self = make_communicator(b.device(), MPI_COMM_SELF, "self", 300.0);
       VlmConfig c = bench_config(args);
       c.sharding = DpSharding{args.zero, groups.dp().size(), groups.dp().rank()};
       VlmModel model(c, b, groups.tp(), *self);
       model.init(1);
+      model.refresh_working_weights();  // a no-op at fp32
       const Data data = make_data(c, M, groups.dp().size(), groups.dp().rank());
       sched::StreamSet streams(b);
       const std::vector<bool> all(kNumModules, true);
       DpGrads dpg(model.modules(), all, groups.dp(), args.zero, 25, b);
       const int steps = args.steps, warmup = args.warmup;
+      sched::Trace trace(mpi.rank());
       Result res[2];
       for (int k = 0; k < 2; ++k) {
         StepOptions o;
         o.mode = k == 0 ? sched::Mode::Serial : sched::Mode::Overlap;
         VlmStep step(model, streams, dpg, all, M, o);
         std::vector<sched::TaskTiming> timings;
-        sched::Trace trace(mpi.rank());
         for (int i = 0; i < warmup + steps; ++i) {
           groups.world().barrier(b.default_stream());
+          b.synchronize();
           const auto t0 = std::chrono::steady_clock::now();
           model.zero_grads();
           step.run(data.mbs, &timings);
           const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-          const sched::StepSummary s = trace.add_step(step.graph(), timings);
           if (i < warmup) continue;
+          const sched::StepSummary s = trace.add_step(step.graph(), timings);
           res[k].ms += ms / steps, res[k].overlap += s.overlap_fraction / steps;
           res[k].exposed += s.exposed_comm_ms / steps;
           for (int j = 0; j < sched::kNumStreams; ++j) res[k].busy[size_t(j)] += s.busy_ms[size_t(j)] / steps;
         }
       }
+      const std::string& trace_path = args.trace;
+      if (!trace_path.empty()) {
+        const auto events = all_gather_strings(groups.world(), b.default_stream(), trace.events_json());
+        if (mpi.rank() == 0) sched::write_trace_file(trace_path, events);
+      }
       if (mpi.rank() == 0) {
-        std::printf("bench_step: %d rank(s), tp=%d dp=%d, zero=%d, M=%d micro-batches of %lld images, width %lld, %d "
-                    "steps (+%d warm-up), OMP_NUM_THREADS=%s\n",
-                    mpi.size(), tp, groups.dp().size(), dpg.zero(), M, (long long)c.max_images, (long long)args.width,
-                    steps, warmup, std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "(unset)");
+        std::printf("bench_step: %s, %d rank(s), tp=%d dp=%d, zero=%d, M=%d micro-batches of %lld images, width %lld, "
+                    "%s, %d steps (+%d warm-up), OMP_NUM_THREADS=%s\n",
+                    b.description().c_str(), mpi.size(), args.tp, groups.dp().size(), dpg.zero(), M,
+                    (long long)c.max_images, (long long)args.width, args.precision == Precision::BF16 ? "bf16" : "fp32", steps, warmup,
+                    std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "(unset)");
         std::printf("%-8s %9s %8s %10s  %s\n", "mode", "ms/step", "overlap", "exp.comm", "busy ms per stream (rank 0)");
         for (int k = 0; k < 2; ++k) {
           std::printf("%-8s %9.2f %8.2f %10.2f ", k == 0 ? "serial" : "overlap", res[k].ms, res[k].overlap,
@@ -162,11 +185,11 @@ int main(int argc, char** argv) {
           std::printf("\n");
         }
         std::printf("serial / overlap: %.2f\n", res[0].ms / res[1].ms);
+        if (!trace_path.empty()) std::printf("trace: %s (%d steps per rank)\n", trace_path.c_str(), trace.steps());
       }
     }
   } catch (const UserError& e) {
-    std::fprintf(stderr, "bench_step: %s\n", e.what());
-    code = 2;
+    code = report_command_error("bench_step", e);
   }
   return code;
 }

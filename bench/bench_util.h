@@ -1,6 +1,7 @@
 // Shared helpers of the benchmarks: deterministic filler tensors, a timer that
-// synchronises the stream, and the bf16 tensor-core peak (nominal by card name, or
-// measured with a large GEMM). Benchmarks print figures; they never assert times.
+// synchronises the stream, and the bf16 tensor-core peak measured with a large GEMM (the
+// nominal one by card name is the GPU table's, core/gpu_spec.h). Benchmarks print
+// figures; they never assert times.
 #pragma once
 #include <algorithm>
 #include <chrono>
@@ -49,14 +50,6 @@ double time_per_call(Stream& s, F&& f, int warmup, int iters, double budget_s) {
     for (int i = 0; i < batch; ++i, ++n) f();
     if (double t = elapsed(); t >= budget_s) return t / n;
   }
-}
-
-// Dense bf16 tensor-core peak (TFLOP/s, no sparsity) from the device description; 0 when unknown.
-inline double nominal_bf16_peak_tflops(const std::string& desc) {
-  if (desc.find("H100") != std::string::npos) return desc.find("PCIe") != std::string::npos ? 756 : 989;
-  if (desc.find("H200") != std::string::npos) return 989;
-  if (desc.find("A100") != std::string::npos) return 312;
-  return 0;
 }
 
 // Measured bf16 GEMM throughput (TFLOP/s) on b: the best of 5 timed n^3 products x @ w^T.

@@ -2,11 +2,8 @@
 """PyTorch side of bench/cpu_vs_torch.sh: the CPU benchmarks of bench/ run in PyTorch.
 
 Cases (the same shapes as the C++ benchmarks, f32):
-  llm   bench/bench_llm.cpp's models at B=1, T=128 (--batch/--seq): `gpt2` (GPT-2 124M:
-        V=50257, C=768, L=12, NH=12, F=3072, tied embeddings, LayerNorm, tanh GELU) and
-        `llama1b` (TinyLlama-1.1B shape: V=32000, C=2048, L=22, NH=32, NKV=4, F=5632,
-        RMSNorm, SwiGLU, RoPE, untied output). Next-token loss, the last target of each
-        sample ignored. Steps: fwd+bwd, and fwd+bwd+AdamW (torch.optim.AdamW, fused=True
+  llm   bench/bench_llm.cpp's models at B=1, T=128 (--batch/--seq): `gpt2` and `llama1b`
+        (tools/torch_llm.py). Next-token loss, the last target of each sample ignored. Steps: fwd+bwd, and fwd+bwd+AdamW (torch.optim.AdamW, fused=True
         unless --adamw foreach); the AdamW call alone is timed inside the second kind.
   gemm  bench/bench_gemm.cpp's CPU shapes, y[M,N] = x[M,K] @ W[N,K]^T.
   attn  bench/bench_attention.cpp's CPU cases: packed variable-length samples, one
@@ -46,13 +43,9 @@ import time
 # symbol missing from an older system CUDA library (NCCL) must not fail the import.
 sys.setdlopenflags(os.RTLD_LAZY | os.RTLD_GLOBAL)
 import torch  # noqa: E402
-import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from torch_llm import LM, MODELS  # noqa: E402  (the models, shared with bench/gpu/torch_baseline.py)
 
-MODELS = {
-    "gpt2": dict(family="gpt2", V=50257, C=768, L=12, NH=12, NKV=12, F=3072, max_pos=1024),
-    "llama1b": dict(family="llama", V=32000, C=2048, L=22, NH=32, NKV=4, F=5632, max_pos=2048),
-}
 GEMMS = [(512, 768, 768), (512, 2304, 768), (512, 3072, 768), (512, 768, 3072), (2048, 2048, 2048)]
 ATTNS = [([256, 256], 12, 12, 64, True), ([64, 192, 500], 12, 4, 64, True), ([197, 197], 12, 12, 64, False)]
 
@@ -83,77 +76,6 @@ def median_time(fn, warmup, iters):
         fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
-
-
-class Block(nn.Module):
-    def __init__(self, m):
-        super().__init__()
-        C, F_, self.NH, self.NKV = m["C"], m["F"], m["NH"], m["NKV"]
-        self.HS = C // self.NH
-        self.gpt2 = m["family"] == "gpt2"
-        kv = self.NKV * self.HS
-        if self.gpt2:
-            self.ln1, self.ln2 = nn.LayerNorm(C), nn.LayerNorm(C)
-            self.qkv, self.proj = nn.Linear(C, 3 * C), nn.Linear(C, C)
-            self.up, self.down = nn.Linear(C, F_), nn.Linear(F_, C)
-        else:
-            self.ln1, self.ln2 = nn.RMSNorm(C, eps=1e-5), nn.RMSNorm(C, eps=1e-5)
-            self.qkv, self.proj = nn.Linear(C, C + 2 * kv, bias=False), nn.Linear(C, C, bias=False)
-            self.gate_up, self.down = nn.Linear(C, 2 * F_, bias=False), nn.Linear(F_, C, bias=False)
-
-    def rope(self, x, cos, sin):  # x [B, H, T, HS], "rotate half"
-        h = self.HS // 2
-        x1, x2 = x[..., :h], x[..., h:]
-        return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
-
-    def forward(self, x, cos, sin):
-        B, T, C = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split([C, self.NKV * self.HS, self.NKV * self.HS], dim=-1)
-        q = q.view(B, T, self.NH, self.HS).transpose(1, 2)
-        k = k.view(B, T, self.NKV, self.HS).transpose(1, 2)
-        v = v.view(B, T, self.NKV, self.HS).transpose(1, 2)
-        if not self.gpt2:
-            q, k = self.rope(q, cos, sin), self.rope(k, cos, sin)
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=self.NKV != self.NH)
-        x = x + self.proj(a.transpose(1, 2).reshape(B, T, C))
-        h = self.ln2(x)
-        if self.gpt2:
-            h = self.down(F.gelu(self.up(h), approximate="tanh"))
-        else:
-            g, u = self.gate_up(h).chunk(2, dim=-1)
-            h = self.down(F.silu(g) * u)
-        return x + h
-
-
-class LM(nn.Module):
-    def __init__(self, m):
-        super().__init__()
-        self.m = m
-        C, V = m["C"], m["V"]
-        self.tok = nn.Embedding(V, C)
-        self.pos = nn.Embedding(m["max_pos"], C) if m["family"] == "gpt2" else None
-        self.blocks = nn.ModuleList(Block(m) for _ in range(m["L"]))
-        self.norm = nn.LayerNorm(C) if m["family"] == "gpt2" else nn.RMSNorm(C, eps=1e-5)
-        self.head = None if m["family"] == "gpt2" else nn.Linear(C, V, bias=False)
-        for p in self.parameters():
-            if p.dim() == 2:
-                nn.init.normal_(p, std=0.02)
-
-    def forward(self, ids, targets):
-        B, T = ids.shape
-        x = self.tok(ids)
-        HS = self.m["C"] // self.m["NH"]
-        t = torch.arange(T, dtype=torch.float32)
-        inv = 10000.0 ** (-torch.arange(0, HS // 2, dtype=torch.float32) * 2 / HS)
-        ang = t[:, None] * inv[None, :]
-        cos, sin = ang.cos(), ang.sin()
-        if self.pos is not None:
-            x = x + self.pos(torch.arange(T))
-        for b in self.blocks:
-            x = b(x, cos, sin)
-        x = self.norm(x)
-        logits = x @ (self.tok.weight if self.head is None else self.head.weight).t()
-        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-100)
 
 
 def bench_llm(args):

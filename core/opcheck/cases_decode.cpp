@@ -1,11 +1,12 @@
 // Conformance cases of the decoding ops (op_case.h): scatter_rows (exact: a byte copy;
-// rows that are skipped or not listed keep their random values) and attention_decode
+// rows that are skipped or not listed keep their random values; f32 and bf16 rows) and attention_decode
 // (1e-4: f32 on both backends, different summation orders) on caches with several
 // sequences at odd offsets, grouped-query heads and head sizes that are not multiples
 // of 32.
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -16,10 +17,11 @@ namespace vlm::opcheck {
 
 std::vector<OpCase> decode_cases() {
   std::vector<OpCase> v;
-  for (int64_t W : {1, 15})
-    v.push_back({cat("scatter_rows R20 N7 W", W), 0, [=](Backend& b) {
+  // bf16 rows of odd width: rows of 2 W bytes, not a multiple of 4 (the byte path).
+  for (auto [W, dt] : {std::pair{int64_t(1), DType::F32}, {int64_t(15), DType::F32}, {int64_t(15), DType::BF16}})
+    v.push_back({cat("scatter_rows R20 N7 W", W, dt == DType::BF16 ? " bf16" : ""), 0, [=](Backend& b) {
                    CaseCtx c(b, 6600 + uint64_t(W));
-                   Tensor dst = c.rand(Shape{20, W}), src = c.rand(Shape{7, W});
+                   Tensor dst = c.rand(Shape{20, W}, -1, 1, dt), src = c.rand(Shape{7, W}, -1, 1, dt);
                    scatter_rows(c.stream(), dst, src, c.i32({4, -1, 0, 19, 7, -1, 11}));
                    return OpOutputs{{"dst", dst}};
                  }});

@@ -1,8 +1,15 @@
 // Conformance cases, part 1 (op_case.h): matmul in every variant (transposes, batched
-// with broadcast, alpha/beta, bias, GELU + pre_gelu, bf16 A/B on non-CPU backends,
-// mixed f32 x bf16), bias_backward, the elementwise helpers, round_bf16 and copy.
-// Tolerances: matmul 2e-3 (admits TF32 tensor-core math; a wrong layout gives O(1)),
-// exact-ish elementwise 1e-6, transcendental elementwise 1e-5, data movement 0.
+// with broadcast, alpha/beta, bias, GELU + pre_gelu, a large shape, bf16 A/B with and
+// without epilogues, batches and transposes, bf16 C, mixed f32 x bf16), bias_backward,
+// the elementwise helpers (also beyond 65,536 blocks of 256 threads, where the CUDA
+// grid-stride loops go round more than once), round_bf16, convert (f64 too) and copy.
+// Tolerances, set by what each CUDA path computes:
+//  - f32 matmul 1e-5: cuBLASLt runs exact f32 (CUBLAS_COMPUTE_32F, no TF32), so only
+//    the summation order differs (K = 4096: about sqrt(K) eps relative);
+//  - bf16 A/B 1e-4: the products of bf16 values are exact in f32, tensor-core
+//    accumulation is f32 but not rounded after every addition;
+//  - bf16 C 8e-3: one bf16 step (2^-8) where the f32 sums round to different sides;
+//  - exact-ish elementwise 1e-6, transcendental elementwise 1e-5, data movement 0.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -17,7 +24,7 @@ namespace vlm::opcheck {
 namespace {
 
 OpCase matmul_case(int64_t M, int64_t N, int64_t K, bool ta, bool tb, int64_t batch, bool b_batched,
-                          bool bias, bool gelu, float alpha, float beta, double tol = 2e-3) {
+                          bool bias, bool gelu, float alpha, float beta, double tol = 1e-5) {
   std::string name = cat("matmul ", ta ? "t" : "n", tb ? "t" : "n", " M", M, " N", N, " K", K);
   if (batch) name += cat(" batch", batch, b_batched ? "" : " (B broadcast)");
   if (bias) name += " +bias";
@@ -43,18 +50,45 @@ OpCase matmul_case(int64_t M, int64_t N, int64_t K, bool ta, bool tb, int64_t ba
 }
 
 // bf16 A and B where the backend takes them (CUDA); the CPU reference gets the same
-// bf16-rounded values in f32. Accumulation is f32 on both, so the tolerance is tight.
-OpCase matmul_bf16_case(int64_t M, int64_t N, int64_t K, bool tb) {
-  return {cat("matmul bf16 n", tb ? "t" : "n", " M", M, " N", N, " K", K), 1e-4, [=](Backend& b) {
-            CaseCtx c(b, 2000 + uint64_t(M + N + K));
+// bf16-rounded values in f32 (an exact f32 reference, whatever the CPU's bf16 path).
+// Optionally batched, transposed, with the bias and GELU epilogues, and with a bf16 C
+// (CUDA only: cuBLASLt rounds C, and pre_gelu, from the f32 result; the reference
+// rounds its f32 C the same way with round_bf16). Tolerance: see the header.
+struct Bf16Gemm {
+  int64_t M, N, K;
+  bool ta = false, tb = false;
+  int64_t batch = 0;  // 0: 2-D; else A, B and C batched
+  bool bias = false, gelu = false, bf16_out = false;
+};
+
+OpCase matmul_bf16_case(Bf16Gemm g) {
+  std::string name = cat("matmul bf16 ", g.ta ? "t" : "n", g.tb ? "t" : "n", " M", g.M, " N", g.N, " K", g.K);
+  if (g.batch) name += cat(" batch", g.batch);
+  if (g.bias) name += " +bias";
+  if (g.gelu) name += " +gelu";
+  if (g.bf16_out) name += " -> bf16 C";
+  return {name, g.bf16_out ? 8e-3 : 1e-4, [=](Backend& b) {
+            CaseCtx c(b, 2000 + uint64_t(g.M + g.N + g.K + g.batch * 11 + g.ta * 3 + g.tb + g.bias * 5 + g.gelu * 7));
             const DType dt = c.is_cpu() ? DType::F32 : DType::BF16;
-            Tensor A = c.rand_bf16_values(Shape{M, K}, dt);
-            Tensor B = c.rand_bf16_values(tb ? Shape{N, K} : Shape{K, N}, dt);
-            Tensor C = c.junk(Shape{M, N});
+            const DType ct = g.bf16_out && !c.is_cpu() ? DType::BF16 : DType::F32;
+            auto batched = [&](Shape s) { return g.batch ? Shape{g.batch, s[0], s[1]} : s; };
+            Tensor A = c.rand_bf16_values(batched(g.ta ? Shape{g.K, g.M} : Shape{g.M, g.K}), dt);
+            Tensor B = c.rand_bf16_values(batched(g.tb ? Shape{g.N, g.K} : Shape{g.K, g.N}), dt);
+            Tensor bias = c.rand(Shape{g.N});
+            const Shape sc = batched(Shape{g.M, g.N});
+            Tensor C = c.junk(sc, ct), pre = c.junk(sc, ct);
             GemmOpts o;
-            o.trans_b = tb;
+            o.trans_a = g.ta, o.trans_b = g.tb;
+            if (g.bias) o.bias = &bias;
+            if (g.gelu) o.gelu = true, o.pre_gelu = &pre;
             matmul(c.stream(), C, A, B, o);
-            return OpOutputs{{"C", C}};
+            if (g.bf16_out && c.is_cpu()) {
+              round_bf16(c.stream(), C);
+              if (g.gelu) round_bf16(c.stream(), pre);
+            }
+            OpOutputs out{{"C", C}};
+            if (g.gelu) out.push_back({"pre_gelu", pre});
+            return out;
           }};
 }
 
@@ -103,8 +137,14 @@ std::vector<OpCase> gemm_elementwise_cases() {
   v.push_back(matmul_case(3, 129, 64, false, true, 0, false, true, true, 1.f, 0.f));
   v.push_back(matmul_case(64, 48, 96, false, false, 2, false, true, true, 1.f, 0.f));
   v.push_back(matmul_case(5, 7, 9, true, false, 4, false, false, false, 1.f, 1.f));
-  v.push_back(matmul_bf16_case(17, 33, 64, false));
-  v.push_back(matmul_bf16_case(64, 3, 129, true));
+  v.push_back(matmul_case(256, 384, 4096, false, true, 0, false, true, false, 1.f, 0.f));  // large K
+  v.push_back(matmul_bf16_case({17, 33, 64}));
+  v.push_back(matmul_bf16_case({64, 3, 129, false, true}));
+  v.push_back(matmul_bf16_case({40, 64, 96, false, true, 0, true, true}));       // the MLP's epilogues
+  v.push_back(matmul_bf16_case({24, 40, 33, true, false, 3}));                   // batched, A transposed
+  v.push_back(matmul_bf16_case({48, 64, 72, false, false, 2, true, false}));     // batched + bias
+  v.push_back(matmul_bf16_case({33, 64, 80, false, true, 0, false, false, true}));  // bf16 C
+  v.push_back(matmul_bf16_case({32, 64, 48, false, true, 2, true, true, true}));    // bf16 C, batched, epilogues
   v.push_back(matmul_mixed_case(19, 40, 33, false));
   v.push_back(matmul_mixed_case(24, 9, 70, true));
   for (int64_t rows : {1, 37})
@@ -115,75 +155,95 @@ std::vector<OpCase> gemm_elementwise_cases() {
                      bias_backward(c.stream(), db, c.rand(Shape{rows, n}));
                      return OpOutputs{{"dbias", db}};
                    }});
-  for (int64_t n : {1, 17, 4099}) {
-    v.push_back(ew_case("fill", n, 0, [](CaseCtx& c, int64_t n) {
-      Tensor x = c.rand(Shape{n});
-      fill(c.stream(), x, -2.5f);
-      return OpOutputs{{"x", x}};
-    }));
-    v.push_back(ew_case("scale", n, 1e-6, [](CaseCtx& c, int64_t n) {
-      Tensor x = c.rand(Shape{n});
-      scale(c.stream(), x, 0.3f);
-      return OpOutputs{{"x", x}};
-    }));
-    v.push_back(ew_case("add", n, 1e-6, [](CaseCtx& c, int64_t n) {
-      Tensor a = c.rand(Shape{n}), out = c.junk(Shape{n});
-      add(c.stream(), out, a, c.rand(Shape{n}));
-      return OpOutputs{{"out", out}};
-    }));
-    v.push_back(ew_case("accumulate", n, 1e-6, [](CaseCtx& c, int64_t n) {
-      Tensor y = c.rand(Shape{n});
-      accumulate(c.stream(), y, c.rand(Shape{n}), -0.7f);
-      return OpOutputs{{"y", y}};
-    }));
-    v.push_back(ew_case("mul", n, 1e-6, [](CaseCtx& c, int64_t n) {
-      Tensor out = c.junk(Shape{n});
-      mul(c.stream(), out, c.rand(Shape{n}), c.rand(Shape{n}));
-      return OpOutputs{{"out", out}};
-    }));
-    v.push_back(ew_case("copy", n, 0, [](CaseCtx& c, int64_t n) {
-      Tensor dst = c.junk(Shape{n});
-      copy(c.stream(), dst, c.rand(Shape{n}));
-      return OpOutputs{{"dst", dst}};
-    }));
-    v.push_back(ew_case("convert f32->bf16->f32", n, 0, [](CaseCtx& c, int64_t n) {
-      Tensor h = c.zeros(Shape{n}, DType::BF16), back = c.junk(Shape{n});
-      convert(c.stream(), h, c.rand(Shape{n}, -300, 300));
-      convert(c.stream(), back, h);
-      return OpOutputs{{"bf16", h}, {"f32", back}};
-    }));
-    v.push_back(ew_case("round_bf16", n, 0, [](CaseCtx& c, int64_t n) {
-      Tensor x = c.rand(Shape{n}, -300, 300);
-      round_bf16(c.stream(), x);
-      return OpOutputs{{"x", x}};
-    }));
-    v.push_back(ew_case("gelu_forward", n, 1e-5, [](CaseCtx& c, int64_t n) {
-      Tensor out = c.junk(Shape{n});
-      gelu_forward(c.stream(), out, c.rand(Shape{n}, -5, 5));
-      return OpOutputs{{"out", out}};
-    }));
-    v.push_back(ew_case("gelu_backward", n, 1e-5, [](CaseCtx& c, int64_t n) {
-      Tensor in = c.rand(Shape{n}, -5, 5), din = c.junk(Shape{n});
-      gelu_backward(c.stream(), din, in, c.rand(Shape{n}));
-      return OpOutputs{{"din", din}};
-    }));
-    v.push_back(ew_case("swiglu_forward", n, 1e-5, [](CaseCtx& c, int64_t n) {
-      Tensor out = c.junk(Shape{n});
-      swiglu_forward(c.stream(), out, c.rand(Shape{n}, -5, 5), c.rand(Shape{n}));
-      return OpOutputs{{"out", out}};
-    }));
-    v.push_back(ew_case("swiglu_backward", n, 1e-5, [](CaseCtx& c, int64_t n) {
-      Tensor g = c.rand(Shape{n}, -5, 5), u = c.rand(Shape{n}), dg = c.junk(Shape{n}), du = c.junk(Shape{n});
-      Tensor out = c.junk(Shape{n});
-      swiglu_backward(c.stream(), dg, du, out, c.rand(Shape{n}), g, u);
-      return OpOutputs{{"dgate", dg}, {"dup", du}, {"out", out}};
-    }));
-    v.push_back(ew_case("sum_squares", n, 1e-5, [](CaseCtx& c, int64_t n) {
-      Tensor out = c.rand(Shape{1});
-      sum_squares(c.stream(), out, c.rand(Shape{n}));
-      return OpOutputs{{"out", out}};
-    }));
-  }
+  struct Ew {
+    std::string op;
+    double tol;
+    std::function<OpOutputs(CaseCtx&, int64_t)> f;
+  };
+  const std::vector<Ew> ews = {
+      {"fill", 0, [](CaseCtx& c, int64_t n) {
+        Tensor x = c.rand(Shape{n});
+        fill(c.stream(), x, -2.5f);
+        return OpOutputs{{"x", x}};
+      }},
+      {"scale", 1e-6, [](CaseCtx& c, int64_t n) {
+        Tensor x = c.rand(Shape{n});
+        scale(c.stream(), x, 0.3f);
+        return OpOutputs{{"x", x}};
+      }},
+      {"add", 1e-6, [](CaseCtx& c, int64_t n) {
+        Tensor a = c.rand(Shape{n}), out = c.junk(Shape{n});
+        add(c.stream(), out, a, c.rand(Shape{n}));
+        return OpOutputs{{"out", out}};
+      }},
+      {"accumulate", 1e-6, [](CaseCtx& c, int64_t n) {
+        Tensor y = c.rand(Shape{n});
+        accumulate(c.stream(), y, c.rand(Shape{n}), -0.7f);
+        return OpOutputs{{"y", y}};
+      }},
+      {"mul", 1e-6, [](CaseCtx& c, int64_t n) {
+        Tensor out = c.junk(Shape{n});
+        mul(c.stream(), out, c.rand(Shape{n}), c.rand(Shape{n}));
+        return OpOutputs{{"out", out}};
+      }},
+      {"copy", 0, [](CaseCtx& c, int64_t n) {
+        Tensor dst = c.junk(Shape{n});
+        copy(c.stream(), dst, c.rand(Shape{n}));
+        return OpOutputs{{"dst", dst}};
+      }},
+      {"convert f32->bf16->f32", 0, [](CaseCtx& c, int64_t n) {
+        Tensor h = c.zeros(Shape{n}, DType::BF16), back = c.junk(Shape{n});
+        convert(c.stream(), h, c.rand(Shape{n}, -300, 300));
+        convert(c.stream(), back, h);
+        return OpOutputs{{"bf16", h}, {"f32", back}};
+      }},
+      {"convert f32->f64->f32", 0, [](CaseCtx& c, int64_t n) {
+        Tensor h = c.zeros(Shape{n}, DType::F64), back = c.junk(Shape{n});
+        convert(c.stream(), h, c.rand(Shape{n}, -300, 300));
+        convert(c.stream(), back, h);
+        return OpOutputs{{"f64", h}, {"f32", back}};
+      }},
+      {"round_bf16", 0, [](CaseCtx& c, int64_t n) {
+        Tensor x = c.rand(Shape{n}, -300, 300);
+        round_bf16(c.stream(), x);
+        return OpOutputs{{"x", x}};
+      }},
+      {"gelu_forward", 1e-5, [](CaseCtx& c, int64_t n) {
+        Tensor out = c.junk(Shape{n});
+        gelu_forward(c.stream(), out, c.rand(Shape{n}, -5, 5));
+        return OpOutputs{{"out", out}};
+      }},
+      {"gelu_backward", 1e-5, [](CaseCtx& c, int64_t n) {
+        Tensor in = c.rand(Shape{n}, -5, 5), din = c.junk(Shape{n});
+        gelu_backward(c.stream(), din, in, c.rand(Shape{n}));
+        return OpOutputs{{"din", din}};
+      }},
+      {"swiglu_forward", 1e-5, [](CaseCtx& c, int64_t n) {
+        Tensor out = c.junk(Shape{n});
+        swiglu_forward(c.stream(), out, c.rand(Shape{n}, -5, 5), c.rand(Shape{n}));
+        return OpOutputs{{"out", out}};
+      }},
+      {"swiglu_backward", 1e-5, [](CaseCtx& c, int64_t n) {
+        Tensor g = c.rand(Shape{n}, -5, 5), u = c.rand(Shape{n}), dg = c.junk(Shape{n}), du = c.junk(Shape{n});
+        Tensor out = c.junk(Shape{n});
+        swiglu_backward(c.stream(), dg, du, out, c.rand(Shape{n}), g, u);
+        return OpOutputs{{"dgate", dg}, {"dup", du}, {"out", out}};
+      }},
+      {"sum_squares", 1e-5, [](CaseCtx& c, int64_t n) {
+        Tensor out = c.rand(Shape{1});
+        sum_squares(c.stream(), out, c.rand(Shape{n}));
+        return OpOutputs{{"out", out}};
+      }},
+  };
+  for (int64_t n : {1, 17, 4099})
+    for (const Ew& e : ews) v.push_back(ew_case(e.op, n, e.tol, e.f));
+  // Beyond grid_1d's cap of 65,536 blocks of 256 threads (core/cuda/cuda_util.cuh): the
+  // grid-stride loops go round twice; an elementwise op and the reduction (sum_squares
+  // in its fixed order on both backends: core/ops/elementwise.inc). Two cases only:
+  // 16.8M elements take seconds on the CPU.
+  const int64_t big = (int64_t(1) << 24) + 4097;
+  for (const Ew& e : ews)
+    if (e.op == "add" || e.op == "sum_squares") v.push_back(ew_case(e.op, big, e.tol, e.f));
   // copy: more than one 1 MiB chunk (the CPU splits there), other dtypes, other shapes.
   v.push_back(ew_case("copy", 300007, 0, [](CaseCtx& c, int64_t n) {
     Tensor dst = c.junk(Shape{n});

@@ -1,13 +1,21 @@
-// Conformance cases, parts 2 and 3 (op_case.h): norms, softmax, sigmoid, row_stats, rope, attention and
-// embedding, forward and backward (nn_cases), then cross-entropy, the vocab-parallel
-// pieces, conv2d, avgpool2d, maps_to_rows/rows_to_maps, image_to_patches and AdamW (loss_conv_optim_cases).
-// Tolerances: norms and row_stats 1e-4 (f32 statistics), softmax/sigmoid/CE/pool 1e-5, rope 2e-4 (f32
-// angles of positions up to 512), attention 1e-2 (admits bf16 tensor-core attention;
-// wrong masking or GQA mapping gives O(0.1..1)), conv 2e-3 (TF32), image_to_patches 1e-6,
-// AdamW 1e-5.
+// Conformance cases, parts 2 and 3 (op_case.h): norms (also frozen: no weight
+// gradients), softmax, sigmoid, row_stats, rope, attention and embedding, forward and
+// backward (nn_cases), then cross-entropy, the vocab-parallel pieces, conv2d (also
+// without bias, without input or bias gradient), avgpool2d, maps_to_rows/rows_to_maps,
+// image_to_patches and AdamW (loss_conv_optim_cases).
+// Tolerances, set by what each CUDA path computes: norms and row_stats 1e-4 (f32
+// statistics), softmax/sigmoid/CE/pool 1e-5, rope 2e-4 (f32 angles of positions up to
+// 512), attention 1e-4 (f32 on both backends, online softmax against the CPU's order;
+// an off-by-one causal mask moves outputs by about 1/length, a wrong GQA mapping by
+// O(0.1)), conv 1e-5 (cuDNN with CUDNN_FMA_MATH: exact f32, no TF32),
+// image_to_patches 1e-6, AdamW 1e-5.
+// Attention runs at head sizes 16, 24, 64, 128 and 256 (the CUDA kernels' 1, 2, 4 and
+// 8 registers per lane, core/cuda/attention_common.cuh) and lengths that are not
+// multiples of its tiles (16 queries, 32 keys).
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -37,6 +45,19 @@ std::vector<OpCase> nn_cases() {
                      Tensor din = c.junk(Shape{N, C}), dw = c.rand(Shape{C});
                      rmsnorm_backward(c.stream(), din, dw, c.rand(Shape{N, C}), in, w, rstd);
                      return OpOutputs{{"out", out}, {"rstd", rstd}, {"din", din}, {"dw", dw}};
+                   }});
+      // A frozen norm (only din): the backward without weight gradients.
+      v.push_back({cat("layernorm/rmsnorm frozen N", N, " C", C), 1e-4, [=](Backend& b) {
+                     CaseCtx c(b, 6150 + uint64_t(N * C));
+                     Tensor in = c.rand(Shape{N, C}, -2, 4), w = c.rand(Shape{C}), bias = c.rand(Shape{C});
+                     Tensor out = c.junk(Shape{N, C}), mean = c.junk(Shape{N}), rstd = c.junk(Shape{N});
+                     Tensor din = c.junk(Shape{N, C}), dout = c.rand(Shape{N, C});
+                     layernorm_forward(c.stream(), out, mean, rstd, in, w, bias, 1e-5f);
+                     layernorm_backward(c.stream(), din, Tensor{}, Tensor{}, dout, in, w, mean, rstd);
+                     Tensor rout = c.junk(Shape{N, C}), rrstd = c.junk(Shape{N}), rdin = c.junk(Shape{N, C});
+                     rmsnorm_forward(c.stream(), rout, rrstd, in, w, 1e-6f);
+                     rmsnorm_backward(c.stream(), rdin, Tensor{}, dout, in, w, rrstd);
+                     return OpOutputs{{"layernorm din", din}, {"rmsnorm din", rdin}};
                    }});
       v.push_back({cat("softmax N", N, " C", C), 1e-5, [=](Backend& b) {
                      CaseCtx c(b, 6200 + uint64_t(N * C));
@@ -74,7 +95,8 @@ std::vector<OpCase> nn_cases() {
     std::vector<int32_t> lens;
     int64_t NH, NKV, HS;
   };
-  const AttnCfg cfgs[] = {{{1, 17, 33}, 4, 2, 16}, {{65}, 2, 2, 64}, {{7, 3}, 6, 1, 24}};
+  const AttnCfg cfgs[] = {{{1, 17, 33}, 4, 2, 16}, {{65}, 2, 2, 64},    {{7, 3}, 6, 1, 24},
+                          {{47, 129}, 4, 2, 128},  {{1, 70}, 2, 1, 256}, {{100}, 2, 2, 200}};
   for (const AttnCfg& cf : cfgs)
     for (bool causal : {true, false}) {
       std::vector<int32_t> cu{0};
@@ -83,7 +105,7 @@ std::vector<OpCase> nn_cases() {
       const int64_t T = cu.back(), NH = cf.NH, NKV = cf.NKV, HS = cf.HS;
       v.push_back({cat("attention T", T, " B", cf.lens.size(), " NH", NH, " NKV", NKV, " HS", HS,
                        causal ? " causal" : " bidirectional"),
-                   1e-2, [=](Backend& b) {
+                   1e-4, [=](Backend& b) {
                      CaseCtx c(b, 6400 + uint64_t(T * NH + HS + causal));
                      const Shape sq{T, NH, HS}, skv{T, NKV, HS};
                      Tensor q = c.rand(sq, -2, 2), k = c.rand(skv, -2, 2), vv = c.rand(skv), cus = c.i32(cu);
@@ -135,18 +157,27 @@ std::vector<OpCase> loss_conv_optim_cases() {
     int64_t B, Cin, H, W, Cout, K;
     int stride, pad;
   };
-  for (ConvCfg cf : {ConvCfg{2, 3, 17, 15, 8, 3, 1, 1}, ConvCfg{1, 3, 32, 32, 16, 8, 8, 0}, ConvCfg{3, 5, 9, 9, 7, 4, 2, 1}}) {
+  // Variants: 0 all of it; 1 no bias (forward without it, backward without dbias);
+  // 2 no input gradient (a first layer: dw and dbias only).
+  for (auto [cf, variant] : {std::pair{ConvCfg{2, 3, 17, 15, 8, 3, 1, 1}, 0}, {ConvCfg{1, 3, 32, 32, 16, 8, 8, 0}, 0},
+                             {ConvCfg{3, 5, 9, 9, 7, 4, 2, 1}, 0}, {ConvCfg{2, 4, 11, 13, 6, 3, 2, 1}, 1},
+                             {ConvCfg{1, 3, 32, 32, 16, 8, 8, 0}, 2}}) {
     const int64_t Ho = (cf.H + 2 * cf.pad - cf.K) / cf.stride + 1, Wo = (cf.W + 2 * cf.pad - cf.K) / cf.stride + 1;
+    const bool has_bias = variant != 1, has_din = variant != 2;
     v.push_back({cat("conv2d B", cf.B, " Cin", cf.Cin, " ", cf.H, "x", cf.W, " Cout", cf.Cout, " k", cf.K, " s",
-                     cf.stride, " p", cf.pad),
-                 2e-3, [=](Backend& b) {
-                   CaseCtx c(b, 7200 + uint64_t(cf.H * cf.K));
+                     cf.stride, " p", cf.pad, has_bias ? "" : " no bias", has_din ? "" : " no din"),
+                 1e-5, [=](Backend& b) {
+                   CaseCtx c(b, 7200 + uint64_t(cf.H * cf.K + variant));
                    const Shape si{cf.B, cf.Cin, cf.H, cf.W}, sw{cf.Cout, cf.Cin, cf.K, cf.K}, so{cf.B, cf.Cout, Ho, Wo};
                    Tensor in = c.rand(si), w = c.rand(sw), bias = c.rand(Shape{cf.Cout}), out = c.junk(so);
-                   conv2d_forward(c.stream(), out, in, w, bias, cf.stride, cf.pad);
+                   conv2d_forward(c.stream(), out, in, w, has_bias ? bias : Tensor{}, cf.stride, cf.pad);
                    Tensor din = c.junk(si), dw = c.rand(sw), db = c.rand(Shape{cf.Cout});
-                   conv2d_backward(c.stream(), din, dw, db, c.rand(so), in, w, cf.stride, cf.pad);
-                   return OpOutputs{{"out", out}, {"din", din}, {"dw", dw}, {"dbias", db}};
+                   conv2d_backward(c.stream(), has_din ? din : Tensor{}, dw, has_bias ? db : Tensor{}, c.rand(so), in,
+                                   w, cf.stride, cf.pad);
+                   OpOutputs o{{"out", out}, {"dw", dw}};
+                   if (has_din) o.push_back({"din", din});
+                   if (has_bias) o.push_back({"dbias", db});
+                   return o;
                  }});
   }
   for (int k : {2, 3}) {

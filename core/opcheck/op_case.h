@@ -66,7 +66,7 @@ class CaseCtx {
   Tensor ints(Shape s, int lo, int hi);  // uniform in [lo, hi]
   Tensor i32(const std::vector<int32_t>& v);
   Tensor zeros(Shape s, DType dt = DType::F32) { return Tensor::zeros(b_, s, dt); }
-  // An output that the op must overwrite: starts as junk.
+  // An output that the op must overwrite: starts as junk (777, f32 or bf16).
   Tensor junk(Shape s, DType dt = DType::F32);
 
  private:

@@ -1,42 +1,21 @@
 // Each tensor-parallel region operator, forward and backward, against the math it
 // claims (regions.h), on the world group (p = world size), on the TP group of a TP=2
-// layout, and on a group of one rank (identity: plain copies, no communication).
-// Values are small integers, exact in f32: rank r holds f(r, n, k) at row n, column k.
-// The same ops with the bf16 wire (train.precision=bf16) on values exact in bf16: the
-// same results in half the bytes (bf16 reductions through the MPI communicator's own
-// bf16 operations).
+// layout, and on a group of one rank (identity: plain copies, no communication), on
+// host tensors. The same ops with the bf16 wire (train.precision=bf16) on values exact
+// in bf16: the same results in half the bytes (bf16 reductions through the MPI
+// communicator's own bf16 operations). The checks: region_checks.h (test_nccl_cuda.cpp
+// runs them on device tensors).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
-#include <functional>
 #include <memory>
-#include <vector>
 
-#include "core/tensor.h"
 #include "parallel/mpi/mpi_communicator.h"
-#include "parallel/regions.h"
 #include "parallel/runtime.h"
+#include "tests/parallel/region_checks.h"
 
 namespace vlm {
 namespace {
-
-using Fill = std::function<float(int64_t n, int64_t k)>;
-
-Stream& host() { return cpu_backend().default_stream(); }
-
-Tensor make(int64_t rows, int64_t cols, const Fill& f) {
-  std::vector<float> v(size_t(rows * cols));
-  for (int64_t n = 0; n < rows; ++n)
-    for (int64_t k = 0; k < cols; ++k) v[size_t(n * cols + k)] = f(n, k);
-  return Tensor::from_vector(v, Shape{rows, cols});
-}
-
-void expect_values(const Tensor& t, const Fill& f, const char* what) {
-  const float* p = t.ptr<float>();
-  for (int64_t n = 0; n < t.rows(); ++n)
-    for (int64_t k = 0; k < t.cols(); ++k)
-      ASSERT_EQ(p[n * t.cols() + k], f(n, k)) << what << " at [" << n << "," << k << "]";
-}
 
 // The host groups of a TP=2 layout (nodes detected) and a group of one, made once.
 RuntimeOptions tp2() {
@@ -55,153 +34,13 @@ Groups& groups() {
   return gs;
 }
 
-constexpr int64_t N = 2;  // rows
-constexpr int64_t c = 3;  // columns per rank (last-dim split)
+TEST(Regions, WorldGroup) { test::check_regions(groups().rt.groups().world(), cpu_backend()); }
+TEST(Regions, TensorParallelGroupOfTwo) { test::check_regions(groups().rt.groups().tp(), cpu_backend()); }
+TEST(Regions, GroupOfOneIsIdentity) { test::check_regions(*groups().self, cpu_backend()); }
 
-void check_regions(Communicator& comm) {
-  SCOPED_TRACE(comm.name());
-  const int64_t p = comm.size(), r = comm.rank(), C = c * p;
-  const float tri = float(p * (p - 1) / 2);  // sum of ranks
-  comm.reset_counters();
-
-  // copy_to_region: fwd y = x; bwd dx = sum_ranks dy.
-  const Fill per_rank = [&](int64_t n, int64_t k) { return float(100 * r + 10 * n + k); };
-  const Fill summed = [&](int64_t n, int64_t k) { return 100 * tri + float(p * (10 * n + k)); };
-  Tensor x = make(N, C, per_rank), y = make(N, C, [](int64_t, int64_t) { return -1.f; });
-  copy_to_region_forward(host(), comm, y, x);
-  expect_values(y, per_rank, "copy_to fwd");
-  copy_to_region_forward(host(), comm, x, x);  // aliasing: nothing to do
-  expect_values(x, per_rank, "copy_to fwd in place");
-  copy_to_region_backward(host(), comm, y, x);
-  expect_values(y, summed, "copy_to bwd");
-
-  // reduce_from_region: fwd y = sum_ranks x; bwd dx = dy.
-  reduce_from_region_forward(host(), comm, y, x);
-  expect_values(y, summed, "reduce_from fwd");
-  reduce_from_region_backward(host(), comm, y, x);
-  expect_values(y, per_rank, "reduce_from bwd");
-  reduce_from_region_forward(host(), comm, x, x);  // in place
-  expect_values(x, summed, "reduce_from fwd in place");
-
-  // scatter_to_region: fwd y[N,c] = x[N,C][:, r c:(r+1) c] (x replicated);
-  // bwd dx[N,C][:, q c + j] = dy_q[N,c][:, j].
-  const Fill replicated = [](int64_t n, int64_t k) { return float(10 * n + k); };
-  Tensor xr = make(N, C, replicated), part = make(N, c, [](int64_t, int64_t) { return -1.f; });
-  scatter_to_region_forward(host(), comm, part, xr);
-  expect_values(part, [&](int64_t n, int64_t j) { return float(10 * n + r * c + j); }, "scatter_to fwd");
-  Tensor dpart = make(N, c, per_rank), work = make(p * N, c, [](int64_t, int64_t) { return 0.f; });
-  Tensor whole = make(N, C, [](int64_t, int64_t) { return -1.f; });
-  const Fill concat = [&](int64_t n, int64_t k) { return float(100 * (k / c) + 10 * n + k % c); };
-  scatter_to_region_backward(host(), comm, whole, dpart, work);
-  expect_values(whole, concat, "scatter_to bwd");
-
-  // gather_from_region: fwd y[N,C] = concat_cols(x_q); bwd dx[N,c] = dy[:, r c:(r+1) c].
-  whole = make(N, C, [](int64_t, int64_t) { return -1.f; });
-  gather_from_region_forward(host(), comm, whole, dpart, work);
-  expect_values(whole, concat, "gather_from fwd");
-  gather_from_region_backward(host(), comm, part, xr);
-  expect_values(part, [&](int64_t n, int64_t j) { return float(10 * n + r * c + j); }, "gather_from bwd");
-
-  // Sequence parallel, t = 2 rows per rank, T = p t, 3 columns.
-  const int64_t t = 2, T = p * t, D = 3;
-  const Fill seq_rank = [&](int64_t i, int64_t k) { return float(100 * r + 10 * i + k); };
-  const Fill seq_concat = [&](int64_t m, int64_t k) { return float(100 * (m / t) + 10 * (m % t) + k); };
-  // dy on rank r: 1000 r + 10 m + k; block r of the sum: 1000 tri + p (10 (r t + i) + k).
-  const Fill big_rank = [&](int64_t m, int64_t k) { return float(1000 * r + 10 * m + k); };
-  const Fill seq_summed = [&](int64_t i, int64_t k) { return 1000 * tri + float(p * (10 * (r * t + i) + k)); };
-  Tensor xs = make(t, D, seq_rank), ys = make(T, D, [](int64_t, int64_t) { return -1.f; });
-  gather_from_sequence_region_forward(host(), comm, ys, xs);
-  expect_values(ys, seq_concat, "gather_from_sequence fwd");
-  Tensor dys = make(T, D, big_rank), dxs = make(t, D, [](int64_t, int64_t) { return -1.f; });
-  gather_from_sequence_region_backward(host(), comm, dxs, dys);
-  expect_values(dxs, seq_summed, "gather_from_sequence bwd");
-  reduce_scatter_to_sequence_region_forward(host(), comm, dxs, dys);
-  expect_values(dxs, seq_summed, "reduce_scatter_to_sequence fwd");
-  reduce_scatter_to_sequence_region_backward(host(), comm, ys, xs);
-  expect_values(ys, seq_concat, "reduce_scatter_to_sequence bwd");
-
-  // Communication volume (bytes of local inputs, communicator.h): all-reduces of
-  // copy_to bwd + 2 x reduce_from fwd ([N,C] f32 each); all-gathers of scatter bwd,
-  // gather fwd ([N,c]) and 2 sequence gathers ([t,D]); reduce-scatters of [T,D] x 2.
-  // A group of one rank communicates nothing.
-  const CommCounters& k = comm.counters();
-  const uint64_t q = p > 1 ? 1 : 0;
-  EXPECT_EQ(k.bytes_of(CollKind::AllReduce), q * 3 * N * C * 4);
-  EXPECT_EQ(k.calls_of(CollKind::AllReduce), q * 3);
-  EXPECT_EQ(k.bytes_of(CollKind::AllGather), q * (2 * N * c * 4 + 2 * t * D * 4));
-  EXPECT_EQ(k.bytes_of(CollKind::ReduceScatter), q * 2 * T * D * 4);
-  EXPECT_EQ(k.total_bytes(), q * (3 * N * C * 4 + 2 * N * c * 4 + 2 * t * D * 4 + 2 * T * D * 4));
-}
-
-// The bf16 wire (regions.h `wire`): every communicating op with values that bf16 holds
-// exactly (sums of quarters below 64: 8 significant bits) gives the f32 result bitwise,
-// in half the bytes; a gathered value that bf16 does not hold arrives rounded once.
-void check_bf16_wire(Communicator& comm) {
-  SCOPED_TRACE(comm.name());
-  const int64_t p = comm.size(), r = comm.rank(), C = c * p, t = 2, T = p * t;
-  const DType bf = DType::BF16;
-  comm.reset_counters();
-  const Fill per_rank = [&](int64_t n, int64_t k) { return float(r % 4) + 0.5f * float(n) + 0.25f * float(k % 2); };
-  float tot = 0;
-  for (int64_t q = 0; q < p; ++q) tot += float(q % 4);
-  const Fill summed = [&](int64_t n, int64_t k) { return tot + float(p) * (0.5f * float(n) + 0.25f * float(k % 2)); };
-  const Fill junk = [](int64_t, int64_t) { return -1.f; };
-  Tensor x = make(N, C, per_rank), y = make(N, C, junk);
-  copy_to_region_backward(host(), comm, y, x, bf);
-  expect_values(y, summed, "copy_to bwd bf16");
-  y = make(N, C, junk);
-  reduce_from_region_forward(host(), comm, y, x, bf);
-  expect_values(y, summed, "reduce_from fwd bf16");
-  // Last-dim gathers: rank q's block holds q's values.
-  Tensor part = make(N, c, per_rank), whole = make(N, C, junk), work = make(p * N, c, junk);
-  const Fill concat = [&](int64_t n, int64_t k) {
-    return float((k / c) % 4) + 0.5f * float(n) + 0.25f * float((k % c) % 2);
-  };
-  gather_from_region_forward(host(), comm, whole, part, work, bf);
-  expect_values(whole, concat, "gather_from fwd bf16");
-  whole = make(N, C, junk);
-  scatter_to_region_backward(host(), comm, whole, part, work, bf);
-  expect_values(whole, concat, "scatter_to bwd bf16");
-  // Sequence parallel: rows of rank q are q's.
-  Tensor xs = make(t, c, per_rank), ys = make(T, c, junk), dxs = make(t, c, junk);
-  const Fill seq_concat = [&](int64_t m, int64_t k) {
-    return float((m / t) % 4) + 0.5f * float(m % t) + 0.25f * float(k % 2);
-  };
-  gather_from_sequence_region_forward(host(), comm, ys, xs, bf);
-  expect_values(ys, seq_concat, "gather_from_sequence fwd bf16");
-  ys = make(T, c, junk);
-  reduce_scatter_to_sequence_region_backward(host(), comm, ys, xs, bf);
-  expect_values(ys, seq_concat, "reduce_scatter_to_sequence bwd bf16");
-  const Fill big = [&](int64_t m, int64_t k) { return float(r % 4) + 0.5f * float(m % 2) + 0.25f * float(k % 2); };
-  const Fill big_sum = [&](int64_t i, int64_t k) { return tot + float(p) * (0.5f * float(i % 2) + 0.25f * float(k % 2)); };
-  Tensor dys = make(T, c, big);
-  reduce_scatter_to_sequence_region_forward(host(), comm, dxs, dys, bf);
-  expect_values(dxs, big_sum, "reduce_scatter_to_sequence fwd bf16");
-  dxs = make(t, c, junk);
-  gather_from_sequence_region_backward(host(), comm, dxs, dys, bf);
-  expect_values(dxs, big_sum, "gather_from_sequence bwd bf16");
-  // A value bf16 does not hold: gathered as bf16(1 + 2^-10) = 1 (rounded once, to even).
-  Tensor odd = make(t, c, [](int64_t, int64_t) { return 1.f + 0x1p-10f; });
-  ys = make(T, c, junk);
-  gather_from_sequence_region_forward(host(), comm, ys, odd, bf);
-  expect_values(ys, [&](int64_t, int64_t) { return p > 1 ? 1.f : 1.f + 0x1p-10f; }, "rounded on the wire");
-
-  // Bytes: the f32 formula of check_regions at 2 bytes per element (2 all-reduces of
-  // [N,C]; all-gathers of 2 x [N,c] and 3 x [t,c]; reduce-scatters of 2 x [T,c]).
-  const CommCounters& k = comm.counters();
-  const uint64_t q = p > 1 ? 1 : 0;
-  EXPECT_EQ(k.bytes_of(CollKind::AllReduce), q * 2 * N * C * 2);
-  EXPECT_EQ(k.bytes_of(CollKind::AllGather), q * (2 * N * c * 2 + 3 * t * c * 2));
-  EXPECT_EQ(k.bytes_of(CollKind::ReduceScatter), q * 2 * T * c * 2);
-}
-
-TEST(Regions, WorldGroup) { check_regions(groups().rt.groups().world()); }
-TEST(Regions, TensorParallelGroupOfTwo) { check_regions(groups().rt.groups().tp()); }
-TEST(Regions, GroupOfOneIsIdentity) { check_regions(*groups().self); }
-
-TEST(Regions, Bf16WireWorldGroup) { check_bf16_wire(groups().rt.groups().world()); }
-TEST(Regions, Bf16WireTensorParallelGroupOfTwo) { check_bf16_wire(groups().rt.groups().tp()); }
-TEST(Regions, Bf16WireGroupOfOneIsIdentity) { check_bf16_wire(*groups().self); }
+TEST(Regions, Bf16WireWorldGroup) { test::check_bf16_wire(groups().rt.groups().world(), cpu_backend()); }
+TEST(Regions, Bf16WireTensorParallelGroupOfTwo) { test::check_bf16_wire(groups().rt.groups().tp(), cpu_backend()); }
+TEST(Regions, Bf16WireGroupOfOneIsIdentity) { test::check_bf16_wire(*groups().self, cpu_backend()); }
 
 }  // namespace
 }  // namespace vlm

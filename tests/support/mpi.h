@@ -1,6 +1,6 @@
 // MPI helpers of the multi-rank tests (binaries built with RANKS, see
 // tests/support/CMakeLists.txt, whose main is tests/support/mpi_main.cpp): world rank and
-// size, CPU communicators over MPI_COMM_SELF (size 1: no tensor parallelism) and
+// size, communicators over MPI_COMM_SELF (size 1: no tensor parallelism) and CPU ones over
 // MPI_COMM_WORLD, and a scratch folder shared by all ranks.
 #pragma once
 #include <mpi.h>
@@ -24,8 +24,9 @@ inline int world_size() {
   MPI_Comm_size(MPI_COMM_WORLD, &n);
   return n;
 }
-inline std::unique_ptr<Communicator> self_comm(const std::string& name = "tp_self") {
-  return make_communicator(DeviceKind::CPU, MPI_COMM_SELF, name, 120.0);
+// device CUDA: an NCCL communicator of one rank (for a model on the CUDA backend).
+inline std::unique_ptr<Communicator> self_comm(const std::string& name = "tp_self", DeviceKind device = DeviceKind::CPU) {
+  return make_communicator(device, MPI_COMM_SELF, name, 120.0);
 }
 inline std::unique_ptr<Communicator> world_comm(const std::string& name = "tp") {
   return make_communicator(DeviceKind::CPU, MPI_COMM_WORLD, name, 120.0);

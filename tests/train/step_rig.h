@@ -1,7 +1,8 @@
-// The rig of the VLM step tests (test_step.cpp, test_mixed_precision.cpp): a tiny VLM,
-// a synthetic global batch of kImages samples, its micro-batches per DP rank, the
-// gradients of a model as one vector, a one-rank model and step, the process groups of a
-// (tp, dp) layout, and the serial == overlap check both files run.
+// The rig of the VLM step tests (test_step.cpp, test_mixed_precision.cpp,
+// test_step_cuda.cpp, tests/parallel/test_nccl_cuda.cpp): a tiny VLM, a synthetic global
+// batch of kImages samples, its micro-batches per DP rank, the gradients of a model as
+// one vector, a one-rank model and step on a backend, the process groups of a (tp, dp)
+// layout, the serial == overlap check, and every layout against one rank.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -12,9 +13,11 @@
 
 #include "model/vlm_model.h"
 #include "optim/dp_grads.h"
+#include "optim/optimizer.h"
 #include "parallel/groups.h"
 #include "parallel/topology.h"
 #include "scheduler/streams.h"
+#include "tests/support/metrics.h"
 #include "tests/support/mpi.h"
 #include "tests/support/rng.h"
 #include "train/step.h"
@@ -93,11 +96,12 @@ std::vector<MicroBatch> shard(const GlobalBatch& g, const VlmConfig& c, int dp, 
 }
 
 // The trainable modules' values of this rank as one vector: each module's flat space
-// (nn/param_layout.h) rebuilt from the DP ranks' shards (a collective over DP).
-[[maybe_unused]] std::vector<float> all_values(VlmModel& model, const DpGrads& dpg) {
+// (nn/param_layout.h) rebuilt from the DP ranks' shards (a collective over DP, on s: a
+// stream of the model's backend).
+[[maybe_unused]] std::vector<float> all_values(VlmModel& model, const DpGrads& dpg, Stream& s) {
   std::vector<float> v;
   for (size_t i = 0; i < model.modules().size(); ++i) {
-    const auto x = dpg.gather_flat(cpu_backend().default_stream(), i, dpg.owned_values(i));
+    const auto x = dpg.gather_flat(s, i, dpg.owned_values(i));
     v.insert(v.end(), x.begin(), x.end());
   }
   return v;
@@ -113,34 +117,38 @@ std::vector<float> all_grads(VlmModel& model) {
   return v;
 }
 
-// One rank, TP = DP = 1 (size-1 communicators): the model of config c initialised from
-// `seed`, its streams, its DP reduction and its step over kM micro-batches, the modules
-// of `trainable` training (every one by default).
+// One rank, TP = DP = 1 (size-1 communicators on b's device: MPI on the CPU, NCCL on
+// CUDA): the model of config c on backend b initialised from `seed`, its streams, its DP
+// reduction and its step over kM micro-batches in mode o.mode, the modules of
+// `trainable` training (every one by default).
 struct OneRankStep {
-  std::unique_ptr<Communicator> tp = test::self_comm("tp"), dp = test::self_comm("dp"), self = test::self_comm("self");
+  std::unique_ptr<Communicator> tp, dp, self;
   std::unique_ptr<VlmModel> model;
   std::unique_ptr<sched::StreamSet> streams;
   std::unique_ptr<DpGrads> dpg;
   std::unique_ptr<VlmStep> step;
 
-  OneRankStep(const VlmConfig& c, uint64_t seed, const std::vector<bool>& trainable = std::vector<bool>(kNumModules, true)) {
-    Backend& b = cpu_backend();
+  OneRankStep(const VlmConfig& c, uint64_t seed, const std::vector<bool>& trainable = std::vector<bool>(kNumModules, true),
+              Backend& b = cpu_backend(), const StepOptions& o = StepOptions{})
+      : tp(test::self_comm("tp", b.device())), dp(test::self_comm("dp", b.device())),
+        self(test::self_comm("self", b.device())) {
     model = std::make_unique<VlmModel>(c, b, *tp, *self);
     model->init(seed);
+    model->refresh_working_weights();  // a no-op at fp32
     streams = std::make_unique<sched::StreamSet>(b);
     dpg = std::make_unique<DpGrads>(model->modules(), trainable, *dp, 0, 25, b);
-    step = std::make_unique<VlmStep>(*model, *streams, *dpg, trainable, kM, StepOptions{});
+    step = std::make_unique<VlmStep>(*model, *streams, *dpg, trainable, kM, o);
   }
 };
 
-// One rank's world for a (tp, dp) layout over MPI_COMM_WORLD.
+// One rank's world for a (tp, dp) layout over MPI_COMM_WORLD, its communicators on `device`.
 struct Layout {
   std::unique_ptr<ProcessGroups> groups;
   std::unique_ptr<Communicator> self;
-  Layout(int tp) {
+  explicit Layout(int tp, DeviceKind device = DeviceKind::CPU) {
     const Topology t = Topology::compute(test::world_size(), test::world_rank(), test::world_size(), tp);
-    groups = std::make_unique<ProcessGroups>(t, DeviceKind::CPU, 120.0);
-    self = test::self_comm("self");
+    groups = std::make_unique<ProcessGroups>(t, device, 120.0);
+    self = test::self_comm("self", device);
   }
 };
 
@@ -188,6 +196,58 @@ std::vector<int> layouts_tp() {
     size_t diff = 0;
     for (size_t i = 0; i < grads[0].size(); ++i) diff += grads[0][i] != grads[1][i];
     EXPECT_EQ(diff, 0u) << "gradient elements that differ between serial and overlap";
+  }
+}
+
+// At every layout the world allows, at every ZeRO level 0-3, on backend b: the loss and the
+// gradient norm of two steps (AdamW between them, so the second sees the first update)
+// within tol relative and, at tp = 1, the updated weights within weight_tol of their
+// scale (rebuilt from the DP shards), against the (1,1) run over the whole global batch
+// on this rank alone.
+[[maybe_unused]] void expect_every_layout_matches_one_rank(Backend& b, double tol, double weight_tol) {
+  const GlobalBatch g = make_batch(11, tiny_config(kImages));
+  OptimOptions oo;
+  oo.lr = 1e-2;
+  auto run = [&](Communicator& tp, Communicator& dp, Communicator& self, int dps, int r, int zero,
+                 std::vector<float>* w) {
+    const VlmConfig c = sharded(tiny_config(kImages / (dps * kM)), zero, dp);
+    VlmModel model(c, b, tp, self);
+    model.init(5);
+    sched::StreamSet streams(b);
+    const std::vector<bool> all(kNumModules, true);
+    DpGrads dpg(model.modules(), all, dp, zero, 25, b);
+    VlmStep step(model, streams, dpg, all, kM, StepOptions{});
+    AdamW opt(model.modules(), all, dpg, b, oo);
+    double loss = 0, norm = 0;
+    for (int k = 1; k <= 2; ++k) {  // the second step sees the first update (ZeRO's all-gathers)
+      model.zero_grads();
+      loss = all_reduce_values(dp, b.default_stream(), {step.run(shard(g, c, dps, r, kM))})[0];
+      norm = opt.grad_norm(b.default_stream(), tp);
+      opt.step(b.default_stream(), k, oo.lr, 1.f);
+    }
+    // The updated weights of every module (this rank's backbone slices), from the shards.
+    *w = all_values(model, dpg, b.default_stream());
+    return std::make_pair(loss, norm);
+  };
+  const DeviceKind dev = b.device();
+  auto self1 = test::self_comm("a", dev), self2 = test::self_comm("b", dev), self3 = test::self_comm("c", dev);
+  for (int tp : layouts_tp()) {
+    // The reference: (1,1) on this rank alone, with this layout's TP slices of the backbone
+    // compared through the full weights of a TP=1 run, so compare at tp = 1 only.
+    std::vector<float> w_ref;
+    const auto ref = run(*self1, *self2, *self3, 1, 0, 0, &w_ref);
+    Layout L(tp, dev);
+    const int dp = test::world_size() / tp;
+    for (int zero : {0, 1, 2, 3}) {
+      std::vector<float> w;
+      const auto got = run(L.groups->tp(), L.groups->dp(), *L.self, dp, L.groups->dp().rank(), zero, &w);
+      SCOPED_TRACE("tp=" + std::to_string(tp) + " dp=" + std::to_string(dp) + " zero=" + std::to_string(zero));
+      EXPECT_LE(rel(got.first, ref.first), tol) << got.first << " vs " << ref.first;
+      EXPECT_LE(rel(got.second, ref.second), tol) << got.second << " vs " << ref.second;
+      if (tp == 1) {  // Adam's m/sqrt(v) magnifies the rounding of near-zero gradients
+        EXPECT_LE(test::max_rel_err(w, w_ref), weight_tol);
+      }
+    }
   }
 }
 

@@ -94,52 +94,7 @@ TEST(VlmStep, BackboneBucketsDoNotWaitForTheLastBackwardChunk) {
 }
 
 // Loss, grad norm and one AdamW step of a layout against the (1,1) run on this rank alone.
-TEST(VlmStep, EveryLayoutMatchesOneRank) {
-  Backend& b = cpu_backend();
-  const GlobalBatch g = make_batch(11, tiny_config(kImages));
-  OptimOptions oo;
-  oo.lr = 1e-2;
-  auto run = [&](Communicator& tp, Communicator& dp, Communicator& self, int dps, int r, int zero,
-                 std::vector<float>* w) {
-    const VlmConfig c = sharded(tiny_config(kImages / (dps * kM)), zero, dp);
-    VlmModel model(c, b, tp, self);
-    model.init(5);
-    sched::StreamSet streams(b);
-    const std::vector<bool> all(kNumModules, true);
-    DpGrads dpg(model.modules(), all, dp, zero, 25, b);
-    VlmStep step(model, streams, dpg, all, kM, StepOptions{});
-    AdamW opt(model.modules(), all, dpg, b, oo);
-    double loss = 0, norm = 0;
-    for (int k = 1; k <= 2; ++k) {  // the second step sees the first update (ZeRO's all-gathers)
-      model.zero_grads();
-      loss = all_reduce_values(dp, b.default_stream(), {step.run(shard(g, c, dps, r, kM))})[0];
-      norm = opt.grad_norm(b.default_stream(), tp);
-      opt.step(b.default_stream(), k, oo.lr, 1.f);
-    }
-    // The updated weights of every module (this rank's backbone slices), from the shards.
-    *w = all_values(model, dpg);
-    return std::make_pair(loss, norm);
-  };
-  auto self1 = test::self_comm("a"), self2 = test::self_comm("b"), self3 = test::self_comm("c");
-  for (int tp : layouts_tp()) {
-    // The reference: (1,1) on this rank alone, with this layout's TP slices of the backbone
-    // compared through the full weights of a TP=1 run, so compare at tp = 1 only.
-    std::vector<float> w_ref;
-    const auto ref = run(*self1, *self2, *self3, 1, 0, 0, &w_ref);
-    Layout L(tp);
-    const int dp = test::world_size() / tp;
-    for (int zero : {0, 1, 2, 3}) {
-      std::vector<float> w;
-      const auto got = run(L.groups->tp(), L.groups->dp(), *L.self, dp, L.groups->dp().rank(), zero, &w);
-      SCOPED_TRACE("tp=" + std::to_string(tp) + " dp=" + std::to_string(dp) + " zero=" + std::to_string(zero));
-      EXPECT_LE(rel(got.first, ref.first), 1e-5) << got.first << " vs " << ref.first;
-      EXPECT_LE(rel(got.second, ref.second), 1e-5) << got.second << " vs " << ref.second;
-      if (tp == 1) {  // Adam's m/sqrt(v) magnifies the rounding of near-zero gradients: 1e-4
-        EXPECT_LE(test::max_rel_err(w, w_ref), 1e-4);
-      }
-    }
-  }
-}
+TEST(VlmStep, EveryLayoutMatchesOneRank) { expect_every_layout_matches_one_rank(cpu_backend(), 1e-5, 1e-4); }
 
 // Every module receives a gradient through the whole chain (backbone -> projector ->
 // LOD tokens -> scorers and encoder features -> encoder), in every parameter tensor that
