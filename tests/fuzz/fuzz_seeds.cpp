@@ -8,7 +8,9 @@
 //    with the Qwen2 / Llama-3 split regexes, with added tokens;
 //  - ini, jsonl, image, h5_dataset: inputs in each target's format (its file comment),
 //    the images re-encoded from the SigLIP fixture image as PNG (RGB, grey, RGBA,
-//    16-bit) and JPEG.
+//    16-bit) and JPEG;
+//  - ckpt_shard, ckpt_index: the shards and the index of a small sharded save
+//    (checkpoint/shard_format.h).
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -18,8 +20,10 @@
 #include <vector>
 
 #include "base/config.h"
+#include "checkpoint/shard_format.h"
 #include "data/text/tokenizer.h"
 #include "fuzz_util.h"
+#include "io/crc32c.h"
 #include "io/safetensors.h"
 
 using namespace vlm;
@@ -49,6 +53,38 @@ int main(int argc, char** argv) {
   }
   g_out = argv[1];
   const std::string tiny = std::string(argv[2]) + "/tests/data/hf_tiny/";
+
+  // ckpt_shard, ckpt_index: a save of two ranks (checkpoint/shard_format.h): a [2,3]
+  // tensor split by rows, a [4] tensor split by a ZeRO-like element range, their shards
+  // (data, header, trailer) and the index built from the headers.
+  {
+    std::vector<std::string> headers;
+    for (int r = 0; r < 2; ++r) {
+      ShardHeader h;
+      h.save = "5eed01", h.step = 3, h.rank = r, h.world = 2;
+      std::string data;
+      const auto piece = [&](const std::string& name, const Dims& shape, const TensorRegion& reg) {
+        ShardPiece p;
+        p.tensor = name, p.shape = shape, p.region = reg, p.at = int64_t(data.size());
+        std::string bytes(size_t(p.bytes()), '\0');
+        for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = char(17 * i + r);
+        p.crc32c = crc32c(bytes.data(), bytes.size());
+        data += bytes;
+        h.pieces.push_back(p);
+      };
+      piece("model/llm/a", {2, 3}, TensorRegion{{r, 0}, {1, 3}, 0, 3});
+      piece("optim/m/llm/b", {4}, TensorRegion{{0}, {4}, 2 * r, 2 * r + 2});
+      const std::string json = shard_header_json(h);
+      headers.push_back(json);
+      std::string trailer(8, '\0');
+      for (int k = 0; k < 8; ++k) trailer[size_t(k)] = char((uint64_t(json.size()) >> (8 * k)) & 0xFF);
+      seed("ckpt_shard", "rank_" + std::to_string(r), data + json + trailer + std::string(kShardMagic));
+    }
+    CheckpointState st;
+    st.step = 3, st.seed = 1234, st.saved_tp = 2, st.saved_dp = 1, st.global_batch = 8;
+    const TextFile config{"config.5eed01.ini", 10, 1}, options{"options.5eed01.ini", 5, 2}, tokenizer{"tokenizer.5eed01.json", 7, 3};
+    seed("ckpt_index", "two_ranks", index_json(build_index("5eed01", st, config, options, tokenizer, headers)));
+  }
 
   // safetensors
   for (const char* f : {"llama/reference.safetensors", "qwen2/model-00004-of-00004.safetensors",
