@@ -101,31 +101,30 @@ CudaStream::~CudaStream() {
   if (stream_) cudaStreamDestroy(stream_);
 }
 
+// A stream's buffer `buf` of `have` bytes replaced by one of `want`: the old buffer may
+// still be read by enqueued work, so the stream is waited for first.
+static void* regrow(cudaStream_t st, void*& buf, size_t& have, size_t want, const std::string& what) {
+  if (buf) {
+    CUDA_CHECK(cudaStreamSynchronize(st));
+    CUDA_CHECK(cudaFree(buf));
+  }
+  buf = nullptr;
+  have = 0;
+  buf = cuda_malloc(want, what);
+  have = want;
+  return buf;
+}
+
 void* CudaStream::scratch(size_t bytes) {
   if (bytes <= scratch_bytes_) return scratch_;
+  // Beyond the planned size only for an unplanned need.
   const size_t want = std::max({bytes, kScratchMinBytes, planned_scratch()});
-  if (scratch_) {  // an unplanned need: the old buffer may still be read by enqueued work
-    CUDA_CHECK(cudaStreamSynchronize(stream_));
-    CUDA_CHECK(cudaFree(scratch_));
-  }
-  scratch_ = nullptr;
-  scratch_bytes_ = 0;
-  scratch_ = cuda_malloc(want, cat("the scratch of stream '", name_, "'"));
-  scratch_bytes_ = want;
-  return scratch_;
+  return regrow(stream_, scratch_, scratch_bytes_, want, cat("the scratch of stream '", name_, "'"));
 }
 
 void* CudaStream::stage_scratch(size_t bytes) {
   if (bytes <= stage_bytes_) return stage_;
-  if (stage_) {  // the old buffer may still be read by enqueued work
-    CUDA_CHECK(cudaStreamSynchronize(stream_));
-    CUDA_CHECK(cudaFree(stage_));
-  }
-  stage_ = nullptr;
-  stage_bytes_ = 0;
-  stage_ = cuda_malloc(bytes, cat("the stage buffer of stream '", name_, "'"));
-  stage_bytes_ = bytes;
-  return stage_;
+  return regrow(stream_, stage_, stage_bytes_, bytes, cat("the stage buffer of stream '", name_, "'"));
 }
 
 void CudaStream::synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
