@@ -98,16 +98,7 @@ ColourScene compose_colour_scene(SceneLibrary* lib, ColourClasses classes, Scene
     const PixelBox vb = visible_box(frag, bg);
     if (vb.empty()) continue;
     frag = crop_sprite(frag, vb);
-    for (int t = 0; t < 30; ++t) {
-      const int left = int(rng.range(0, size - frag.width)), top = int(rng.range(0, size - frag.height));
-      const PixelBox box{left, top, left + frag.width, top + frag.height};
-      bool clear = true;
-      for (const ColourItem& item : sc.items) clear = clear && !too_close(box, item.box);
-      if (!clear) continue;
-      composite(frag, sc.rgb.data(), size, size, left, top);
-      ++sc.clutter;
-      break;
-    }
+    if (place_clutter(frag, sc.items, rng, sc.rgb.data(), size)) ++sc.clutter;
   }
   return sc;
 }

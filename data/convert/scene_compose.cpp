@@ -84,16 +84,7 @@ Scene compose_scene(SceneLibrary& lib, ScenePool pool, int size, double stamp_fr
     const PixelBox vb = visible_box(frag, sc.background);
     if (vb.empty()) continue;
     frag = crop_sprite(frag, vb);
-    for (int t = 0; t < 30; ++t) {
-      const int left = int(rng.range(0, size - frag.width)), top = int(rng.range(0, size - frag.height));
-      const PixelBox box{left, top, left + frag.width, top + frag.height};
-      bool clear = true;
-      for (const SceneItem& item : sc.items) clear = clear && !too_close(box, item.box);
-      if (!clear) continue;
-      composite(frag, sc.rgb.data(), size, size, left, top);
-      ++sc.clutter;
-      break;
-    }
+    if (place_clutter(frag, sc.items, rng, sc.rgb.data(), size)) ++sc.clutter;
   }
   return sc;
 }

@@ -46,6 +46,23 @@ inline bool too_close(const PixelBox& a, const PixelBox& b) {
   return a.x0 - kSceneGap < b.x1 && b.x0 < a.x1 + kSceneGap && a.y0 - kSceneGap < b.y1 && b.y0 < a.y1 + kSceneGap;
 }
 
+// Clutter: `frag` composited at a random place of the size x size canvas `rgb` clear of
+// every item's box (too_close), trying 30 places; true when it was placed. The scenes
+// and the colour scenes (colour_compose.h) both draw their clutter with it.
+template <class Items>
+bool place_clutter(const Sprite& frag, const Items& items, SceneRng& rng, uint8_t* rgb, int size) {
+  for (int t = 0; t < 30; ++t) {
+    const int left = int(rng.range(0, size - frag.width)), top = int(rng.range(0, size - frag.height));
+    const PixelBox box{left, top, left + frag.width, top + frag.height};
+    bool clear = true;
+    for (const auto& item : items) clear = clear && !too_close(box, item.box);
+    if (!clear) continue;
+    composite(frag, rgb, size, size, left, top);
+    return true;
+  }
+  return false;
+}
+
 struct SceneItem {
   SceneItemRef ref;
   int class_id = 0;
