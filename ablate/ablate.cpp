@@ -301,7 +301,7 @@ int run_ablation(const Config& cfg, Runtime& rt) {
   };
   cmd << "vlm ablate --placements " << list(a.placements) << " --lod " << list(a.lods) << " --budgets "
       << list(a.budgets);
-  if (a.seeds.size() > 1 || a.seeds.front() != read_device_options(cfg).seed) cmd << " --seeds " << list(a.seeds);
+  if (a.seeds.size() > 1 || a.seeds.front() != int64_t(read_device_options(cfg).seed)) cmd << " --seeds " << list(a.seeds);
   if (a.steps > 0) cmd << " --steps " << a.steps;
   const std::string command = cmd.str();
   if (rt.root()) {

@@ -122,7 +122,7 @@ void row_parallel_backward(TpContext& ctx, const Tensor& dx, const Tensor& dy_fu
 }
 
 void row_parallel_backward_input(TpContext& ctx, const Tensor& dx, const Tensor& dy_full, const Tensor& dy,
-                                 const Linear& lin) {
+                                 const Linear& lin, const Tensor* dgelu_pre) {
   Stream& s = ctx.stream;
   if (lin.b.defined() && lin.db.defined()) bias_backward(s, lin.db, as2d(dy));
   if (ctx.seq_parallel())
@@ -130,6 +130,8 @@ void row_parallel_backward_input(TpContext& ctx, const Tensor& dx, const Tensor&
   else
     reduce_from_region_backward(s, ctx.tp, dy_full, dy);
   GemmOpts d;
+  const Tensor pre = dgelu_pre ? as2d(*dgelu_pre) : Tensor{};
+  if (dgelu_pre) d.dgelu_pre = &pre;
   matmul(s, as2d(dx), as2d(dy_full), lin.w, d);
 }
 

@@ -87,9 +87,11 @@ void row_parallel_forward(TpContext& ctx, const Tensor& y, const Tensor& y_parti
 // row_parallel_backward_weights (the MLP's SwiGLU recomputes x in between: nn/mlp.h).
 void row_parallel_backward(TpContext& ctx, const Tensor& dx, const Tensor& dy_full, const Tensor& dy,
                            const Tensor& x, const Linear& lin);
-// dy -> dy_full (output region backward), db += sum dy, dx = dy_full W.
+// dy -> dy_full (output region backward), db += sum dy, dx = dy_full W; with dgelu_pre
+// (the input of a GELU whose output was x, dx's shape): dx = (dy_full W) * gelu'(dgelu_pre),
+// the GELU's backward in the GEMM's epilogue (core/ops.h, GemmOpts::dgelu_pre).
 void row_parallel_backward_input(TpContext& ctx, const Tensor& dx, const Tensor& dy_full, const Tensor& dy,
-                                 const Linear& lin);
+                                 const Linear& lin, const Tensor* dgelu_pre = nullptr);
 // dW += dy_full^T x (nothing when frozen).
 void row_parallel_backward_weights(Stream& s, const Tensor& dy_full, const Tensor& x, const Linear& lin);
 

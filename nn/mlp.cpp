@@ -24,8 +24,9 @@ void Mlp::backward(TpContext& ctx, const Tensor& dx, const Tensor& dy, const Mlp
     row_parallel_backward_weights(s, dy_full, a.act, down);
     column_parallel_backward(ctx, dx, sc.dfull_b, a.x_full, {{&gate, sc.dh1}, {&up, sc.dh2}});
   } else {
-    row_parallel_backward(ctx, sc.dact, dy_full, dy, a.act, down);
-    gelu_backward(s, sc.dh1, a.h1, sc.dact);
+    // dh1 = (dy W_down) * gelu'(h1) in one GEMM (the dGELU epilogue), then dW_down.
+    row_parallel_backward_input(ctx, sc.dh1, dy_full, dy, down, &a.h1);
+    row_parallel_backward_weights(s, dy_full, a.act, down);
     column_parallel_backward(ctx, dx, sc.dfull_b, a.x_full, {{&up, sc.dh1}});
   }
 }

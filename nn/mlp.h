@@ -3,7 +3,9 @@
 //   GELU  : act = GELU_tanh(x W_up^T + b_up)            (GELU fused in the matmul epilogue)
 //   SwiGLU: act = silu(x W_gate^T + b) * (x W_up^T + b)  (gate and up share one region)
 //   y [Ts,C] = row region(act W_down^T) + b_down (bias once, after the reduction)
-// Biases are optional (Linear::b undefined = none).
+// Biases are optional (Linear::b undefined = none). GELU's backward: the down
+// projection's input gradient is multiplied by GELU's derivative in its GEMM's epilogue
+// (GemmOpts::dgelu_pre at the saved pre-activation): one kernel, no separate pass.
 // Fused SwiGLU (docs/ops.md, "Fused ops"): backward gets act again from the SwiGLU
 // backward op, which recomputes it while it computes dgate and dup, before the down
 // projection's weight gradient reads it; so a SwiGLU layer keeps gate and up for

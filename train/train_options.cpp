@@ -43,6 +43,11 @@ const OptionSet<DataOptions>& data_options() {
     s.option("data.val_split", &DataOptions::val_split, "split of the validation loss (train.eval_every)");
     s.option("data.threads", &DataOptions::threads, "loader threads (decode, resize, texture)").range(1, 256);
     s.option("data.prefetch", &DataOptions::prefetch, "batches prepared ahead").range(1, 1024);
+    s.option("data.flip", at(&DataOptions::augment, &AugmentOptions::flip),
+             "mirror training images left-right with probability 1/2 (not for captions naming left/right)");
+    s.option("data.shift", at(&DataOptions::augment, &AugmentOptions::shift),
+             "shift training images by up to this many pixels per axis, filling with the background")
+        .range(0, 4096);
   });
   return set;
 }

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "base/options.h"
+#include "data/image/augment.h"
 #include "model/batch.h"
 #include "model/vlm_model.h"
 #include "optim/optimizer.h"
@@ -28,6 +29,7 @@ struct DataOptions {
   std::string prompt = "Describe the image.";  // the instruction when a sample has none
   std::string train_split = "train", val_split = "val";
   int threads = 2, prefetch = 4;
+  AugmentOptions augment;  // data.flip, data.shift: the training split's batches only
 };
 
 struct EvalOptions {

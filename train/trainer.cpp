@@ -87,7 +87,9 @@ Trainer::Trainer(const Config& cfg, Runtime& rt) : st_(std::make_unique<State>(c
   }
   S.plan = rank_plan(*S.model, *S.dpg, *S.opt, S.meter->live_bytes());
   S.peak = mfu_peak(S.train.peak_tflops, b.device(), b.description(), S.vcfg.precision);
-  S.loader = std::make_unique<Loader>(S.loader_options(S.data.train_split));
+  LoaderOptions train_lo = S.loader_options(S.data.train_split);
+  train_lo.augment = S.data.augment;  // the training batches only, never validation or evaluation
+  S.loader = std::make_unique<Loader>(train_lo);
   S.total = S.train.total_steps(S.loader->steps_per_epoch());
   S.log = std::make_unique<RunLog>(S.train.out_dir + "/" + S.train.run, rt.root(), cfg.dump_ini());
   if (!S.train.resume.empty()) S.resume();

@@ -14,8 +14,8 @@
 //    and the f32 GEMM runs. A product of two bf16 values is exact in f32, so either is a
 //    bf16 GEMM with f32 accumulation, as cuBLASLt's on the GPU (up to the order of the
 //    sums, which differs between the two paths). A bf16 C (A and B bf16) is that GEMM
-//    into an f32 copy of C (read only when beta != 0), epilogue included (pre_gelu too),
-//    rounded once into C.
+//    into an f32 copy of C (read only when beta != 0), epilogue included (pre_gelu too;
+//    dgelu_pre read widened), rounded once into C.
 // Deterministic: a GEMM is split between threads by output blocks, never over K
 // (blas.h); bias_backward sums the rows of each column in row order.
 #include <algorithm>
@@ -172,7 +172,7 @@ void matmul(Stream& s, const Tensor& C, const Tensor& A, const Tensor& B, const 
   if (A.dtype() == DType::BF16 || B.dtype() == DType::BF16) {  // mixed precision (file comment)
     // Slots 0 and 3 of this thread hold the operands, 4 and 5 a bf16 C's f32 copy and its
     // pre_gelu's (cpu_util.h); the BLAS tasks use no scratch, the bf16 kernel slots 1, 2.
-    Tensor c = C, pre;
+    Tensor c = C, pre, dpre;
     GemmOpts of = o;
     if (C.dtype() == DType::BF16) {
       c = f32_scratch(C, 4);
@@ -180,6 +180,11 @@ void matmul(Stream& s, const Tensor& C, const Tensor& A, const Tensor& B, const 
       if (o.gelu && o.pre_gelu) {
         pre = f32_scratch(*o.pre_gelu, 5);
         of.pre_gelu = &pre;
+      }
+      if (o.dgelu_pre) {  // the saved GELU input, widened: the product's f32 sums times gelu', rounded once
+        dpre = f32_scratch(*o.dgelu_pre, 5);
+        bf16_f32(dpre, *o.dgelu_pre, false);
+        of.dgelu_pre = &dpre;
       }
     }
     if (gemm_bf16_units()) {

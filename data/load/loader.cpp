@@ -15,6 +15,9 @@ Loader::Loader(LoaderOptions opt) : opt_(std::move(opt)) {
   VLM_REQUIRE(opt_.image_size >= 1 && opt_.grid >= 1 && opt_.grid <= opt_.image_size,
               "loader: grid G=", opt_.grid, " must be in [1, image size S=", opt_.image_size, "]");
   VLM_REQUIRE(opt_.threads >= 1 && opt_.prefetch >= 1, "loader: threads and prefetch must be >= 1");
+  VLM_REQUIRE(opt_.augment.shift >= 0 && opt_.augment.shift < opt_.image_size, "loader: a shift of ",
+              opt_.augment.shift, " pixels needs 0 <= shift < the image size ", opt_.image_size,
+              " (data.shift, vision.image_size)");
   reader_ = std::make_unique<DatasetReader>(opt_.path);
   samples_ = reader_->split_captions(opt_.split);
   VLM_REQUIRE(!samples_.empty(), opt_.path, ": split '", opt_.split, "' has no captions");
@@ -150,17 +153,13 @@ Batch Loader::build(int64_t epoch, int64_t step, const std::vector<SampleRef>& r
                      opt_.path.c_str(), (long long)img, data.size());
       continue;
     }
-    const uint8_t* sq;  // the letterboxed S x S RGB image
-    if (opt_.float_images) {
-      canvas.resize(img_elems);
-      letterbox_into(rgb.view(), S, opt_.background, canvas.data());
-      to_unit_float(canvas.data(), img_elems, b.images_f32.data() + kept * img_elems);
-      sq = canvas.data();
-    } else {
-      uint8_t* slot = b.images_u8.data() + kept * img_elems;
-      letterbox_into(rgb.view(), S, opt_.background, slot);
-      sq = slot;
-    }
+    // The letterboxed (and augmented) S x S RGB image: in its batch slot, or for float
+    // images in the canvas it is converted from.
+    uint8_t* sq = opt_.float_images ? (canvas.resize(img_elems), canvas.data()) : b.images_u8.data() + kept * img_elems;
+    letterbox_into(rgb.view(), S, opt_.background, sq);
+    const Augmentation aug = draw_augmentation(opt_.augment, opt_.seed, epoch, cap);
+    apply_augmentation(aug, S, opt_.background, sq);
+    if (opt_.float_images) to_unit_float(sq, img_elems, b.images_f32.data() + kept * img_elems);
     if (opt_.texture)
       compute_texture(ImageView::packed(sq, S, S), G, b.texture.data() + kept * tex_elems, opt_.texture_options);
     std::vector<int32_t> toks, ptoks;
@@ -182,8 +181,10 @@ Batch Loader::build(int64_t epoch, int64_t step, const std::vector<SampleRef>& r
       const CaptionBox box = reader_->box(cap);
       const LetterboxPlace at = letterbox_place(rgb.height, rgb.width, S);
       const float sx = float(at.w) / float(rgb.width), sy = float(at.h) / float(rgb.height);
-      b.boxes.insert(b.boxes.end(), {float(at.x0) + sx * float(box.x0), float(at.y0) + sy * float(box.y0),
-                                     float(at.x0) + sx * float(box.x1), float(at.y0) + sy * float(box.y1)});
+      float placed[4] = {float(at.x0) + sx * float(box.x0), float(at.y0) + sy * float(box.y0),
+                         float(at.x0) + sx * float(box.x1), float(at.y0) + sy * float(box.y1)};
+      augment_box(aug, S, placed);
+      b.boxes.insert(b.boxes.end(), placed, placed + 4);
     }
     if (!reader_->caption_labels().empty()) b.labels.push_back(reader_->caption_labels()[size_t(cap)]);
     b.caption_index.push_back(cap);

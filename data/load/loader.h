@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "data/image/augment.h"
 #include "data/image/texture.h"
 #include "data/load/sampler.h"
 #include "data/storage/dataset.h"
@@ -52,6 +53,9 @@ struct LoaderOptions {
   bool texture = true;
   TextureOptions texture_options;
   uint8_t background = 0;       // letterbox pad and alpha background
+  // Mirror and shift drawn per (seed, epoch, caption), applied after the letterbox
+  // (data/image/augment.h); boxes move with the pixels. For training splits only.
+  AugmentOptions augment;
   // Tokens: with a tokenizer, captions (and prompts) are encoded on the fly as
   // BOS caption EOS; without one, /captions/tokens of the file is used (already
   // BOS..EOS) or, when absent, batches carry no tokens. Truncated to max_tokens.

@@ -1,8 +1,10 @@
 // Loader: batch shapes and per-sample lengths, texture present, determinism across
 // thread counts, exact resume from state(), an undecodable (truncated) PNG skipped and
 // counted while the run goes on, destruction with a full prefetch queue, and caption
-// boxes mapped into the letterboxed image.
+// boxes mapped into the letterboxed image; the training augmentation (mirror, shift).
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include <opencv2/imgcodecs.hpp>
 
@@ -166,4 +168,103 @@ TEST(Loader, BoxesFollowTheLetterbox) {
   const Batch p = plain.next();
   EXPECT_TRUE(p.boxes.empty());
   EXPECT_TRUE(p.labels.empty());
+}
+
+// data.flip / data.shift (data/image/augment.h): every training image is the unaugmented
+// one mirrored and/or moved by one of the (2*shift+1)^2 offsets, found here by trying
+// every candidate against a pixel loop of the test's own; the caption box moves with it;
+// the draws are independent of the loader threads, differ between epochs, and mirror
+// about half of the images.
+TEST(Loader, AugmentationMirrorsAndShiftsPixelsAndBoxes) {
+  constexpr int S = 32, kShift = 3, kImages = 24;
+  const std::string path = test::scratch_dir("loader_augment") + "/a.h5";
+  {
+    DatasetWriter w = DatasetWriter::encoded(path);
+    std::vector<int32_t> boxes;
+    std::vector<int64_t> all;
+    for (int i = 0; i < kImages; ++i) {
+      cv::Mat m(S, S, CV_8UC3);
+      for (int y = 0; y < S; ++y)
+        for (int x = 0; x < S; ++x) m.at<cv::Vec3b>(y, x) = cv::Vec3b(uint8_t(1 + x * 7 + i), uint8_t(1 + y * 7), 200);
+      std::vector<uint8_t> png;
+      cv::imencode(".png", m, png);
+      w.add_encoded(png.data(), png.size(), S, S, 3);
+      w.add_caption(i, "image " + std::to_string(i));
+      boxes.insert(boxes.end(), {2 + i % 5, 4, 20, 10 + i % 7});
+      all.push_back(i);
+    }
+    w.set_caption_boxes(boxes);
+    w.set_caption_labels(std::vector<int32_t>(size_t(kImages), 0), {"x"});
+    w.set_split(schema::kSplitTrain, all);
+    w.finish();
+  }
+  LoaderOptions o;
+  o.path = path;
+  o.batch_size = kImages;
+  o.image_size = S;
+  o.grid = 4;
+  o.threads = 2;
+  o.seed = 11;
+  o.background = 0;
+  Loader plain_loader(o);
+  const Batch plain = plain_loader.next();
+  ASSERT_EQ(plain.size(), kImages);
+  auto row_of = [](const Batch& b, int64_t cap) {
+    return int(std::find(b.caption_index.begin(), b.caption_index.end(), cap) - b.caption_index.begin());
+  };
+  // The test's own transformation of image k of `plain`: mirror, then move by (dx, dy).
+  auto expect_pixels = [&](int k, bool flip, int dx, int dy) {
+    std::vector<uint8_t> out(size_t(S) * S * 3, 0);
+    const uint8_t* src = plain.images_u8.data() + size_t(k) * S * S * 3;
+    for (int y = 0; y < S; ++y)
+      for (int x = 0; x < S; ++x) {
+        const int sy = y - dy, sx0 = x - dx;
+        if (sy < 0 || sy >= S || sx0 < 0 || sx0 >= S) continue;
+        const int sx = flip ? S - 1 - sx0 : sx0;
+        for (int c = 0; c < 3; ++c) out[size_t((y * S + x) * 3 + c)] = src[size_t((sy * S + sx) * 3 + c)];
+      }
+    return out;
+  };
+  o.augment.flip = true, o.augment.shift = kShift;
+  Loader aug_loader(o);
+  LoaderOptions o1 = o;
+  o1.threads = 1;
+  Loader one_thread(o1);
+  std::vector<std::vector<int>> draws(2);  // per epoch: the (flip, dx, dy) code of each caption
+  int flipped = 0, moved = 0;
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    const Batch a = aug_loader.next(), a1 = one_thread.next();
+    ASSERT_EQ(a.size(), kImages);
+    EXPECT_EQ(a.images_u8, a1.images_u8);
+    EXPECT_EQ(a.boxes, a1.boxes);
+    draws[size_t(epoch)].assign(kImages, -1);
+    for (int r = 0; r < kImages; ++r) {
+      const int64_t cap = a.caption_index[size_t(r)];
+      const int k = row_of(plain, cap);
+      const std::vector<uint8_t> got(a.images_u8.begin() + ptrdiff_t(r) * S * S * 3,
+                                     a.images_u8.begin() + ptrdiff_t(r + 1) * S * S * 3);
+      int matches = 0, code = -1;
+      for (int f = 0; f < 2; ++f)
+        for (int dy = -kShift; dy <= kShift; ++dy)
+          for (int dx = -kShift; dx <= kShift; ++dx)
+            if (got == expect_pixels(k, f == 1, dx, dy)) {
+              ++matches, code = (f * 7 + dy + kShift) * 7 + dx + kShift;
+              const float* pb = plain.boxes.data() + 4 * k;
+              float x0 = pb[0], x1 = pb[2];
+              if (f == 1) x0 = S - pb[2], x1 = S - pb[0];
+              const float want[4] = {std::clamp(x0 + dx, 0.f, float(S)), std::clamp(pb[1] + dy, 0.f, float(S)),
+                                     std::clamp(x1 + dx, 0.f, float(S)), std::clamp(pb[3] + dy, 0.f, float(S))};
+              for (int c = 0; c < 4; ++c) EXPECT_FLOAT_EQ(a.boxes[size_t(4 * r + c)], want[c]) << cap << " " << c;
+              flipped += f, moved += (dx != 0 || dy != 0);
+            }
+      EXPECT_EQ(matches, 1) << "caption " << cap << " epoch " << epoch;
+      draws[size_t(epoch)][size_t(cap)] = code;
+    }
+  }
+  EXPECT_NE(draws[0], draws[1]);  // new draws each epoch
+  EXPECT_GE(flipped, kImages * 2 / 4);  // about half of 48 mirrored (a binomial(48, 1/2) in [12, 36])
+  EXPECT_LE(flipped, kImages * 2 * 3 / 4);
+  EXPECT_GE(moved, kImages * 2 * 3 / 4);  // 48 of 49 offsets move the image
+  o.augment.shift = S;
+  EXPECT_THROW(Loader bad(o), UserError);
 }
