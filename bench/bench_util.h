@@ -9,11 +9,28 @@
 #include <string>
 #include <vector>
 
+#include "base/options.h"
 #include "core/backend.h"
 #include "core/ops.h"
 #include "core/tensor.h"
 
 namespace vlm::bench {
+
+// The timing options of the op benchmarks (bench_gemm, bench_attention): --iters,
+// --warmup, --seconds, per case (a shape, or an attention case and direction).
+struct TimingOptions {
+  int iters = 0, warmup = 2;
+  double seconds = 0.5;
+};
+
+inline const OptionSet<TimingOptions>& timing_options() {
+  static const OptionSet<TimingOptions> set([](OptionSet<TimingOptions>& s) {
+    s.option("iters", &TimingOptions::iters, "timed calls per case; 0 = as many as fit in --seconds").range(0, 1 << 20);
+    s.option("warmup", &TimingOptions::warmup, "untimed calls per case before timing").range(0, 1000);
+    s.option("seconds", &TimingOptions::seconds, "time budget per case when --iters is 0").range(0.01, 600);
+  });
+  return set;
+}
 
 // A tensor on b of dtype dt with values in [-amp, amp) from a fixed LCG pattern (only
 // finite, non-denormal, non-zero values matter for timing: zeros run faster on GPUs).

@@ -77,16 +77,7 @@ BuildReport build_colour_scenes(const ColourSceneOptions& sc, const BuildOptions
     }
     build_progress(opt, "colours", i + 1, n);
   }
-  BuildReport rep;
-  rep.images = w.num_images();
-  rep.captions = w.num_captions();
-  w.set_caption_boxes(std::move(boxes));
-  w.set_caption_labels(std::move(labels), names);
-  w.set_split(schema::kSplitTrain, splits.train);
-  w.set_split(schema::kSplitVal, splits.val);
-  w.set_split(schema::kSplitTest, splits.test);
-  w.finish();
-  return rep;
+  return finish_labelled_build(w, std::move(boxes), std::move(labels), names, splits);
 }
 
 }  // namespace vlm

@@ -111,6 +111,20 @@ std::string image_path(const std::string& root, const std::string& rel, const st
   return p.string();
 }
 
+BuildReport finish_labelled_build(DatasetWriter& w, std::vector<int32_t> boxes, std::vector<int32_t> labels,
+                                  const std::vector<std::string>& class_names, const Splits& splits) {
+  BuildReport rep;
+  rep.images = w.num_images();
+  rep.captions = w.num_captions();
+  w.set_caption_boxes(std::move(boxes));
+  w.set_caption_labels(std::move(labels), class_names);
+  w.set_split(schema::kSplitTrain, splits.train);
+  w.set_split(schema::kSplitVal, splits.val);
+  w.set_split(schema::kSplitTest, splits.test);
+  w.finish();
+  return rep;
+}
+
 void add_caption_checked(DatasetWriter& w, int64_t image, std::string_view caption, std::string_view prompt,
                          const std::string& where, const BuildOptions& opt) {
   for (const auto& [text, what] : {std::pair{caption, "caption"}, std::pair{prompt, "prompt"}}) {

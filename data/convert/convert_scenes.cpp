@@ -97,16 +97,7 @@ BuildReport build_scenes(const SceneOptions& sc, const BuildOptions& opt) {
     }
     build_progress(opt, "scenes", i + 1, n);
   }
-  BuildReport rep;
-  rep.images = w.num_images();
-  rep.captions = w.num_captions();
-  w.set_caption_boxes(std::move(boxes));
-  w.set_caption_labels(std::move(labels), lib.class_names());
-  w.set_split(schema::kSplitTrain, splits.train);
-  w.set_split(schema::kSplitVal, splits.val);
-  w.set_split(schema::kSplitTest, splits.test);
-  w.finish();
-  return rep;
+  return finish_labelled_build(w, std::move(boxes), std::move(labels), lib.class_names(), splits);
 }
 
 }  // namespace vlm

@@ -134,6 +134,11 @@ struct Splits {
 Splits random_splits(int64_t n, const BuildOptions& opt);
 // random_splits written to the writer.
 void write_random_splits(DatasetWriter& w, int64_t n, const BuildOptions& opt);
+// The end of a labelled build (scenes, colour scenes): each caption's box and class,
+// the class names and the splits written, the file finished; the images and captions
+// written, reported.
+BuildReport finish_labelled_build(DatasetWriter& w, std::vector<int32_t> boxes, std::vector<int32_t> labels,
+                                  const std::vector<std::string>& class_names, const Splits& splits);
 // Prints "[build] what: i/n" to stdout at most every ~10% (and at the end).
 void build_progress(const BuildOptions& opt, const char* what, int64_t i, int64_t n);
 // Silences fd 2 while alive: libpng and libjpeg print their own warnings and errors to

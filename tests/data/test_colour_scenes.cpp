@@ -63,14 +63,7 @@ std::string build(const std::string& out, int64_t n, uint64_t seed, int size, in
   ColourSceneOptions so;
   so.size = size, so.grid = grid, so.max_items = items, so.classes = classes;
   so.fashion_dir = test::kFashionDir;
-  BuildOptions o;
-  o.out = out;
-  o.limit = n;
-  o.seed = seed;
-  o.val_fraction = 0.1;
-  o.test_fraction = 0.2;
-  o.progress = false;
-  const BuildReport r = build_colour_scenes(so, o);
+  const BuildReport r = build_colour_scenes(so, test::small_build(out, n, seed));
   EXPECT_EQ(r.images, n);
   return out;
 }

@@ -42,14 +42,7 @@ std::string build(const std::string& out, int64_t n, uint64_t seed, int size, do
   so.stamp_fraction = stamp_fraction;
   so.fashion_dir = test::kFashionDir;
   so.stamps_dir = test::kTuxDir;
-  BuildOptions o;
-  o.out = out;
-  o.limit = n;
-  o.seed = seed;
-  o.val_fraction = 0.1;
-  o.test_fraction = 0.2;
-  o.progress = false;
-  const BuildReport r = build_scenes(so, o);
+  const BuildReport r = build_scenes(so, test::small_build(out, n, seed));
   EXPECT_EQ(r.images, n);
   return out;
 }

@@ -9,12 +9,23 @@
 #include <string>
 #include <vector>
 
+#include "data/convert/converters.h"
 #include "tests/support/files.h"
 
 namespace vlm::test {
 
 inline const char* kFashionDir = "/usr/share/datasets/fashion-mnist";
 inline const char* kTuxDir = "/usr/share/tuxpaint/stamps";
+
+// The build options of the converter tests: `limit` images from `seed` into `out`, 10%
+// validation, 20% test, no progress line.
+inline BuildOptions small_build(const std::string& out, int64_t limit, uint64_t seed) {
+  BuildOptions o;
+  o.out = out, o.limit = limit, o.seed = seed;
+  o.val_fraction = 0.1, o.test_fraction = 0.2;
+  o.progress = false;
+  return o;
+}
 
 bool have_fashion_mnist();
 bool have_tuxpaint();
