@@ -131,7 +131,9 @@ TEST(Bf16Activations, Bf16StepIsNearFp32) {
         EXPECT_LE(std::fabs(double(b16.loss) - f32.loss), 0.02 * std::fabs(f32.loss)) << b16.loss << " vs " << f32.loss;
         for (const auto& [name, g] : f32.grads)
           EXPECT_LE(scaled_err(b16.grads.at(name), g, grad_floor(name, largest_grad(f32))), 5e-2) << name;
-        if (e) EXPECT_LE(scaled_err(b16.d_emb, f32.d_emb), 5e-2) << "d_embeddings";
+        if (e) {
+          EXPECT_LE(scaled_err(b16.d_emb, f32.d_emb), 5e-2) << "d_embeddings";
+        }
       }
 }
 
@@ -151,7 +153,9 @@ TEST(Bf16Activations, ChunkedHeadAndLossMatchOneChunk) {
           EXPECT_NEAR(r.loss, one.loss, 1e-6 * std::fabs(one.loss));
           for (const auto& [name, g] : one.grads)
             EXPECT_LE(scaled_err(r.grads.at(name), g, grad_floor(name, largest_grad(one))), 1e-5) << name;
-          if (e) EXPECT_LE(scaled_err(r.d_emb, one.d_emb), 1e-5) << "d_embeddings";
+          if (e) {
+            EXPECT_LE(scaled_err(r.d_emb, one.d_emb), 1e-5) << "d_embeddings";
+          }
           EXPECT_LT(r.act_bytes, one.act_bytes) << "a chunk of logits instead of all";
         }
       }

@@ -213,7 +213,9 @@ TEST_F(PlanCli, MemoryAndBytesMatchMeasuredRuns) {
     for (const auto& [z, level] : plan.ckpt) {
       uint64_t sum = 0;
       for (const std::vector<uint64_t>& b : level) sum += b[0] + (c.dp > 1 ? b[1] : 0);
-      if (c.dp <= 2) EXPECT_EQ(sum, stored) << what << " zero " << z;
+      if (c.dp <= 2) {
+        EXPECT_EQ(sum, stored) << what << " zero " << z;
+      }
     }
     for (int r = 0; r < c.tp; ++r) {
       std::vector<uint64_t> want{shard[size_t(r)]};
