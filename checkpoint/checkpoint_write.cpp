@@ -8,7 +8,6 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <random>
 #include <set>
@@ -99,11 +98,9 @@ std::string write_shard(const std::string& folder, ShardHeader h, const std::vec
     fault_tick(h.rank);
   }
   const std::string json = shard_header_json(h);
-  char trailer[kShardTrailerBytes];
-  for (int i = 0; i < 8; ++i) trailer[i] = char(uint64_t(json.size()) >> (8 * i));
-  std::memcpy(trailer + 8, kShardMagic.data(), 8);
+  const std::string trailer = shard_trailer(json.size());
   out.write(json.data(), json.size());
-  out.write(trailer, sizeof trailer);
+  out.write(trailer.data(), trailer.size());
   out.commit();
   sync_folder(folder);
   fault_tick(h.rank);

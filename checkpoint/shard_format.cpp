@@ -176,6 +176,13 @@ std::string shard_header_json(const ShardHeader& h) {
   return json::write(o);
 }
 
+std::string shard_trailer(size_t header_bytes) {
+  std::string t(size_t(kShardTrailerBytes), '\0');
+  for (int i = 0; i < 8; ++i) t[size_t(i)] = char(uint64_t(header_bytes) >> (8 * i));
+  t.replace(8, kShardMagic.size(), kShardMagic);
+  return t;
+}
+
 int64_t shard_header_length(std::string_view trailer, int64_t file_bytes, const std::string& file) {
   VLM_REQUIRE(file_bytes >= kShardTrailerBytes && trailer.size() == size_t(kShardTrailerBytes), file, ": ",
               file_bytes, " bytes, too short for a shard file (truncated?)");

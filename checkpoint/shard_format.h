@@ -67,6 +67,9 @@ struct ShardHeader {
 };
 
 std::string shard_header_json(const ShardHeader& h);
+// A shard file's last kShardTrailerBytes bytes for a header of header_bytes: the length
+// (u64 little-endian), then kShardMagic.
+std::string shard_trailer(size_t header_bytes);
 // The header's length from a shard file's last kShardTrailerBytes bytes and its size.
 int64_t shard_header_length(std::string_view trailer, int64_t file_bytes, const std::string& file);
 // The header of a shard whose data area is data_bytes long.

@@ -76,9 +76,7 @@ int main(int argc, char** argv) {
       piece("optim/m/llm/b", {4}, TensorRegion{{0}, {4}, 2 * r, 2 * r + 2});
       const std::string json = shard_header_json(h);
       headers.push_back(json);
-      std::string trailer(8, '\0');
-      for (int k = 0; k < 8; ++k) trailer[size_t(k)] = char((uint64_t(json.size()) >> (8 * k)) & 0xFF);
-      seed("ckpt_shard", "rank_" + std::to_string(r), data + json + trailer + std::string(kShardMagic));
+      seed("ckpt_shard", "rank_" + std::to_string(r), data + json + shard_trailer(json.size()));
     }
     CheckpointState st;
     st.step = 3, st.seed = 1234, st.saved_tp = 2, st.saved_dp = 1, st.global_batch = 8;
