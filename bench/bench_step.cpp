@@ -143,6 +143,7 @@ int main(int argc, char** argv) {
       sched::StreamSet streams(b);
       const std::vector<bool> all(kNumModules, true);
       DpGrads dpg(model.modules(), all, groups.dp(), args.zero, 25, b);
+      dpg.attach(model);
       const int steps = args.steps, warmup = args.warmup;
       sched::Trace trace(mpi.rank());
       Result res[2];

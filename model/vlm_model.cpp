@@ -81,6 +81,10 @@ void VlmModel::zero_grads() {
   for (const ModuleParams& m : modules()) m.table->zero_grads();  // the second slot's encoder shares slot 0's
 }
 
+void VlmModel::set_vision_hooks(const LayerFetch& fetch, const LayerGrads& grads) {
+  for (auto& f : slots_) f->vision().set_zero_hooks(fetch, grads);
+}
+
 void VlmModel::refresh_working_weights() {
   for (const ModuleParams& m : modules()) m.table->refresh_working(backend_.default_stream());
 }

@@ -143,6 +143,11 @@ class VlmModel {
   void set_layer_fetch(LayerFetch f) { llm_->set_layer_fetch(std::move(f)); }
   const LayerFetch& layer_fetch() const { return llm_->layer_fetch(); }
   void fetch_layers(Stream& s) const { llm_->fetch_layers(s); }
+  // ZeRO >= 2: the encoder's gathers and gradient reductions around each of its blocks,
+  // in and out of their pool slots, on every slot's encoder (VisionEncoder::set_zero_hooks;
+  // optim/dp_grads.h attaches them); vision_pooled() says whether the encoder needs them.
+  void set_vision_hooks(const LayerFetch& fetch, const LayerGrads& grads);
+  bool vision_pooled() const { return !slots_[0]->vision().params().layout().pooled_units().empty(); }
   int front_slots() const { return int(slots_.size()); }
 
   // The pieces of one micro-batch (order above), on front-end slot `slot`.

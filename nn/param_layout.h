@@ -8,7 +8,8 @@
 // Flat space. The parameters, in table order, form units: with layer units (a table
 // that pools its stack layers, ParamLayoutOptions::layer_units) each run of parameters
 // with the same ParamSpec::layer is a unit (the backbone: the embedding, every layer,
-// the output head); otherwise the whole table is one unit. A unit is laid out in two
+// the output head; the vision encoder: the embeddings, every block, the post norm);
+// otherwise the whole table is one unit. A unit is laid out in two
 // parts: first its bf16-form parameters (matrices that only matmuls read, under mixed
 // precision: their compute copy is bf16 only), then its f32-form ones (vectors, tables
 // that lookups read, every parameter at fp32), each in table order, each parameter at a

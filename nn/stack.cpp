@@ -200,7 +200,9 @@ void TransformerStack::backward_layers(TpContext& ctx, const PackedSeqs& seq, co
       b.forward(ctx, seq, h_[size_t(l)], h_[size_t(l) + 1], saved(l), core(l), sc_);
     else if (cfg_.recompute == Recompute::Selective)
       b.attn.core_forward(ctx.stream, seq, saved(l).attn, core(l));
+    if (grads_) grads_(ctx.stream, l, false);
     b.backward(ctx, seq, dres, h_[size_t(l)], saved(l), core(l), sc_);
+    if (grads_) grads_(ctx.stream, l, true);
   }
 }
 

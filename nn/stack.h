@@ -48,6 +48,10 @@ void plan_norm_acts(ActPlan& p, const BlockConfig& cfg, int tp, Tensor* out, Ten
 // Called with (stream, layer) before a layer's weights are read, when the weights are not
 // resident (ZeRO-3 outside the training step's own gathers: train/trainer.cpp).
 using LayerFetch = std::function<void(Stream&, int)>;
+// Called with (stream, layer, false) before a layer's backward and (stream, layer, true)
+// after it, when the layer's gradients live in a pool slot and leave it per use (ZeRO >= 2
+// on a stack that runs its layers itself: the vision encoder, optim/dp_grads.h).
+using LayerGrads = std::function<void(Stream&, int, bool)>;
 
 class TransformerStack {
  public:
@@ -101,6 +105,8 @@ class TransformerStack {
   // unsets it: train/step.h).
   void set_layer_fetch(LayerFetch f) { fetch_ = std::move(f); }
   const LayerFetch& layer_fetch() const { return fetch_; }
+  // The hook backward_layers calls around each layer's backward (none by default).
+  void set_layer_grads(LayerGrads g) { grads_ = std::move(g); }
   // Every layer's fetch, in order, and nothing else (a rank without rows in a decoding
   // step that the DP group runs in lockstep: model/generate.h).
   void fetch_layers(Stream& s) const;
@@ -124,6 +130,7 @@ class TransformerStack {
   Scratch sc_;
   bool planned_ = false;
   LayerFetch fetch_;
+  LayerGrads grads_;
   struct DecodeActs {  // one decode step's rows, N of them
     Tensor h;          // [N,C] the residual stream
     BlockActs block;   // shared by the layers (nothing is kept for backward)

@@ -26,8 +26,17 @@ DpGrads::DpGrads(const std::vector<ModuleParams>& modules, const std::vector<boo
       wire_(wire) {
   VLM_ASSERT(wire == DType::F32 || wire == DType::BF16, "DP gradient wire dtype ", dtype_name(wire));
   VLM_ASSERT(trainable.size() == modules.size(), "one trainable flag per module");
+  for (size_t i = 0; i < modules_.size(); ++i)
+    if (modules_[i].id == ModuleId::Vision) vision_ = i;
+  if (vision_ != SIZE_MAX && !layout(vision_).pooled_units().empty()) {
+    front_comm_ = dp.duplicate(dp.name() + ".vision");  // collective over the group
+    fresh_.assign(size_t(layout(vision_).units()), 1);
+  }
+  main_.comm = &dp_, front_.comm = front_comm_.get();
   const bool bf = wire_ == DType::BF16 && dp.size() > 1;
-  int64_t wire_n = 0, acc_n = 0, stage_n = 0;
+  struct Sizes {
+    int64_t wire = 0, acc = 0, stage = 0;
+  } main_n, front_n;
   for (size_t i = 0; i < modules_.size(); ++i) {
     const ParamTable& t = *modules_[i].table;
     const ParamLayout& L = t.layout();
@@ -36,19 +45,22 @@ DpGrads::DpGrads(const std::vector<ModuleParams>& modules, const std::vector<boo
     VLM_ASSERT(t.trains() || !trainable[i], module_name(modules_[i].id), ": trained without gradients");
     VLM_ASSERT(t.dtype() == DType::F32 || dp.size() == 1, "DP reduction of f32 tables");
     for (const ShardRun& r : L.runs()) {
-      if (zero_ >= 1) stage_n = std::max(stage_n, r.block());
+      Sizes& n = &lane(i, r) == &front_ ? front_n : main_n;
+      if (zero_ >= 1) n.stage = std::max(n.stage, r.block());
       if (!trainable[i]) continue;
-      if (zero_ >= 1) wire_n = std::max(wire_n, r.size() + r.block());
-      if (r.pooled) acc_n = std::max(acc_n, r.owned());
+      if (zero_ >= 1) n.wire = std::max(n.wire, r.size() + r.block());
+      if (r.pooled) n.acc = std::max(n.acc, r.owned());
     }
-    if (trainable[i] && zero_ == 0) wire_n = std::max(wire_n, L.numel());
+    if (trainable[i] && zero_ == 0) main_n.wire = std::max(main_n.wire, L.numel());
     shard_.push_back(!trainable[i] ? Tensor{}
                      : zero_ == 0  ? t.grads()
                                    : Tensor::zeros(backend, Shape{std::max<int64_t>(1, L.owned())}));
   }
-  if (bf && wire_n > 0) wire_buf_ = Tensor::zeros(backend, Shape{wire_n}, DType::BF16);
-  if (acc_n > 0) acc_ = Tensor::zeros(backend, Shape{acc_n});
-  if (stage_n > 0) stage_ = Tensor::zeros(backend, Shape{stage_n});
+  for (auto [l, n] : {std::pair<Lane*, Sizes>{&main_, main_n}, {&front_, front_n}}) {
+    if (bf && n.wire > 0) l->wire_buf = Tensor::zeros(backend, Shape{n.wire}, DType::BF16);
+    if (n.acc > 0) l->acc = Tensor::zeros(backend, Shape{n.acc});
+    if (n.stage > 0) l->stage = Tensor::zeros(backend, Shape{n.stage});
+  }
 }
 
 int64_t DpGrads::bucket_elems() const {
@@ -65,7 +77,7 @@ void DpGrads::reduce_range(Stream& s, size_t i, int64_t begin, int64_t end) {
   // What goes on the wire: the f32 gradients, or their bf16 copy.
   const bool bf = wire_ == DType::BF16;
   const Tensor g = grads.sub(begin, Shape{n});
-  const Tensor w = bf ? wire_buf_.sub(begin, Shape{n}) : g;
+  const Tensor w = bf ? main_.wire_buf.sub(begin, Shape{n}) : g;
   if (bf) convert(s, w, g);
   const int64_t chunk = bucket_elems();
   std::vector<CommWork> work;
@@ -77,27 +89,29 @@ void DpGrads::reduce_range(Stream& s, size_t i, int64_t begin, int64_t end) {
 
 void DpGrads::reduce_run(Stream& s, size_t i, int k, const Tensor& g, bool accumulate) {
   const ShardRun& r = layout(i).runs()[size_t(k)];
+  Lane& ln = lane(i, r);
+  Communicator& c = *ln.comm;
   const Tensor shard = shard_[i].sub(r.shard_at, Shape{r.owned()});
   const int64_t blk = r.block(), tail = r.tail();
   const bool bf = wire_ == DType::BF16;
   // What goes on the wire: the f32 gradients, or their bf16 copy.
-  const Tensor in = bf ? wire_buf_.sub(0, Shape{r.size()}) : g;
+  const Tensor in = bf ? ln.wire_buf.sub(0, Shape{r.size()}) : g;
   if (bf) convert(s, in, g);
-  // The f32 sums land in the shard, or (accumulating) in acc_ and are added to it.
-  const Tensor sums = accumulate ? acc_.sub(0, Shape{r.owned()}) : shard;
+  // The f32 sums land in the shard, or (accumulating) in the lane's acc and are added to it.
+  const Tensor sums = accumulate ? ln.acc.sub(0, Shape{r.owned()}) : shard;
   if (blk > 0) {
     const Tensor all = in.sub(0, Shape{r.tail_begin - r.begin});
     if (bf) {
-      const Tensor out = wire_buf_.sub(r.size(), Shape{blk});
-      dp_.reduce_scatter(s, out, all);
+      const Tensor out = ln.wire_buf.sub(r.size(), Shape{blk});
+      c.reduce_scatter(s, out, all);
       convert(s, sums.sub(0, Shape{blk}), out);
     } else {
-      dp_.reduce_scatter(s, sums.sub(0, Shape{blk}), all);
+      c.reduce_scatter(s, sums.sub(0, Shape{blk}), all);
     }
   }
   if (tail > 0) {
     const Tensor t = in.sub(r.tail_begin - r.begin, Shape{tail});
-    dp_.all_reduce(s, t);
+    c.all_reduce(s, t);
     if (bf)
       convert(s, sums.sub(blk, Shape{tail}), t);
     else
@@ -123,6 +137,7 @@ void DpGrads::reduce_unit(Stream& s, size_t i, int u, bool first) {
 void DpGrads::gather_run(Stream& s, size_t i, int k, const Tensor& out) {
   const ShardRun& r = layout(i).runs()[size_t(k)];
   const RunStorage& st = modules_[i].table->run(k);
+  Lane& ln = lane(i, r);
   const int64_t blk = r.block(), tail = r.tail();
   // This rank's elements: the resident f32 values, or the shard (masters, or a frozen
   // pooled run's compute values).
@@ -134,13 +149,13 @@ void DpGrads::gather_run(Stream& s, size_t i, int k, const Tensor& out) {
     const Tensor src = own.sub(st.values.defined() ? r.block_begin - r.begin : 0, Shape{blk});
     Tensor in = src;  // the all-gather's input: never inside its output, in the compute dtype
     if (src.dtype() != dt || inside(src, out)) {
-      in = stage_.reinterpret(dt, Shape{stage_.numel() * 4 / int64_t(dtype_size(dt))}).sub(0, Shape{blk});
+      in = ln.stage.reinterpret(dt, Shape{ln.stage.numel() * 4 / int64_t(dtype_size(dt))}).sub(0, Shape{blk});
       if (src.dtype() != dt)
         convert(s, in, src);
       else
         copy(s, in, src);
     }
-    dp_.all_gather(s, out.sub(0, Shape{r.tail_begin - r.begin}), in);
+    ln.comm->all_gather(s, out.sub(0, Shape{r.tail_begin - r.begin}), in);
   }
   if (tail > 0) {
     const Tensor src = own.sub(tail_at, Shape{tail}), dst = out.sub(r.tail_begin - r.begin, Shape{tail});
@@ -204,11 +219,30 @@ std::vector<float> DpGrads::gather_flat(Stream& s, size_t i, const std::vector<f
 }
 
 void DpGrads::attach(VlmModel& model) {
-  if (zero_ < 3) return;
-  const size_t i = size_t(ModuleId::Llm);
-  VLM_ASSERT(modules_[i].table == &model.llm().params(), "DpGrads::attach to another model");
-  model.set_layer_fetch([this, i, &model](Stream& s, int l) { gather_unit(s, i, model.llm().layer_unit(l)); });
+  attached_ = true;
+  if (zero_ >= 3) {
+    const size_t i = size_t(ModuleId::Llm);
+    VLM_ASSERT(modules_[i].table == &model.llm().params(), "DpGrads::attach to another model");
+    model.set_layer_fetch([this, i, &model](Stream& s, int l) { gather_unit(s, i, model.llm().layer_unit(l)); });
+  }
+  if (!front_comm_) return;
+  const size_t v = vision_;
+  VLM_ASSERT(modules_[v].table == &model.vision().params(), "DpGrads::attach to another model");
+  const VisionEncoder& enc = model.vision();
+  LayerFetch fetch;
+  if (zero_ >= 3) fetch = [this, v, &enc](Stream& s, int l) { gather_unit(s, v, enc.layer_unit(l)); };
+  LayerGrads grads;
+  if (trainable_[v])
+    grads = [this, v, &enc](Stream& s, int l, bool done) {
+      const int u = enc.layer_unit(l);
+      if (!done) return modules_[v].table->zero_unit_grads(s, u);
+      reduce_unit(s, v, u, fresh_[size_t(u)] != 0);
+      fresh_[size_t(u)] = 0;
+    };
+  model.set_vision_hooks(fetch, grads);
 }
+
+void DpGrads::begin_step() { std::fill(fresh_.begin(), fresh_.end(), char(1)); }
 
 namespace {
 // Bytes of one run's reduction (reduce-scatter input + tail) at `wire` bytes an element.
@@ -258,7 +292,14 @@ size_t DpGrads::shard_bytes() const {
 }
 
 size_t DpGrads::wire_bytes() const {
-  return (wire_buf_.defined() ? wire_buf_.nbytes() : 0) + (acc_.defined() ? acc_.nbytes() : 0);
+  size_t n = 0;
+  for (const Lane* l : {&main_, &front_})
+    n += (l->wire_buf.defined() ? l->wire_buf.nbytes() : 0) + (l->acc.defined() ? l->acc.nbytes() : 0);
+  return n;
+}
+
+size_t DpGrads::staging_bytes() const {
+  return (main_.stage.defined() ? main_.stage.nbytes() : 0) + (front_.stage.defined() ? front_.stage.nbytes() : 0);
 }
 
 }  // namespace vlm

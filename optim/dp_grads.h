@@ -26,12 +26,21 @@
 // are; BF16 converts them into a bf16 copy, reduces that (half the bytes; each reduction
 // step rounds to bf16) and converts the sums back into f32 (the gradients at zero 0, the
 // shard at zero >= 1). The optimizer always reads f32 gradients.
+// The encoder (zero >= 2): its blocks are pooled units too, but it runs them itself on the
+// vision stream (VisionEncoder::set_zero_hooks): attach() makes each block's gather
+// (zero 3) and reduction (per micro-batch, a trainable encoder) hooks of the encoder,
+// posted from that stream over front(), a duplicate of the DP communicator (the comm
+// stream's collectives and the vision stream's then keep each their own order), with
+// staging buffers of their own. The encoder's resident units (embeddings, post norm)
+// are reduced with the others.
 // Every rank must make the same calls for the same modules in the same order on the same
-// stream kind (the step's `comm` tasks, the trainer's default stream); the calls run one
-// at a time (their staging buffers are shared).
+// stream kind (the step's `comm` tasks, the trainer's default stream; the encoder's
+// blocks on the vision stream); the calls of one communicator run one at a time (their
+// staging buffers are shared).
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "model/vlm_model.h"
@@ -65,10 +74,18 @@ class DpGrads {
   void gather_unit(Stream& s, size_t i, int u);
   // zero >= 1: every rank's updated blocks into the resident compute copies (after the update).
   void gather_values(Stream& s, size_t i);
-  // zero 3: lets `model` (whose modules these are) fetch each backbone layer's weights
-  // from the DP group when it runs outside the training step (evaluation, decoding:
-  // VlmModel::set_layer_fetch); no-op below zero 3. This object must outlive the use.
+  // Attaches the DP group to `model` (whose modules these are); this object must outlive
+  // the use. zero 3: the backbone fetches each layer's weights when it runs outside the
+  // training step (evaluation, decoding: VlmModel::set_layer_fetch). zero >= 2: the
+  // encoder's block hooks (see above; VlmModel::set_vision_hooks). A no-op below zero 2.
+  // Required before a step at zero >= 2 (train/step.h checks it).
   void attach(VlmModel& model);
+  bool attached() const { return attached_; }
+  // The encoder's communicator (null when its blocks are not pooled), and the start of an
+  // optimizer step (the first reduction of each of its blocks writes the shard, later
+  // ones add: VlmStep::run calls it).
+  Communicator* front() const { return front_comm_.get(); }
+  void begin_step();
   // The elements of one bucket (bucket_mb at the wire's element size).
   int64_t bucket_elems() const;
 
@@ -91,13 +108,22 @@ class DpGrads {
   size_t unit_gather_bytes(size_t i, int u) const;
   size_t gather_values_bytes(size_t i) const;
   DType wire() const { return wire_; }
-  // Memory: the gradient shards; the bf16 wire copy and the reduce-scatter's output
-  // staging; the all-gathers' input staging.
+  // Memory: the gradient shards; the bf16 wire copies and the reduce-scatters' output
+  // staging; the all-gathers' input staging (of both communicators).
   size_t shard_bytes() const;
   size_t wire_bytes() const;
-  size_t staging_bytes() const { return stage_.defined() ? stage_.nbytes() : 0; }
+  size_t staging_bytes() const;
 
  private:
+  // A communicator and the buffers its calls share.
+  struct Lane {
+    Communicator* comm = nullptr;
+    Tensor wire_buf;  // bf16: the gradients of the largest reduction + a block
+    Tensor acc;       // f32: a reduce-scatter's output before it is added (zero >= 2)
+    Tensor stage;     // f32 (or bf16) the largest block: an all-gather's input
+  };
+  // The lane of module i's run r: the encoder's pooled runs go over front().
+  Lane& lane(size_t i, const ShardRun& r) { return i == vision_ && r.pooled && front_comm_ ? front_ : main_; }
   // Reduce-scatter + tail all-reduce of run k's gradients `g` [size] into the shard
   // (add: accumulate into it).
   void reduce_run(Stream& s, size_t i, int k, const Tensor& g, bool add);
@@ -111,9 +137,11 @@ class DpGrads {
   double bucket_mb_;
   DType wire_ = DType::F32;
   std::vector<Tensor> shard_;  // per module: [owned] f32 (zero >= 1, trainable)
-  Tensor wire_buf_;            // bf16: the gradients of the largest reduction + a block
-  Tensor acc_;                 // f32: a reduce-scatter's output before it is added (zero >= 2)
-  Tensor stage_;               // f32 (or bf16) the largest block: an all-gather's input
+  size_t vision_ = SIZE_MAX;   // the encoder's module index
+  std::unique_ptr<Communicator> front_comm_;
+  Lane main_, front_;
+  std::vector<char> fresh_;    // per encoder unit: not reduced since begin_step
+  bool attached_ = false;
 };
 
 }  // namespace vlm

@@ -38,6 +38,11 @@ uint64_t CommCounters::total_bytes() const {
   return t;
 }
 
+CommCounters& CommCounters::operator+=(const CommCounters& o) {
+  for (size_t k = 0; k < bytes.size(); ++k) bytes[k] += o.bytes[k], calls[k] += o.calls[k];
+  return *this;
+}
+
 std::string CommCounters::str() const {
   std::string s;
   for (int k = 0; k < kNumCollKinds; ++k) {

@@ -63,7 +63,8 @@ struct CommCounters {
   uint64_t bytes_of(CollKind k) const { return bytes[size_t(k)]; }
   uint64_t calls_of(CollKind k) const { return calls[size_t(k)]; }
   uint64_t total_bytes() const;
-  std::string str() const;  // "all_reduce 48 B / 2 calls, ..." (kinds with calls only)
+  std::string str() const;
+  CommCounters& operator+=(const CommCounters& o);  // the bytes and calls of two groups' counters  // "all_reduce 48 B / 2 calls, ..." (kinds with calls only)
 };
 
 // A posted operation. wait() completes it as seen by the issuing stream (see above);
@@ -84,6 +85,11 @@ class Communicator {
   virtual int rank() const = 0;
   virtual int size() const = 0;
   virtual DeviceKind device() const = 0;
+  // A second communicator over the same group, named `name` (collective over the group).
+  // Operations on the two are not ordered with each other: two streams that post
+  // concurrently, each in its own order, each use one (the encoder's ZeRO traffic on the
+  // vision stream beside the step's comm stream: optim/dp_grads.h).
+  virtual std::unique_ptr<Communicator> duplicate(const std::string& name) const = 0;
   const std::string& name() const { return name_; }  // "world", "tp[1]", "dp[0]"
   int world_rank() const { return world_rank_; }
   double timeout_s() const { return timeout_s_; }

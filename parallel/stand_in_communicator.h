@@ -2,6 +2,7 @@
 // (train/memory_terms.h plan_rank): constructors that take a communicator only ask its
 // size and rank. Any collective is an internal error (planning never communicates).
 #pragma once
+#include <memory>
 #include <string>
 
 #include "base/error.h"
@@ -15,6 +16,9 @@ class StandInCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   DeviceKind device() const override { return DeviceKind::CPU; }
+  std::unique_ptr<Communicator> duplicate(const std::string& name) const override {
+    return std::make_unique<StandInCommunicator>(name, size_, rank_);
+  }
 
  protected:
   CommWork fail() const {

@@ -69,6 +69,9 @@ StepBytes step_bytes(const VlmConfig& cfg, const RankLayout& l, const RankPlan& 
   const int Z = l.dp > 1 ? l.zero : 0;
   for (size_t i = 0; i < r.layouts.size() && l.dp > 1; ++i) {
     const ParamLayout& lay = r.layouts[i];
+    // The encoder runs its pooled blocks itself: every use gathered (its backward only
+    // when it trains), traffic apart from the backbone's layers.
+    const bool encoder = i == size_t(ModuleId::Vision);
     if (Z == 0) {
       if (r.trains[i]) add(d, CollKind::AllReduce, grad * lay.numel());
       continue;
@@ -77,19 +80,22 @@ StepBytes step_bytes(const VlmConfig& cfg, const RankLayout& l, const RankPlan& 
       const int64_t blk = run.block(), tail = run.tail(), compute = run.bf16 ? 2 : 4;
       // Reductions: once per step, or per micro-batch for a pooled unit's (zero >= 2).
       const int64_t reductions = r.trains[i] ? (run.pooled ? M : 1) : 0;
-      for (CommCounters* c : {&d, run.pooled ? &out.dp_layer_reduce : nullptr}) {
+      CommCounters* part = !run.pooled ? nullptr : encoder ? &out.dp_vision : &out.dp_layer_reduce;
+      for (CommCounters* c : {&d, part}) {
         if (!c) continue;
         if (blk > 0) add(*c, CollKind::ReduceScatter, reductions * grad * (run.tail_begin - run.begin));
         if (tail > 0) add(*c, CollKind::AllReduce, reductions * grad * tail);
       }
       // All-gathers: after the update (the resident compute copies), or at zero 3 before
       // every use of a pooled unit: its forward and its backward per micro-batch, but the
-      // top layer's backward (its weights are still in their slot).
+      // backbone's top layer's backward (its weights are still in their slot).
       const bool per_use = Z >= 3 && run.pooled;
-      const int64_t gathers = per_use ? (run.unit == lay.pooled_units().back() ? M : 2 * M) : r.trains[i] ? 1 : 0;
+      auto uses = [&] { return encoder ? (r.trains[i] ? 2 * M : M) : run.unit == lay.pooled_units().back() ? M : 2 * M; };
+      const int64_t gathers = per_use ? uses() : r.trains[i] ? 1 : 0;
       if (blk > 0) {
         add(d, CollKind::AllGather, gathers * compute * blk);
-        add(per_use ? out.dp_layer_gather : out.dp_update, CollKind::AllGather, gathers * compute * blk);
+        add(!per_use ? out.dp_update : encoder ? out.dp_vision : out.dp_layer_gather, CollKind::AllGather,
+            gathers * compute * blk);
       }
     }
   }

@@ -27,9 +27,10 @@ namespace vlm {
 struct StepBytes {
   CommCounters tp, dp;  // bytes only (calls are not modelled)
   // Parts of dp the time model places differently (plan/plan_time.h): the all-gathers
-  // after the optimizer's update (ZeRO >= 1), and the pooled layers' per-micro-batch
-  // reduce-scatters (zero >= 2) and all-gathers (zero 3).
-  CommCounters dp_update, dp_layer_reduce, dp_layer_gather;
+  // after the optimizer's update (ZeRO >= 1), the backbone's pooled layers' per-micro-
+  // batch reduce-scatters (zero >= 2) and all-gathers (zero 3), and the encoder's
+  // (dp_vision: inside its own tasks, over DP's duplicate communicator, train/step.h).
+  CommCounters dp_update, dp_layer_reduce, dp_layer_gather, dp_vision;
 };
 
 // One step's bytes on the TP and DP groups of a rank planned by plan_rank.

@@ -98,7 +98,8 @@ StepTime step_time(const StepWork& w, const StepBytes& b, const RankLayout& l, c
   auto ring = [&](const CommCounters& c) { return ring_seconds(c, l.dp, links.dp_gbs); };
   t.dp_s = ring(b.dp);
   const double update = ring(b.dp_update), reduce = ring(b.dp_layer_reduce), gather = ring(b.dp_layer_gather);
-  const double rest = std::max(0.0, t.dp_s - update - reduce - gather);
+  const double vision = ring(b.dp_vision);
+  const double rest = std::max(0.0, t.dp_s - update - reduce - gather - vision);
   const int M = std::max(1, micro_batches), L = std::max(1, layers);
   // The pooled layers, per micro-batch (the rule above).
   const double fwd = full_recompute ? 0.25 : 1.0 / 3.0;
@@ -108,7 +109,7 @@ StepTime step_time(const StepWork& w, const StepBytes& b, const RankLayout& l, c
   if (gather > 0) layered += gl + (L - 1) * std::max(0.0, gl - cf);
   if (gather > 0 || reduce > 0) layered += (L - 1) * std::max(0.0, gl + r - cb) + r;
   const double window = 2.0 / 3.0 * t.compute_s / M;
-  t.dp_exposed_s = update + M * layered + std::max(0.0, rest - window);
+  t.dp_exposed_s = update + M * layered + vision + std::max(0.0, rest - window);
   return t;
 }
 

@@ -35,7 +35,8 @@ struct TaskSpec {
   std::string stream;              // one of stream_names()
   std::vector<std::string> after;  // names of the tasks it depends on
   int micro_batch = -1;            // for the trace; -1 = none
-  size_t bytes = 0;                // bytes communicated, for the trace (comm tasks)
+  size_t bytes = 0;                // bytes communicated, for the trace (comm tasks; the
+                                   // encoder's tasks under ZeRO >= 2, train/step.h)
 };
 
 // The body of a task: enqueues or runs its work on the stream it is given (the task's

@@ -24,6 +24,7 @@ VlmStep::VlmStep(VlmModel& model, sched::StreamSet& streams, DpGrads& dp, const 
       graph_(build()) {
   VLM_REQUIRE(o.mode == sched::Mode::Serial || dp.dp().size() == 1 || mpi_thread_multiple(),
               "scheduler.mode=overlap with DP needs an MPI library with MPI_THREAD_MULTIPLE; use --scheduler.mode serial");
+  VLM_ASSERT(!model.vision_pooled() || dp.attached(), "ZeRO >= 2: DpGrads::attach(model) before the step (the encoder's hooks)");
   if (o.mode == sched::Mode::Overlap && model.tp_size() > 1) {
     AsyncStreamOptions so;
     so.high_priority = true, so.threads = 1;  // a collective's own work is copies and sums
@@ -80,6 +81,19 @@ sched::Graph VlmStep::build() {
   else if (chunked)
     chunks = layer_chunks();
   auto split = [&](int m) { return layered || (chunked && m == last); };
+  // The encoder's blocks (zero >= 2): gathered before each forward and backward (zero 3)
+  // and reduced after each backward, inside vision.fwd.m and vision.bwd.m (optim/dp_grads.h):
+  // the bytes of each, per micro-batch.
+  size_t vision_fwd_bytes = 0, vision_bwd_bytes = 0;
+  if (multi && model_.vision_pooled()) {
+    const size_t v = size_t(ModuleId::Vision);
+    for (int l = 0; l < model_.vision().blocks(); ++l) {
+      const int u = model_.vision().layer_unit(l);
+      const size_t gather = dp_.zero() >= 3 ? dp_.unit_gather_bytes(v, u) : 0;
+      vision_fwd_bytes += gather;
+      if (vision_bwd) vision_bwd_bytes += gather + dp_.unit_bytes(v, u);
+    }
+  }
   auto chunk_name = [&](size_t c, int m) { return name(("llm.bwd" + std::to_string(c)).c_str(), m); };
   auto llm_done = [&](int m) { return split(m) ? chunk_name(chunks.size() - 1, m) : name("llm", m); };
   const std::string llm_last = llm_done(last);
@@ -96,8 +110,10 @@ sched::Graph VlmStep::build() {
     }
     g.add({name("load", m), "vision", load_after, m},
           [this, m, slot](Stream& s) { model_.load(s, (*mbs_)[size_t(m)], slot); });
-    g.add({name("vision.fwd", m), "vision", {name("load", m)}, m},
-          [this, slot](Stream& s) { model_.vision_forward(s, slot); });
+    sched::TaskSpec fwd{name("vision.fwd", m), "vision", {name("load", m)}, m};
+    fwd.bytes = vision_fwd_bytes;
+    dp_bytes_ += fwd.bytes;
+    g.add(fwd, [this, slot](Stream& s) { model_.vision_forward(s, slot); });
     g.add({name("query", m), "llm", {name("load", m)}, m}, [this, slot](Stream& s) { model_.query_forward(s, slot); });
     g.add({name("scorers.pre", m), sc, {name("vision.fwd", m), name("query", m)}, m},
           [this, slot](Stream& s) { model_.scorers_prepare(s, slot); });
@@ -194,9 +210,12 @@ sched::Graph VlmStep::build() {
     if (query_bwd)
       g.add({name("query.bwd", m), "llm", {name("scorers.bwd", m)}, m},
             [this, slot](Stream& s) { model_.query_backward(s, slot); });
-    if (vision_bwd)
-      g.add({name("vision.bwd", m), "vision", {name("scorers.bwd", m)}, m},
-            [this, slot](Stream& s) { model_.vision_backward(s, slot); });
+    if (vision_bwd) {
+      sched::TaskSpec bwd{name("vision.bwd", m), "vision", {name("scorers.bwd", m)}, m};
+      bwd.bytes = vision_bwd_bytes;
+      dp_bytes_ += bwd.bytes;
+      g.add(bwd, [this, slot](Stream& s) { model_.vision_backward(s, slot); });
+    }
   };
   // The order tasks are added is each stream's order (graph.h). Two slots: front(m+1)
   // right after llm.m, before m's backward tasks, so it runs during the backbone of m
@@ -263,6 +282,7 @@ double VlmStep::run(const std::vector<MicroBatch>& mbs, std::vector<sched::TaskT
   } side{model_, model_.layer_fetch()};
   model_.set_tp_side(tp_side_.get());
   model_.set_layer_fetch(nullptr);
+  dp_.begin_step();
   graph_.run(streams_, opt_.mode, timings);  // returns after every stream has finished
   mbs_ = nullptr;
   Backend& b = streams_.backend();

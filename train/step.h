@@ -71,6 +71,12 @@
 //    layer computes: one layer ahead, as the two slots allow.
 // Under ZeRO-1 a module's reduction is one dp.<module> task (reduce-scatter of its runs
 // and their tails: optim/dp_grads.h), after finish.
+// The encoder under zero >= 2 has no tasks of its own: its blocks are gathered (zero 3)
+// and reduced inside vision.fwd.m and vision.bwd.m, block by block, by the hooks that
+// DpGrads::attach gave it, over DP's duplicate communicator (so that the vision stream
+// and `comm` each post in their own order); its embeddings and post norm are reduced by
+// dp.vision as at zero 1. run() tells DpGrads a step begins (micro-batch 0's reduction of
+// a block writes the shard, the others add).
 // Host and device: the loss stays on the device during the step, and run() reads the M
 // losses once, after every stream has finished. Host data goes to the device in each
 // stream's order (copy_from_host: load, the LOD matrices, the packed LM input), so no

@@ -116,11 +116,11 @@ TrainReport Trainer::run() {
 TrainReport Trainer::run_steps() {
   State& S = *st_;
   Runtime& rt = S.rt;
-  Communicator &tp = rt.groups().tp(), &dp = rt.groups().dp();
+  Communicator& tp = rt.groups().tp();
   S.print_header();
   S.meter->reset_peak();
   sched::Trace trace(rt.topology().world_rank());
-  RunStats stats(tp.counters().total_bytes(), dp.counters().total_bytes());
+  RunStats stats(tp.counters().total_bytes(), S.dp_counters().total_bytes());
   const auto t_start = TrainClock::now();
   for (int64_t step = S.start; step <= S.total; ++step) {
     const RunStats::Step st = S.train_step(step, trace, seconds_since(t_start));
@@ -132,7 +132,7 @@ TrainReport Trainer::run_steps() {
       if (rt.root()) std::printf("step %lld: val loss %.4f (%s)\n", (long long)step, v, S.data.val_split.c_str());
     }
   }
-  TrainReport rep = stats.report(seconds_since(t_start), tp.counters().total_bytes(), dp.counters().total_bytes());
+  TrainReport rep = stats.report(seconds_since(t_start), tp.counters().total_bytes(), S.dp_counters().total_bytes());
   rep.steps = S.total;
   rep.optimizer_bytes = S.plan.memory.optimizer, rep.grad_bytes = S.plan.memory.grads;
   rep.planned_arena_bytes = S.plan.memory.total(), rep.peak_arena_bytes = S.meter->peak_bytes();
@@ -161,6 +161,12 @@ void Trainer::State::print_header() const {
   std::fflush(stdout);
 }
 
+CommCounters Trainer::State::dp_counters() const {
+  CommCounters c = rt.groups().dp().counters();
+  if (dpg && dpg->front()) c += dpg->front()->counters();
+  return c;
+}
+
 // One optimizer step: the micro-batches from the loader, the step graph (forward,
 // backward, DP reduction), the gradient norm, AdamW, then the progress line and metrics.
 RunStats::Step Trainer::State::train_step(int64_t n, sched::Trace& trace, double elapsed_before) {
@@ -170,7 +176,7 @@ RunStats::Step Trainer::State::train_step(int64_t n, sched::Trace& trace, double
   RunStats::Step st;
   st.step = n;
   const auto t0 = TrainClock::now();
-  const CommCounters tp0 = tpc.counters(), dp0 = dp.counters();
+  const CommCounters tp0 = tpc.counters(), dp0 = dp_counters();
   std::vector<Batch> batches(static_cast<size_t>(M));
   std::vector<MicroBatch> mbs;
   double counted = 0;
@@ -210,7 +216,7 @@ RunStats::Step Trainer::State::train_step(int64_t n, sched::Trace& trace, double
   opt->step(s, n, lr, scale);
   model->refresh_working_weights();  // bf16 copies of the new weights
   s.synchronize();
-  st.tp = counters_since(tpc.counters(), tp0), st.dp = counters_since(dp.counters(), dp0);
+  st.tp = counters_since(tpc.counters(), tp0), st.dp = counters_since(dp_counters(), dp0);
   st.seconds = seconds_since(t0);
   // Memory: the process's peak resident set on CPU, the peak of the device arenas on a GPU.
   const double mem = meter->device() == DeviceKind::CPU ? peak_rss_bytes() : double(meter->peak_bytes());

@@ -82,10 +82,13 @@ VisionEncoder::VisionEncoder(const VisionConfig& cfg, Backend& backend, Communic
   if (readout.post_norm)
     for (ParamSpec& s : Norm::param_specs(NormKind::LayerNorm, cfg.d_model, kPostNormWeight, kPostNormBias, false))
       specs.push_back(std::move(s));
-  own_params_ = std::make_unique<ParamTable>(std::move(specs), 1, 0, dtype);
+  own_params_ = std::make_unique<ParamTable>(std::move(specs), 1, 0, dtype, true);
   params_ = own_params_.get();
   if (precision == Precision::BF16) params_->add_bf16_working_copy();
   params_->allocate(backend, grads, dp);
+  VLM_ASSERT(params_->layout().units() == blocks() + 1 + int(readout.post_norm) &&
+                 params_->layout().unit_layer(layer_unit(0)) == 0,
+             "vision encoder units: the embeddings, the blocks, the post norm");
   bind_and_plan();
 }
 
@@ -101,6 +104,11 @@ VisionEncoder::VisionEncoder(VisionEncoder& weights, Backend& backend, Communica
       stack_(vision_block_config(weights.cfg_), readout_blocks(weights.cfg_, weights.readout_), 1,
              siglip_block_param_name) {
   bind_and_plan();
+}
+
+void VisionEncoder::set_zero_hooks(LayerFetch fetch, LayerGrads grads) {
+  stack_.set_layer_fetch(std::move(fetch));
+  stack_.set_layer_grads(std::move(grads));
 }
 
 void VisionEncoder::bind_and_plan() {

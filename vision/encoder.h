@@ -59,7 +59,8 @@ class VisionEncoder {
   // cfg must be validated (VisionConfig::validate); `self` is a communicator of size 1 on
   // the backend's device. Parameters are zero until init() or a load. grads = false: frozen,
   // no gradient arena (nn/param_table.h); backward still gives the input gradients.
-  // dp: the ZeRO sharding of the table (nn/param_layout.h: one unit, never pooled).
+  // dp: the ZeRO sharding of the table (nn/param_layout.h: units as the backbone's, the
+  // embeddings, each block, the post norm; the blocks pooled at zero >= 2, see set_zero_hooks).
   VisionEncoder(const VisionConfig& cfg, Backend& backend, Communicator& self, int64_t max_images,
                 VisionReadout readout = {}, DType dtype = DType::F32, bool grads = true,
                 Precision precision = Precision::FP32, DpSharding dp = {});
@@ -76,6 +77,13 @@ class VisionEncoder {
   ParamTable& params() { return *params_; }
   const ParamTable& params() const { return *params_; }
   void init(uint64_t seed);  // nn/init.h: every tensor from (seed, name)
+  // The layout unit of block l (the embeddings are unit 0).
+  int layer_unit(int l) const { return l + 1; }
+  // ZeRO >= 2 (the blocks pooled: nn/param_layout.h): `fetch` gathers block l's weights
+  // into their pool slot before each forward and backward of it (zero 3), `grads` clears
+  // its gradient slot before its backward and reduce-scatters it after (null when frozen).
+  // The encoder runs them on its own stream (optim/dp_grads.h attaches them).
+  void set_zero_hooks(LayerFetch fetch, LayerGrads grads);
   void zero_grads() { params_->zero_grads(); }
 
   // pixels [B,S,S,3] u8 and texture [B,13,G,G] (required iff cfg.texture), B <=

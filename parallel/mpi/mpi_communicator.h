@@ -12,6 +12,7 @@
 #pragma once
 #include <mpi.h>
 
+#include <memory>
 #include <string>
 
 #include "parallel/communicator.h"
@@ -27,6 +28,9 @@ class MpiCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   DeviceKind device() const override { return DeviceKind::CPU; }
+  std::unique_ptr<Communicator> duplicate(const std::string& name) const override {
+    return std::make_unique<MpiCommunicator>(comm_, name, timeout_s());
+  }
   MPI_Comm mpi_comm() const { return comm_; }
 
  protected:

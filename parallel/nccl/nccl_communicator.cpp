@@ -76,6 +76,7 @@ class NcclP2pWork final : public CommHandle {
 
 NcclCommunicator::NcclCommunicator(MPI_Comm comm, std::string name, double timeout_s)
     : Communicator(std::move(name), mpi_world_rank(), timeout_s) {
+  MPI_CHECK(MPI_Comm_dup(comm, &boot_));
   MPI_CHECK(MPI_Comm_rank(comm, &rank_));
   MPI_CHECK(MPI_Comm_size(comm, &size_));
   CUDA_CHECK(cudaGetDevice(&device_));
@@ -99,6 +100,13 @@ NcclCommunicator::~NcclCommunicator() {
   ncclCommDestroy(nccl_);
   cudaFree(barrier_word_);
   cudaStreamDestroy(stream_);
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && boot_ != MPI_COMM_NULL) MPI_Comm_free(&boot_);
+}
+
+std::unique_ptr<Communicator> NcclCommunicator::duplicate(const std::string& name) const {
+  return std::make_unique<NcclCommunicator>(boot_, name, timeout_s());
 }
 
 void NcclCommunicator::begin(Stream& caller) {

@@ -14,6 +14,7 @@
 // destruction; the caller's inputs are still captured when each is posted.
 // Timeouts: every completion event is watched by an NcclWatchdog (nccl_watchdog.h).
 // Barrier: an all-reduce of one int on a device word owned by the communicator.
+// Duplicates bootstrap over a private duplicate of the MPI communicator.
 // Invariants: one device per process (the current device at construction); buffers
 // stay alive until the caller's stream has passed the wait; handles do not outlive
 // the communicator.
@@ -41,6 +42,7 @@ class NcclCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   DeviceKind device() const override { return DeviceKind::CUDA; }
+  std::unique_ptr<Communicator> duplicate(const std::string& name) const override;
   cudaStream_t comm_stream() const { return stream_; }
 
   // The queued point-to-point operations (see the file comment) and the batch they
@@ -77,6 +79,7 @@ class NcclCommunicator final : public Communicator {
   // Queues one send/recv (after begin(caller)) and returns its handle.
   CommWork post_p2p(Stream& caller, const P2pOp& op, CollKind kind);
 
+  MPI_Comm boot_ = MPI_COMM_NULL;  // the duplicates' bootstrap
   int rank_ = 0;
   int size_ = 1;
   int device_ = 0;

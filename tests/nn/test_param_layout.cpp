@@ -80,8 +80,9 @@ TEST(ParamLayout, UnitsRunsAndOwnershipAtEveryZeroLevel) {
           const auto [u0, u1] = a.unit_range(a.unit_of(i));
           EXPECT_TRUE(a.offset(i) >= u0 && a.offset(i) + a.padded(i) <= u1) << s[i].name;
           for (size_t j = 0; j < s.size(); ++j)  // within a unit: bf16 form before f32 form
-            if (a.unit_of(j) == a.unit_of(i) && entries(s, bf16)[i].bf16 && !entries(s, bf16)[j].bf16)
+            if (a.unit_of(j) == a.unit_of(i) && entries(s, bf16)[i].bf16 && !entries(s, bf16)[j].bf16) {
               EXPECT_LT(a.offset(i), a.offset(j)) << s[i].name << " before " << s[j].name;
+            }
         }
         EXPECT_EQ(a.numel(), end);
         // Runs: contiguous, one form, one group; merged up to zero 1 at fp32.
@@ -92,13 +93,13 @@ TEST(ParamLayout, UnitsRunsAndOwnershipAtEveryZeroLevel) {
           at = r.end;
           EXPECT_EQ(r.shard_at, owned);
           owned += r.owned();
-          if (k > 0) EXPECT_TRUE(a.runs()[k - 1].group != r.group || a.runs()[k - 1].bf16 != r.bf16);
+          if (k > 0) { EXPECT_TRUE(a.runs()[k - 1].group != r.group || a.runs()[k - 1].bf16 != r.bf16); }
           EXPECT_EQ(r.pooled, a.pooled(r.unit));
-          if (r.pooled) EXPECT_EQ(a.unit_group(r.unit), r.group);
+          if (r.pooled) { EXPECT_EQ(a.unit_group(r.unit), r.group); }
         }
         EXPECT_EQ(at, a.numel());
         EXPECT_EQ(owned, a.owned());
-        if (!bf16 && stage <= 1) EXPECT_EQ(a.runs().size(), 1u);
+        if (!bf16 && stage <= 1) { EXPECT_EQ(a.runs().size(), 1u); }
         // Ownership of every element, from the blocks of all ranks.
         for (size_t k = 0; k < a.runs().size(); ++k) {
           const ShardRun& r0 = a.runs()[k];
@@ -165,9 +166,8 @@ TEST(ParamTable, StorageOfEveryZeroLevel) {
         const ParamLayout& lay = t.layout();
         for (const Param& p : t.params()) {
           const bool mat = p.local.ndim() >= 2, form_bf16 = mat && !p.spec.f32_reads;
-          const bool pooled = p.spec.layer >= 0;
           EXPECT_EQ(p.work.defined(), mat) << p.spec.name;
-          if (p.work.defined()) EXPECT_EQ(p.work.dtype(), DType::BF16);
+          if (p.work.defined()) { EXPECT_EQ(p.work.dtype(), DType::BF16); }
           // f32 values: everything at zero 0; under ZeRO the f32-form parameters (in the
           // pool at zero 3 for a layer's).
           EXPECT_EQ(p.value.defined(), zero == 0 || !form_bf16) << p.spec.name;
@@ -221,7 +221,7 @@ TEST(ParamTable, StorageOfEveryZeroLevel) {
         // A frozen pooled layer keeps its owned compute values (zero 3).
         const RunStorage& q = t.run(get("layer1.q").run);
         EXPECT_EQ(q.shard.defined(), zero >= 1 && (grads || zero >= 3));
-        if (q.shard.defined()) EXPECT_EQ(q.shard.dtype(), grads ? DType::F32 : DType::BF16);
+        if (q.shard.defined()) { EXPECT_EQ(q.shard.dtype(), grads ? DType::F32 : DType::BF16); }
       }
 }
 

@@ -60,12 +60,14 @@ bool overlap(const Slice& a, const Slice& b, const Slice& c) {
 
 // A trace file (scheduler/trace.h) parsed back: its processes and tracks, the task
 // slices (checking their args: step, micro-batch of a per-micro-batch name, the bytes of a
-// `comm` slice, whose name starts with "dp."), and the step track's slices.
+// `comm` slice, whose name starts with "dp.", and of the encoder's tasks under ZeRO >= 2),
+// and the step track's slices.
 struct ParsedTrace {
   std::map<int64_t, std::string> processes;
   std::map<std::pair<int64_t, int64_t>, std::string> tracks;
   std::vector<Slice> slices, steps;
   std::map<std::string, int64_t> dp_bytes;  // comm slice -> bytes (of the last step)
+  std::map<std::string, int64_t> encoder_bytes;  // the same of the encoder's tasks (ZeRO >= 2)
 };
 
 ParsedTrace parse_trace(const std::string& path) {
@@ -96,6 +98,9 @@ ParsedTrace parse_trace(const std::string& path) {
     if (t.tracks[{pid, tid}] == "comm") {
       EXPECT_EQ(s.name.rfind("dp.", 0), 0u) << s.name;
       t.dp_bytes[s.name] = args.at("bytes").as_int();
+    } else if (args.find("bytes") != nullptr) {
+      EXPECT_EQ(s.name.rfind("vision.", 0), 0u) << s.name << ": bytes outside comm and the encoder's tasks";
+      t.encoder_bytes[s.name] = args.at("bytes").as_int();
     }
     t.slices.push_back(s);
   }
@@ -230,15 +235,16 @@ TEST(VlmStepTrace, ZeroThreeGathersTheNextLayerDuringTheCurrentOne) {
   sched::StreamSet streams(b);
   const std::vector<bool> all(kNumModules, true);
   DpGrads dpg(model.modules(), all, L.groups->dp(), 3, 25, b);
+  dpg.attach(model);
   VlmStep step(model, streams, dpg, all, kTraceM, StepOptions{});
   const auto mbs = shard(g, c, dp, r, kTraceM);
   sched::Trace trace(test::world_rank());
   std::vector<sched::TaskTiming> timings;
   for (int k = 0; k < kSteps; ++k) {
     model.zero_grads();
-    const uint64_t before = L.groups->dp().counters().total_bytes();
+    const uint64_t before = dp_bytes_sent(L.groups->dp(), dpg);
     step.run(mbs, &timings);
-    EXPECT_EQ(L.groups->dp().counters().total_bytes() - before, step.dp_bytes());
+    EXPECT_EQ(dp_bytes_sent(L.groups->dp(), dpg) - before, step.dp_bytes());
     trace.add_step(step.graph(), timings);
   }
   const std::vector<std::string> ev = all_gather_strings(L.groups->world(), b.default_stream(), trace.events_json());
@@ -247,6 +253,8 @@ TEST(VlmStepTrace, ZeroThreeGathersTheNextLayerDuringTheCurrentOne) {
   const ParsedTrace t = parse_trace(path);
   int64_t bytes = 0;
   for (const auto& [n, x] : t.dp_bytes) bytes += x;
+  for (const auto& [n, x] : t.encoder_bytes) bytes += x;
+  EXPECT_FALSE(t.encoder_bytes.empty()) << "zero 3: the encoder's tasks gather its blocks";
   EXPECT_EQ(size_t(bytes), step.dp_bytes());
   std::map<std::tuple<int64_t, int64_t, std::string>, const Slice*> by;  // (rank, step, name)
   for (const Slice& s : t.slices) by[{s.pid, s.step, s.name}] = &s;

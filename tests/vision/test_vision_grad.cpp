@@ -291,6 +291,44 @@ TEST(VisionGrad, ZeroTextureMapLeavesTheFeaturesUnchanged) {
   EXPECT_GT(max_err(to_vector_f64(moved.forward()), m0), 1e-3);
 }
 
+// ZeRO over a DP group of 2 (nn/param_layout.h), as this rank's table sees it: the
+// encoder's blocks are pooled units like the backbone's layers (optim/dp_grads.h runs
+// them): at zero 2 their gradients live in two slots instead of one buffer each; at
+// zero 3 also their compute copies, the rank keeping only its share of their values.
+TEST(VisionZero, BlocksArePooledUnits) {
+  VisionConfig v = tiny_vision();
+  v.n_layers = 6;
+  const std::unique_ptr<Communicator> self = self_comm();
+  auto encoder = [&](int zero) {
+    return std::make_unique<VisionEncoder>(v, cpu_backend(), *self, kImages, VisionReadout{}, DType::F32, true,
+                                           Precision::FP32, DpSharding{zero, 2, 0});
+  };
+  const auto z1 = encoder(1), z2 = encoder(2), z3 = encoder(3);
+  EXPECT_TRUE(z1->params().layout().pooled_units().empty());
+  const ParamLayout& L = z3->params().layout();
+  ASSERT_EQ(L.pooled_units().size(), 6u);
+  const auto [b0, b1] = L.unit_range(z3->layer_unit(0));
+  const size_t block = size_t(b1 - b0) * 4;  // one block's f32 slot, padding included
+  for (int l = 0; l < 6; ++l) {
+    const auto [u0, u1] = L.unit_range(z3->layer_unit(l));
+    EXPECT_EQ(L.unit_layer(z3->layer_unit(l)), l);
+    EXPECT_EQ(size_t(u1 - u0) * 4, block);
+  }
+  EXPECT_EQ(z2->params().grad_bytes(), z1->params().grad_bytes() - 4 * block) << "6 blocks' gradients in 2 slots";
+  EXPECT_EQ(z3->params().pool_bytes(), 2 * block);
+  EXPECT_EQ(z2->params().pool_bytes(), 0u);
+  // zero 3: of each block's values the rank keeps what it owns (half of each run, and
+  // its tail), and two slots: 6 blocks' values become 3 + 2.
+  size_t not_held = 0;
+  for (const ShardRun& r : L.runs()) {
+    EXPECT_EQ(L.resident(int(&r - L.runs().data())), !r.pooled);
+    if (r.pooled) not_held += size_t(r.size() - r.owned()) * 4;
+  }
+  const size_t z3_values = z3->params().value_bytes() + z3->params().pool_bytes();
+  EXPECT_EQ(z3_values, z1->params().value_bytes() - not_held + 2 * block);
+  EXPECT_LT(z3_values, z1->params().value_bytes() - block * 9 / 10);
+}
+
 TEST(VisionGrad, Projector) {
   const int64_t N = 5, d_in = 6, d_out = 4;
   Projector proj(d_in, d_out, 0.5f, cpu_backend(), 8, DType::F64);
