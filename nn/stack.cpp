@@ -113,7 +113,7 @@ void TransformerStack::forward(TpContext& ctx, const PackedSeqs& seq, const KvCa
                                const Tensor& slots) const {
   check_context(ctx);
   for (int l = 0; l < n_layers_; ++l) {
-    if (fetch_) fetch_(ctx.stream, l);
+    if (fetch_) fetch_(ctx.stream, l, l + 1 < n_layers_ ? l + 1 : -1);
     forward_block(ctx, seq, l, 0, n_layers_);
     if (cache) {  // before the next block: under full recompute the next one reuses saved(l)
       scatter_rows(ctx.stream, cache->k(l), saved(l).attn.k, slots);
@@ -126,7 +126,7 @@ void TransformerStack::forward_layers(TpContext& ctx, const PackedSeqs& seq, int
   check_context(ctx);
   VLM_ASSERT(0 <= l0 && l0 <= l1 && l1 <= n_layers_, "stack forward of layers [", l0, ", ", l1, ") of ", n_layers_);
   for (int l = l0; l < l1; ++l) {
-    if (fetch_) fetch_(ctx.stream, l);
+    if (fetch_) fetch_(ctx.stream, l, l + 1 < l1 ? l + 1 : -1);
     forward_block(ctx, seq, l, l0, l1);
   }
 }
@@ -142,7 +142,7 @@ void TransformerStack::forward_block(TpContext& ctx, const PackedSeqs& seq, int 
 }
 
 void TransformerStack::fetch_layers(Stream& s) const {
-  for (int l = 0; l < n_layers_ && fetch_; ++l) fetch_(s, l);
+  for (int l = 0; l < n_layers_ && fetch_; ++l) fetch_(s, l, l + 1 < n_layers_ ? l + 1 : -1);
 }
 
 void TransformerStack::plan_decode(ActPlan& p) {
@@ -180,7 +180,7 @@ void TransformerStack::decode(TpContext& ctx, const DecodeRows& rows, const KvCa
   VLM_ASSERT(dec_.h.defined() && dec_.h.size(0) == rows.n, "transformer stack: decode of ", rows.n,
              " rows, activations cut to ", dec_.h.defined() ? dec_.h.size(0) : 0);
   for (int l = 0; l < n_layers_; ++l) {
-    if (fetch_) fetch_(ctx.stream, l);
+    if (fetch_) fetch_(ctx.stream, l, l + 1 < n_layers_ ? l + 1 : -1);
     blocks_[size_t(l)].decode(ctx, rows, dec_.h, dec_.block, dec_.att, dec_.sc, cache.k(l), cache.v(l));
   }
 }
@@ -194,7 +194,7 @@ void TransformerStack::backward_layers(TpContext& ctx, const PackedSeqs& seq, co
   check_context(ctx);
   VLM_ASSERT(0 <= l0 && l0 <= l1 && l1 <= n_layers_, "stack backward of layers [", l0, ", ", l1, ") of ", n_layers_);
   for (int l = l1 - 1; l >= l0; --l) {
-    if (fetch_) fetch_(ctx.stream, l);
+    if (fetch_) fetch_(ctx.stream, l, l - 1 >= l0 ? l - 1 : -1);
     const Block& b = blocks_[size_t(l)];
     if (cfg_.recompute == Recompute::Full)
       b.forward(ctx, seq, h_[size_t(l)], h_[size_t(l) + 1], saved(l), core(l), sc_);

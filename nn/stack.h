@@ -45,9 +45,11 @@ std::vector<ParamSpec> stack_param_specs(const BlockConfig& cfg, int n_layers, i
 void plan_norm_acts(ActPlan& p, const BlockConfig& cfg, int tp, Tensor* out, Tensor* mean, Tensor* rstd,
                     Tensor* x_full);
 
-// Called with (stream, layer) before a layer's weights are read, when the weights are not
-// resident (ZeRO-3 outside the training step's own gathers: train/trainer.cpp).
-using LayerFetch = std::function<void(Stream&, int)>;
+// Called with (stream, layer, next) before a layer's weights are read, when the weights
+// are not resident (ZeRO-3: the backbone outside the training step's own gathers,
+// train/trainer.cpp; the encoder, optim/dp_grads.h). `next` is the layer the same pass
+// runs after it (-1: none), so that a fetch may start gathering it (prefetch).
+using LayerFetch = std::function<void(Stream&, int, int)>;
 // Called with (stream, layer, false) before a layer's backward and (stream, layer, true)
 // after it, when the layer's gradients live in a pool slot and leave it per use (ZeRO >= 2
 // on a stack that runs its layers itself: the vision encoder, optim/dp_grads.h).

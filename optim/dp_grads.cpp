@@ -12,6 +12,10 @@ namespace {
 
 DType compute_dtype(const ShardRun& r) { return r.bf16 ? DType::BF16 : DType::F32; }
 
+// The room a run's all-gather input may take in a lane's staging buffer: its block in
+// f32 (the larger compute dtype), rounded up to 256 bytes.
+int64_t staged_bytes(const ShardRun& r) { return (r.block() * 4 + 255) / 256 * 256; }
+
 // Whether `a` lies in the memory of `b`.
 bool inside(const Tensor& a, const Tensor& b) {
   const char *pa = static_cast<const char*>(a.data()), *pb = static_cast<const char*>(b.data());
@@ -47,6 +51,12 @@ DpGrads::DpGrads(const std::vector<ModuleParams>& modules, const std::vector<boo
     for (const ShardRun& r : L.runs()) {
       Sizes& n = &lane(i, r) == &front_ ? front_n : main_n;
       if (zero_ >= 1) n.stage = std::max(n.stage, r.block());
+      if (&n == &front_n) {  // a unit's runs gathered together (prefetch): their inputs apart
+        const auto [k0, k1] = L.group_runs(r.group);
+        int64_t unit = 0;
+        for (int k = k0; k < k1; ++k) unit += staged_bytes(L.runs()[size_t(k)]) / 4;
+        n.stage = std::max(n.stage, unit);
+      }
       if (!trainable[i]) continue;
       if (zero_ >= 1) n.wire = std::max(n.wire, r.size() + r.block());
       if (r.pooled) n.acc = std::max(n.acc, r.owned());
@@ -134,7 +144,7 @@ void DpGrads::reduce_unit(Stream& s, size_t i, int u, bool first) {
   for (int k = k0; k < k1; ++k) reduce_run(s, i, k, modules_[i].table->run(k).grad, !first);
 }
 
-void DpGrads::gather_run(Stream& s, size_t i, int k, const Tensor& out) {
+CommWork DpGrads::post_gather_run(Stream& s, size_t i, int k, const Tensor& out, int64_t stage_at) {
   const ShardRun& r = layout(i).runs()[size_t(k)];
   const RunStorage& st = modules_[i].table->run(k);
   Lane& ln = lane(i, r);
@@ -145,32 +155,47 @@ void DpGrads::gather_run(Stream& s, size_t i, int k, const Tensor& out) {
   const int64_t tail_at = st.values.defined() ? r.tail_begin - r.begin : blk;
   const DType dt = compute_dtype(r);
   VLM_ASSERT(out.defined() && out.dtype() == dt && out.numel() == r.size(), "gather of run ", k, " into ", out.str());
-  if (blk > 0) {
-    const Tensor src = own.sub(st.values.defined() ? r.block_begin - r.begin : 0, Shape{blk});
-    Tensor in = src;  // the all-gather's input: never inside its output, in the compute dtype
-    if (src.dtype() != dt || inside(src, out)) {
-      in = ln.stage.reinterpret(dt, Shape{ln.stage.numel() * 4 / int64_t(dtype_size(dt))}).sub(0, Shape{blk});
-      if (src.dtype() != dt)
-        convert(s, in, src);
-      else
-        copy(s, in, src);
-    }
-    ln.comm->all_gather(s, out.sub(0, Shape{r.tail_begin - r.begin}), in);
-  }
   if (tail > 0) {
     const Tensor src = own.sub(tail_at, Shape{tail}), dst = out.sub(r.tail_begin - r.begin, Shape{tail});
-    if (src.data() == dst.data()) return;  // the resident values are their own compute copy
-    if (src.dtype() != dt)
-      convert(s, dst, src);
-    else
-      copy(s, dst, src);
+    if (src.data() != dst.data()) {  // else the resident values are their own compute copy
+      if (src.dtype() != dt)
+        convert(s, dst, src);
+      else
+        copy(s, dst, src);
+    }
   }
+  if (blk == 0) return nullptr;
+  const Tensor src = own.sub(st.values.defined() ? r.block_begin - r.begin : 0, Shape{blk});
+  Tensor in = src;  // the all-gather's input: never inside its output, in the compute dtype
+  if (src.dtype() != dt || inside(src, out)) {
+    const int64_t e = int64_t(dtype_size(dt));
+    in = ln.stage.reinterpret(dt, Shape{ln.stage.numel() * 4 / e}).sub(stage_at / e, Shape{blk});
+    if (src.dtype() != dt)
+      convert(s, in, src);
+    else
+      copy(s, in, src);
+  }
+  return ln.comm->all_gather_async(s, out.sub(0, Shape{r.tail_begin - r.begin}), in);
+}
+
+void DpGrads::gather_run(Stream& s, size_t i, int k, const Tensor& out) {
+  if (CommWork w = post_gather_run(s, i, k, out, 0)) w->wait();
+}
+
+std::vector<CommWork> DpGrads::post_gather_unit(Stream& s, size_t i, int u) {
+  VLM_ASSERT(zero_ >= 3 && layout(i).pooled(u), "gather_unit of unit ", u, " at zero ", zero_);
+  const auto [k0, k1] = layout(i).group_runs(layout(i).unit_group(u));
+  std::vector<CommWork> work;
+  int64_t at = 0;  // bytes: each run's staged input apart, so that they may be in flight together
+  for (int k = k0; k < k1; ++k) {
+    if (CommWork w = post_gather_run(s, i, k, modules_[i].table->run(k).compute, at)) work.push_back(std::move(w));
+    at += staged_bytes(layout(i).runs()[size_t(k)]);
+  }
+  return work;
 }
 
 void DpGrads::gather_unit(Stream& s, size_t i, int u) {
-  VLM_ASSERT(zero_ >= 3 && layout(i).pooled(u), "gather_unit of unit ", u, " at zero ", zero_);
-  const auto [k0, k1] = layout(i).group_runs(layout(i).unit_group(u));
-  for (int k = k0; k < k1; ++k) gather_run(s, i, k, modules_[i].table->run(k).compute);
+  for (CommWork& w : post_gather_unit(s, i, u)) w->wait();
 }
 
 void DpGrads::gather_values(Stream& s, size_t i) {
@@ -223,14 +248,24 @@ void DpGrads::attach(VlmModel& model) {
   if (zero_ >= 3) {
     const size_t i = size_t(ModuleId::Llm);
     VLM_ASSERT(modules_[i].table == &model.llm().params(), "DpGrads::attach to another model");
-    model.set_layer_fetch([this, i, &model](Stream& s, int l) { gather_unit(s, i, model.llm().layer_unit(l)); });
+    model.set_layer_fetch([this, i, &model](Stream& s, int l, int) { gather_unit(s, i, model.llm().layer_unit(l)); });
   }
   if (!front_comm_) return;
   const size_t v = vision_;
   VLM_ASSERT(modules_[v].table == &model.vision().params(), "DpGrads::attach to another model");
   const VisionEncoder& enc = model.vision();
   LayerFetch fetch;
-  if (zero_ >= 3) fetch = [this, v, &enc](Stream& s, int l) { gather_unit(s, v, enc.layer_unit(l)); };
+  if (zero_ >= 3)
+    fetch = [this, v, &enc](Stream& s, int l, int next) {
+      // Block l's weights: prefetched by the previous block's fetch, or gathered now; then
+      // the next block's all-gather is posted, to run during block l's compute.
+      const int u = enc.layer_unit(l);
+      const bool ready = prefetched_ == u;
+      for (CommWork& w : prefetch_) w->wait();
+      prefetch_.clear(), prefetched_ = -1;
+      if (!ready) gather_unit(s, v, u);
+      if (next >= 0) prefetch_ = post_gather_unit(s, v, prefetched_ = enc.layer_unit(next));
+    };
   LayerGrads grads;
   if (trainable_[v])
     grads = [this, v, &enc](Stream& s, int l, bool done) {

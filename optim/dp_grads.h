@@ -31,8 +31,11 @@
 // (zero 3) and reduction (per micro-batch, a trainable encoder) hooks of the encoder,
 // posted from that stream over front(), a duplicate of the DP communicator (the comm
 // stream's collectives and the vision stream's then keep each their own order), with
-// staging buffers of their own. The encoder's resident units (embeddings, post norm)
-// are reduced with the others.
+// staging buffers of their own. A block's fetch waits for its weights, prefetched by the
+// fetch before it in the same pass, and posts the all-gather of the block the pass runs
+// next (nn/stack.h LayerFetch: one block ahead, into the other slot, during this block's
+// compute). The encoder's resident units (embeddings, post norm) are reduced with the
+// others.
 // Every rank must make the same calls for the same modules in the same order on the same
 // stream kind (the step's `comm` tasks, the trainer's default stream; the encoder's
 // blocks on the vision stream); the calls of one communicator run one at a time (their
@@ -127,8 +130,13 @@ class DpGrads {
   // Reduce-scatter + tail all-reduce of run k's gradients `g` [size] into the shard
   // (add: accumulate into it).
   void reduce_run(Stream& s, size_t i, int k, const Tensor& g, bool add);
-  // All-gather of run k's blocks into `out` [size] (compute dtype), the tail converted.
+  // All-gather of run k's blocks into `out` [size] (compute dtype), the tail converted:
+  // posted (its staged input at byte stage_at of the lane's staging buffer; null when
+  // there is no block), or done.
+  CommWork post_gather_run(Stream& s, size_t i, int k, const Tensor& out, int64_t stage_at);
   void gather_run(Stream& s, size_t i, int k, const Tensor& out);
+  // gather_unit's all-gathers, posted.
+  std::vector<CommWork> post_gather_unit(Stream& s, size_t i, int u);
 
   std::vector<ModuleParams> modules_;
   std::vector<bool> trainable_;
@@ -141,6 +149,8 @@ class DpGrads {
   std::unique_ptr<Communicator> front_comm_;
   Lane main_, front_;
   std::vector<char> fresh_;    // per encoder unit: not reduced since begin_step
+  int prefetched_ = -1;        // the encoder unit whose all-gathers are in flight (prefetch_)
+  std::vector<CommWork> prefetch_;
   bool attached_ = false;
 };
 

@@ -17,9 +17,9 @@
 //        above beyond that layer's backward compute, and the last reduce-scatter; a layer's
 //        forward compute is 1/3 of its share of the step (1/4 under full recomputation)
 //        and its backward the rest;
-//      the encoder's pooled blocks' (zero >= 2; run inside its own tasks, one block
-//        after another): all exposed (the vision stream's overlap with the backbone is
-//        not credited, as compute is summed over the streams);
+//      the encoder's pooled blocks' (zero >= 2; inside its own tasks, prefetched one
+//        block ahead): all exposed (neither that prefetch nor the vision stream's overlap
+//        with the backbone is credited, as compute is summed over the streams);
 //      the rest (zero 0's buckets, the once-per-step reduce-scatters): what exceeds the
 //        last micro-batch's backward (about 2/3 of its compute).
 // The figures of every GPU kind and their sources: docs/planning.md, "Figures".
