@@ -1,5 +1,6 @@
 // Helpers shared by the CUDA op files (core/cuda/*.cu), not a public header:
-//  - typed device pointers (f32p, i32p, bf16p); the ops' arguments arrive checked
+//  - typed device pointers (f32p, i32p, bf16p) and activation operands of either float
+//    type (Act: f32 or bf16, read and written as f32); the ops' arguments arrive checked
 //    (core/ops/contract.h), so a kernel file checks only its device's own limits;
 //  - launch sizes: grid-stride loops over int64 element counts (grid_1d), kThreads;
 //  - warp and block reductions (sum, max) in f32; block reductions need blockDim.x to be
@@ -30,6 +31,32 @@ inline int32_t* i32p(const Tensor& t) { return t.ptr<int32_t>(); }
 inline __nv_bfloat16* bf16p(const Tensor& t) {
   VLM_ASSERT(t.dtype() == DType::BF16, "tensor is ", t.str(), ", accessed as bf16");
   return static_cast<__nv_bfloat16*>(t.data());
+}
+
+// ---- activation operands: f32 or bf16 ----------------------------------------------------
+
+// An activation array in f32 or bf16, chosen per tensor at launch and read and written as
+// f32 in the kernel: a bf16 load widens exactly, a bf16 store rounds to nearest even once
+// (the ops' bf16 contract, docs/ops.md "Mixed precision": read bf16, compute in f32, round
+// the result once). Null (p == nullptr) for an undefined tensor.
+struct Act {
+  void* p = nullptr;
+  bool bf16 = false;
+  __device__ __forceinline__ float ld(int64_t i) const {
+    return bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]) : static_cast<const float*>(p)[i];
+  }
+  __device__ __forceinline__ void st(int64_t i, float v) const {
+    if (bf16)
+      static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16(v);
+    else
+      static_cast<float*>(p)[i] = v;
+  }
+  __host__ __device__ explicit operator bool() const { return p != nullptr; }
+};
+inline Act act(const Tensor& t) {
+  if (!t.defined()) return {};
+  VLM_ASSERT(t.dtype() == DType::F32 || t.dtype() == DType::BF16, "tensor is ", t.str(), ", used as f32 or bf16");
+  return Act{t.data(), t.dtype() == DType::BF16};
 }
 
 // ---- launch sizes ---------------------------------------------------------------------

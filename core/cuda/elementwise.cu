@@ -1,7 +1,8 @@
 // CUDA elementwise helpers (core/ops/elementwise.inc, first part): fill, scale, add,
 // accumulate, mul, convert, round_bf16, bias_add, slice_cols, unslice_cols, sum_squares.
-// f32 kernels (bf16 activations through f32 staging: core/cuda/stage.h) except convert
-// (any pair of f32, bf16, f64). Grid-stride loops over int64
+// Every one but convert, round_bf16 and sum_squares takes f32 or bf16 operands
+// (cuda_util.cuh Act: f32 arithmetic, one rounding per bf16 store); convert takes any pair
+// of f32, bf16, f64. Grid-stride loops over int64
 // element counts; each element is read and written by one thread, so every op whose
 // declaration allows aliasing (out == a, out == in) is safe. sum_squares sums in the
 // fixed order of its declaration (core/ops/elementwise.inc): one warp per chunk, the
@@ -10,36 +11,35 @@
 #include <type_traits>
 
 #include "core/cuda/cuda_util.cuh"
-#include "core/cuda/stage.h"
 
 namespace vlm::cuda {
 namespace {
 
-__global__ void fill_kernel(float* x, float v, int64_t n) {
-  VLM_GRID_STRIDE(i, n) x[i] = v;
+__global__ void fill_kernel(Act x, float v, int64_t n) {
+  VLM_GRID_STRIDE(i, n) x.st(i, v);
 }
-__global__ void scale_kernel(float* x, float a, int64_t n) {
-  VLM_GRID_STRIDE(i, n) x[i] *= a;
+__global__ void scale_kernel(Act x, float a, int64_t n) {
+  VLM_GRID_STRIDE(i, n) x.st(i, x.ld(i) * a);
 }
-__global__ void add_kernel(float* out, const float* a, const float* b, int64_t n) {
-  VLM_GRID_STRIDE(i, n) out[i] = a[i] + b[i];
+__global__ void add_kernel(Act out, Act a, Act b, int64_t n) {
+  VLM_GRID_STRIDE(i, n) out.st(i, a.ld(i) + b.ld(i));
 }
-__global__ void accumulate_kernel(float* y, const float* x, float alpha, int64_t n) {
-  VLM_GRID_STRIDE(i, n) y[i] += alpha * x[i];
+__global__ void accumulate_kernel(Act y, Act x, float alpha, int64_t n) {
+  VLM_GRID_STRIDE(i, n) y.st(i, y.ld(i) + alpha * x.ld(i));
 }
-__global__ void mul_kernel(float* out, const float* a, const float* b, int64_t n) {
-  VLM_GRID_STRIDE(i, n) out[i] = a[i] * b[i];
+__global__ void mul_kernel(Act out, Act a, Act b, int64_t n) {
+  VLM_GRID_STRIDE(i, n) out.st(i, a.ld(i) * b.ld(i));
 }
-__global__ void bias_add_kernel(float* out, const float* in, const float* bias, int64_t n, int64_t c) {
-  VLM_GRID_STRIDE(i, n) out[i] = in[i] + bias[i % c];
+__global__ void bias_add_kernel(Act out, Act in, const float* bias, int64_t n, int64_t c) {
+  VLM_GRID_STRIDE(i, n) out.st(i, in.ld(i) + bias[i % c]);
 }
 // dst[r, j] = src[r, off + j], j < w
-__global__ void slice_cols_kernel(float* dst, const float* src, int64_t n, int64_t w, int64_t W, int64_t off) {
-  VLM_GRID_STRIDE(i, n) dst[i] = src[(i / w) * W + off + i % w];
+__global__ void slice_cols_kernel(Act dst, Act src, int64_t n, int64_t w, int64_t W, int64_t off) {
+  VLM_GRID_STRIDE(i, n) dst.st(i, src.ld((i / w) * W + off + i % w));
 }
 // dst[r, off + j] = src[r, j], j < w
-__global__ void unslice_cols_kernel(float* dst, const float* src, int64_t n, int64_t w, int64_t W, int64_t off) {
-  VLM_GRID_STRIDE(i, n) dst[(i / w) * W + off + i % w] = src[i];
+__global__ void unslice_cols_kernel(Act dst, Act src, int64_t n, int64_t w, int64_t W, int64_t off) {
+  VLM_GRID_STRIDE(i, n) dst.st((i / w) * W + off + i % w, src.ld(i));
 }
 
 __global__ void round_bf16_kernel(float* x, int64_t n) {
@@ -111,42 +111,32 @@ void launch_convert_from(cudaStream_t st, DType sd, void* dst, const void* src, 
 }  // namespace
 
 void fill(Stream& s, const Tensor& x, float value) {
-  if (any_bf16({&x})) return run_staged(s, {{&x, true}}, [&](const std::vector<Tensor>& v) { cuda::fill(s, v[0], value); });
   if (x.numel() == 0) return;
-  fill_kernel<<<grid_1d(x.numel()), kThreads, 0, stream_of(s)>>>(f32p(x), value, x.numel());
+  fill_kernel<<<grid_1d(x.numel()), kThreads, 0, stream_of(s)>>>(act(x), value, x.numel());
   CUDA_CHECK_LAUNCH();
 }
 
 void scale(Stream& s, const Tensor& x, float alpha) {
-  if (any_bf16({&x})) return run_staged(s, {{&x, true}}, [&](const std::vector<Tensor>& v) { cuda::scale(s, v[0], alpha); });
   if (x.numel() == 0) return;
-  scale_kernel<<<grid_1d(x.numel()), kThreads, 0, stream_of(s)>>>(f32p(x), alpha, x.numel());
+  scale_kernel<<<grid_1d(x.numel()), kThreads, 0, stream_of(s)>>>(act(x), alpha, x.numel());
   CUDA_CHECK_LAUNCH();
 }
 
 void add(Stream& s, const Tensor& out, const Tensor& a, const Tensor& b) {
-  if (any_bf16({&out, &a, &b}))
-    return run_staged(s, {{&out, true}, {&a, false}, {&b, false}},
-                      [&](const std::vector<Tensor>& v) { cuda::add(s, v[0], v[1], v[2]); });
   if (out.numel() == 0) return;
-  add_kernel<<<grid_1d(out.numel()), kThreads, 0, stream_of(s)>>>(f32p(out), f32p(a), f32p(b), out.numel());
+  add_kernel<<<grid_1d(out.numel()), kThreads, 0, stream_of(s)>>>(act(out), act(a), act(b), out.numel());
   CUDA_CHECK_LAUNCH();
 }
 
 void accumulate(Stream& s, const Tensor& y, const Tensor& x, float alpha) {
-  if (any_bf16({&y, &x}))
-    return run_staged(s, {{&y, true}, {&x, false}}, [&](const std::vector<Tensor>& v) { cuda::accumulate(s, v[0], v[1], alpha); });
   if (y.numel() == 0) return;
-  accumulate_kernel<<<grid_1d(y.numel()), kThreads, 0, stream_of(s)>>>(f32p(y), f32p(x), alpha, y.numel());
+  accumulate_kernel<<<grid_1d(y.numel()), kThreads, 0, stream_of(s)>>>(act(y), act(x), alpha, y.numel());
   CUDA_CHECK_LAUNCH();
 }
 
 void mul(Stream& s, const Tensor& out, const Tensor& a, const Tensor& b) {
-  if (any_bf16({&out, &a, &b}))
-    return run_staged(s, {{&out, true}, {&a, false}, {&b, false}},
-                      [&](const std::vector<Tensor>& v) { cuda::mul(s, v[0], v[1], v[2]); });
   if (out.numel() == 0) return;
-  mul_kernel<<<grid_1d(out.numel()), kThreads, 0, stream_of(s)>>>(f32p(out), f32p(a), f32p(b), out.numel());
+  mul_kernel<<<grid_1d(out.numel()), kThreads, 0, stream_of(s)>>>(act(out), act(a), act(b), out.numel());
   CUDA_CHECK_LAUNCH();
 }
 
@@ -169,35 +159,25 @@ void round_bf16(Stream& s, const Tensor& x) {
 }
 
 void bias_add(Stream& s, const Tensor& out, const Tensor& in, const Tensor& bias) {
-  if (any_bf16({&out, &in}))
-    return run_staged(s, {{&out, true}, {&in, false}},
-                      [&](const std::vector<Tensor>& v) { cuda::bias_add(s, v[0], v[1], bias); });
   const int64_t c = in.cols();
   if (out.numel() == 0) return;
-  bias_add_kernel<<<grid_1d(out.numel()), kThreads, 0, stream_of(s)>>>(f32p(out), f32p(in), f32p(bias),
-                                                                        out.numel(), c);
+  bias_add_kernel<<<grid_1d(out.numel()), kThreads, 0, stream_of(s)>>>(act(out), act(in), f32p(bias), out.numel(), c);
   CUDA_CHECK_LAUNCH();
 }
 
 void slice_cols(Stream& s, const Tensor& dst, const Tensor& src, int64_t offset) {
-  if (any_bf16({&dst, &src}))
-    return run_staged(s, {{&dst, true}, {&src, false}},
-                      [&](const std::vector<Tensor>& v) { cuda::slice_cols(s, v[0], v[1], offset); });
   const int64_t w = dst.cols(), W = src.cols();
   if (dst.numel() == 0) return;
-  slice_cols_kernel<<<grid_1d(dst.numel()), kThreads, 0, stream_of(s)>>>(f32p(dst), f32p(src), dst.numel(), w,
-                                                                          W, offset);
+  slice_cols_kernel<<<grid_1d(dst.numel()), kThreads, 0, stream_of(s)>>>(act(dst), act(src), dst.numel(), w, W,
+                                                                          offset);
   CUDA_CHECK_LAUNCH();
 }
 
 void unslice_cols(Stream& s, const Tensor& dst, const Tensor& src, int64_t offset) {
-  if (any_bf16({&dst, &src}))
-    return run_staged(s, {{&dst, true}, {&src, false}},
-                      [&](const std::vector<Tensor>& v) { cuda::unslice_cols(s, v[0], v[1], offset); });
   const int64_t w = src.cols(), W = dst.cols();
   if (src.numel() == 0) return;
-  unslice_cols_kernel<<<grid_1d(src.numel()), kThreads, 0, stream_of(s)>>>(f32p(dst), f32p(src), src.numel(), w,
-                                                                            W, offset);
+  unslice_cols_kernel<<<grid_1d(src.numel()), kThreads, 0, stream_of(s)>>>(act(dst), act(src), src.numel(), w, W,
+                                                                            offset);
   CUDA_CHECK_LAUNCH();
 }
 
