@@ -1,5 +1,5 @@
-// CUDA rotary position embedding (core/ops/rope.inc) on x[T,NH,HS], f32 kernels (bf16
-// through f32 staging: core/cuda/stage.h), HS even, in the
+// CUDA rotary position embedding (core/ops/rope.inc) on x[T,NH,HS], f32 or bf16 operands
+// (cuda_util.cuh Act: f32 arithmetic, rounded once on store), HS even, in the
 // Llama/HF "rotate half" layout: the pair (i, i + HS/2) of each head of token t turns by
 // angle pos[t] * theta^(-2i/HS). One thread per pair; it reads both elements before
 // writing either, so out may alias in (and din alias dout).
@@ -8,20 +8,18 @@
 #include <cmath>
 
 #include "core/cuda/cuda_util.cuh"
-#include "core/cuda/stage.h"
 
 namespace vlm::cuda {
 namespace {
 
 // sign = +1: forward rotation; -1: the inverse rotation (backward). pairs covers
 // x[T,NH,HS], then (out2/in2 not null: rope_qk's k, in place) x2[T,NH2,HS].
-__global__ void rope_kernel(float* out, const float* in, const int32_t* pos, double log_theta, int64_t pairs,
-                            int64_t NH, int64_t HS, float sign, float* out2, int64_t NH2) {
+__global__ void rope_kernel(Act out, Act in, const int32_t* pos, double log_theta, int64_t pairs, int64_t NH,
+                            int64_t HS, float sign, Act out2, int64_t NH2) {
   const int64_t half = HS / 2;
   VLM_GRID_STRIDE(p0, pairs) {
     int64_t p = p0, nh = NH;
-    float* o = out;
-    const float* x = in;
+    Act o = out, x = in;
     const int64_t first = pairs - (out2 ? (pairs / (NH + NH2)) * NH2 : 0);  // pairs of x
     if (p >= first) p -= first, nh = NH2, o = out2, x = out2;
     const int64_t i = p % half;
@@ -32,9 +30,9 @@ __global__ void rope_kernel(float* out, const float* in, const int32_t* pos, dou
     sincos(angle, &sn, &cs);
     const float c = float(cs), s = sign * float(sn);
     const int64_t base = row * HS;
-    const float x1 = x[base + i], x2 = x[base + i + half];
-    o[base + i] = x1 * c - x2 * s;
-    o[base + i + half] = x2 * c + x1 * s;
+    const float x1 = x.ld(base + i), x2 = x.ld(base + i + half);
+    o.st(base + i, x1 * c - x2 * s);
+    o.st(base + i + half, x2 * c + x1 * s);
   }
 }
 
@@ -44,23 +42,17 @@ void launch_rope(Stream& st, const Tensor& out, const Tensor& in, const Tensor& 
   const int64_t T = in.size(0), NH = in.size(1), HS = in.size(2), NH2 = k.defined() ? k.size(1) : 0;
   const int64_t pairs = T * (NH + NH2) * (HS / 2);
   if (pairs == 0) return;
-  rope_kernel<<<grid_1d(pairs), kThreads, 0, stream_of(st)>>>(f32p(out), f32p(in), i32p(pos),
-                                                              std::log(double(theta)), pairs, NH, HS, sign,
-                                                              k.defined() ? f32p(k) : nullptr, NH2);
+  rope_kernel<<<grid_1d(pairs), kThreads, 0, stream_of(st)>>>(act(out), act(in), i32p(pos),
+                                                              std::log(double(theta)), pairs, NH, HS, sign, act(k),
+                                                              NH2);
   CUDA_CHECK_LAUNCH();
 }
 
 void rope(Stream& s, const Tensor& out, const Tensor& in, const Tensor& pos, float theta, float sign) {
-  if (any_bf16({&out, &in}))
-    return run_staged(s, {{&out, true}, {&in, false}},
-                      [&](const std::vector<Tensor>& v) { launch_rope(s, v[0], v[1], pos, theta, sign); });
   launch_rope(s, out, in, pos, theta, sign);
 }
 
 void rope_qk(Stream& s, const Tensor& q, const Tensor& k, const Tensor& pos, float theta, float sign) {
-  if (any_bf16({&q, &k}))
-    return run_staged(s, {{&q, true}, {&k, true}},
-                      [&](const std::vector<Tensor>& v) { launch_rope(s, v[0], v[0], pos, theta, sign, v[1]); });
   launch_rope(s, q, q, pos, theta, sign, k);
 }
 
