@@ -49,13 +49,15 @@ DpGrads::DpGrads(const std::vector<ModuleParams>& modules, const std::vector<boo
     VLM_ASSERT(t.trains() || !trainable[i], module_name(modules_[i].id), ": trained without gradients");
     VLM_ASSERT(t.dtype() == DType::F32 || dp.size() == 1, "DP reduction of f32 tables");
     for (const ShardRun& r : L.runs()) {
-      Sizes& n = &lane(i, r) == &front_ ? front_n : main_n;
-      if (zero_ >= 1) n.stage = std::max(n.stage, r.block());
-      if (&n == &front_n) {  // a unit's runs gathered together (prefetch): their inputs apart
+      const bool front = &lane(i, r) == &front_;
+      Sizes& n = front ? front_n : main_n;
+      if (front) {  // a unit's runs are gathered together (prefetch): their inputs apart
         const auto [k0, k1] = L.group_runs(r.group);
         int64_t unit = 0;
         for (int k = k0; k < k1; ++k) unit += staged_bytes(L.runs()[size_t(k)]) / 4;
         n.stage = std::max(n.stage, unit);
+      } else if (zero_ >= 1) {
+        n.stage = std::max(n.stage, r.block());
       }
       if (!trainable[i]) continue;
       if (zero_ >= 1) n.wire = std::max(n.wire, r.size() + r.block());
@@ -278,6 +280,12 @@ void DpGrads::attach(VlmModel& model) {
 }
 
 void DpGrads::begin_step() { std::fill(fresh_.begin(), fresh_.end(), char(1)); }
+
+CommCounters DpGrads::counters() const {
+  CommCounters c = dp_.counters();
+  if (front_comm_) c += front_comm_->counters();
+  return c;
+}
 
 namespace {
 // Bytes of one run's reduction (reduce-scatter input + tail) at `wire` bytes an element.

@@ -29,7 +29,7 @@
 // The encoder (zero >= 2): its blocks are pooled units too, but it runs them itself on the
 // vision stream (VisionEncoder::set_zero_hooks): attach() makes each block's gather
 // (zero 3) and reduction (per micro-batch, a trainable encoder) hooks of the encoder,
-// posted from that stream over front(), a duplicate of the DP communicator (the comm
+// posted from that stream over a duplicate of the DP communicator (the comm
 // stream's collectives and the vision stream's then keep each their own order), with
 // staging buffers of their own. A block's fetch waits for its weights, prefetched by the
 // fetch before it in the same pass, and posts the all-gather of the block the pass runs
@@ -84,11 +84,12 @@ class DpGrads {
   // Required before a step at zero >= 2 (train/step.h checks it).
   void attach(VlmModel& model);
   bool attached() const { return attached_; }
-  // The encoder's communicator (null when its blocks are not pooled), and the start of an
-  // optimizer step (the first reduction of each of its blocks writes the shard, later
-  // ones add: VlmStep::run calls it).
-  Communicator* front() const { return front_comm_.get(); }
+  // The start of an optimizer step (the first reduction of each of the encoder's blocks
+  // writes the shard, later ones add: VlmStep::run calls it).
   void begin_step();
+  // The DP group's byte counters: its communicator's (every DP collective of the rank,
+  // the trainer's host reductions included) and the encoder's duplicate's.
+  CommCounters counters() const;
   // The elements of one bucket (bucket_mb at the wire's element size).
   int64_t bucket_elems() const;
 
@@ -125,7 +126,7 @@ class DpGrads {
     Tensor acc;       // f32: a reduce-scatter's output before it is added (zero >= 2)
     Tensor stage;     // f32 (or bf16) the largest block: an all-gather's input
   };
-  // The lane of module i's run r: the encoder's pooled runs go over front().
+  // The lane of module i's run r: the encoder's pooled runs go over the duplicate.
   Lane& lane(size_t i, const ShardRun& r) { return i == vision_ && r.pooled && front_comm_ ? front_ : main_; }
   // Reduce-scatter + tail all-reduce of run k's gradients `g` [size] into the shard
   // (add: accumulate into it).

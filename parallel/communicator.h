@@ -63,8 +63,8 @@ struct CommCounters {
   uint64_t bytes_of(CollKind k) const { return bytes[size_t(k)]; }
   uint64_t calls_of(CollKind k) const { return calls[size_t(k)]; }
   uint64_t total_bytes() const;
-  std::string str() const;
-  CommCounters& operator+=(const CommCounters& o);  // the bytes and calls of two groups' counters  // "all_reduce 48 B / 2 calls, ..." (kinds with calls only)
+  std::string str() const;  // "all_reduce 48 B / 2 calls, ..." (kinds with calls only)
+  CommCounters& operator+=(const CommCounters& o);  // the bytes and calls of two groups' counters
 };
 
 // A posted operation. wait() completes it as seen by the issuing stream (see above);

@@ -75,7 +75,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt) : st_(std::make_unique<State>(c
     building = "building the DP gradient reduction";
     S.dpg = std::make_unique<DpGrads>(S.model->modules(), S.trainable, rt.groups().dp(), S.train.zero,
                                        S.train.bucket_mb, b, S.train.grad_reduce_bf16 ? DType::BF16 : DType::F32);
-    S.dpg->attach(*S.model);  // ZeRO-3: evaluation fetches the backbone's layers from the DP group
+    S.dpg->attach(*S.model);  // ZeRO >= 2: the encoder's block hooks; ZeRO-3: evaluation fetches the layers
     building = "building the step";
     S.step = std::make_unique<VlmStep>(*S.model, *S.streams, *S.dpg, S.trainable, S.train.micro_batches, so);
     building = "building the optimizer state";
@@ -120,7 +120,7 @@ TrainReport Trainer::run_steps() {
   S.print_header();
   S.meter->reset_peak();
   sched::Trace trace(rt.topology().world_rank());
-  RunStats stats(tp.counters().total_bytes(), S.dp_counters().total_bytes());
+  RunStats stats(tp.counters().total_bytes(), S.dpg->counters().total_bytes());
   const auto t_start = TrainClock::now();
   for (int64_t step = S.start; step <= S.total; ++step) {
     const RunStats::Step st = S.train_step(step, trace, seconds_since(t_start));
@@ -132,7 +132,7 @@ TrainReport Trainer::run_steps() {
       if (rt.root()) std::printf("step %lld: val loss %.4f (%s)\n", (long long)step, v, S.data.val_split.c_str());
     }
   }
-  TrainReport rep = stats.report(seconds_since(t_start), tp.counters().total_bytes(), S.dp_counters().total_bytes());
+  TrainReport rep = stats.report(seconds_since(t_start), tp.counters().total_bytes(), S.dpg->counters().total_bytes());
   rep.steps = S.total;
   rep.optimizer_bytes = S.plan.memory.optimizer, rep.grad_bytes = S.plan.memory.grads;
   rep.planned_arena_bytes = S.plan.memory.total(), rep.peak_arena_bytes = S.meter->peak_bytes();
@@ -161,12 +161,6 @@ void Trainer::State::print_header() const {
   std::fflush(stdout);
 }
 
-CommCounters Trainer::State::dp_counters() const {
-  CommCounters c = rt.groups().dp().counters();
-  if (dpg && dpg->front()) c += dpg->front()->counters();
-  return c;
-}
-
 // One optimizer step: the micro-batches from the loader, the step graph (forward,
 // backward, DP reduction), the gradient norm, AdamW, then the progress line and metrics.
 RunStats::Step Trainer::State::train_step(int64_t n, sched::Trace& trace, double elapsed_before) {
@@ -176,7 +170,7 @@ RunStats::Step Trainer::State::train_step(int64_t n, sched::Trace& trace, double
   RunStats::Step st;
   st.step = n;
   const auto t0 = TrainClock::now();
-  const CommCounters tp0 = tpc.counters(), dp0 = dp_counters();
+  const CommCounters tp0 = tpc.counters(), dp0 = dpg->counters();
   std::vector<Batch> batches(static_cast<size_t>(M));
   std::vector<MicroBatch> mbs;
   double counted = 0;
@@ -216,7 +210,7 @@ RunStats::Step Trainer::State::train_step(int64_t n, sched::Trace& trace, double
   opt->step(s, n, lr, scale);
   model->refresh_working_weights();  // bf16 copies of the new weights
   s.synchronize();
-  st.tp = counters_since(tpc.counters(), tp0), st.dp = counters_since(dp_counters(), dp0);
+  st.tp = counters_since(tpc.counters(), tp0), st.dp = counters_since(dpg->counters(), dp0);
   st.seconds = seconds_since(t0);
   // Memory: the process's peak resident set on CPU, the peak of the device arenas on a GPU.
   const double mem = meter->device() == DeviceKind::CPU ? peak_rss_bytes() : double(meter->peak_bytes());

@@ -70,8 +70,6 @@ struct Trainer::State {
   // The one-line message of an allocation that failed `when` ("building the model"),
   // with `held` bytes allocated through meter at that moment (train/trainer.h).
   std::string out_of_memory(const OutOfMemory& e, const char* when, size_t held) const;
-  // The DP group's byte counters, its duplicate's (the encoder's ZeRO traffic) included.
-  CommCounters dp_counters() const;
   // The pieces of Trainer::run (train/trainer.cpp).
   void print_header() const;
   RunStats::Step train_step(int64_t n, sched::Trace& trace, double elapsed_before);

@@ -95,12 +95,6 @@ std::vector<MicroBatch> shard(const GlobalBatch& g, const VlmConfig& c, int dp, 
   return c;
 }
 
-// The bytes this rank has sent over DP: the group's counters and, at zero >= 2, those of
-// its duplicate that carries the encoder's blocks (optim/dp_grads.h).
-[[maybe_unused]] uint64_t dp_bytes_sent(const Communicator& dp, const DpGrads& dpg) {
-  return dp.counters().total_bytes() + (dpg.front() ? dpg.front()->counters().total_bytes() : 0);
-}
-
 // The trainable modules' values of this rank as one vector: each module's flat space
 // (nn/param_layout.h) rebuilt from the DP ranks' shards (a collective over DP, on s: a
 // stream of the model's backend).

@@ -242,9 +242,9 @@ TEST(VlmStepTrace, ZeroThreeGathersTheNextLayerDuringTheCurrentOne) {
   std::vector<sched::TaskTiming> timings;
   for (int k = 0; k < kSteps; ++k) {
     model.zero_grads();
-    const uint64_t before = dp_bytes_sent(L.groups->dp(), dpg);
+    const uint64_t before = dpg.counters().total_bytes();
     step.run(mbs, &timings);
-    EXPECT_EQ(dp_bytes_sent(L.groups->dp(), dpg) - before, step.dp_bytes());
+    EXPECT_EQ(dpg.counters().total_bytes() - before, step.dp_bytes());
     trace.add_step(step.graph(), timings);
   }
   const std::vector<std::string> ev = all_gather_strings(L.groups->world(), b.default_stream(), trace.events_json());

@@ -98,9 +98,9 @@ Training train(const Case& cs, Layout& L, int tp, int zero) {
   for (int k = 1; k <= kSteps; ++k) {
     const GlobalBatch g = make_batch(100 + uint64_t(k), c, kZeroImages);
     model.zero_grads();
-    const uint64_t before = dp_bytes_sent(dp, dpg);
+    const uint64_t before = dpg.counters().total_bytes();
     const double local = step.run(shard(g, c, dps, r, M));
-    EXPECT_EQ(dp_bytes_sent(dp, dpg) - before, step.dp_bytes()) << "step " << k << " zero " << zero;
+    EXPECT_EQ(dpg.counters().total_bytes() - before, step.dp_bytes()) << "step " << k << " zero " << zero;
     out.losses.push_back(all_reduce_values(dp, s, {local})[0]);
     const double norm = opt.grad_norm(s, L.groups->tp());
     opt.step(s, k, oo.lr, oo.clip > 0 && norm > oo.clip ? float(oo.clip / norm) : 1.f);
