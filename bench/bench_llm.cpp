@@ -85,7 +85,7 @@ double available_host_bytes() {
 struct BenchOptions {
   std::string models = "gpt2,llama1b";
   int64_t batch = 1, seq = 128;
-  int iters = 2, warmup = 1;
+  int iters = 2, warmup = 1, layers = 0;
   std::string optimizer = "auto";
   Precision precision = Precision::FP32;
   double peak_tflops = 0;
@@ -102,6 +102,9 @@ const OptionSet<BenchOptions>& bench_options() {
     s.option("seq", &BenchOptions::seq, "tokens per sample").range(2, 1 << 20);
     s.option("iters", &BenchOptions::iters, "timed steps").range(1, 1 << 20);
     s.option("warmup", &BenchOptions::warmup, "untimed steps first").range(0, 1 << 20);
+    s.option("layers", &BenchOptions::layers,
+             "decoder layers instead of the model's (0 = the model's): a short step for a kernel profiler")
+        .range(0, 1 << 10);
     s.option("optimizer", &BenchOptions::optimizer, "AdamW in the step: auto = when its memory fits (always on CUDA)")
         .one_of({"auto", "adamw", "none"});
     s.option("peak_tflops", &BenchOptions::peak_tflops,
@@ -114,6 +117,8 @@ const OptionSet<BenchOptions>& bench_options() {
 void run_model(const std::string& name, Backend& b, Communicator& tp, const BenchOptions& args, uint64_t seed,
                double peak_tflops) {
   ModelConfig m = model_shape(name);
+  if (args.layers > 0) m.n_layers = args.layers;
+  const std::string label = args.layers > 0 ? cat(name, "/L", m.n_layers) : name;  // the printed name
   const int64_t B = args.batch, T1 = args.seq, T = B * T1;
   m.max_pos = std::max<int64_t>(m.max_pos, T1);
   const int warmup = args.warmup, iters = args.iters;
@@ -174,7 +179,7 @@ void run_model(const std::string& name, Backend& b, Communicator& tp, const Benc
   const double flops_per_token = 6.0 * matmul_params(bb.params(), m) + 12.0 * m.n_layers * double(m.d_model) * double(T1);
   const double achieved = flops_per_token * double(T) / t;
   std::printf("%-8s params %.1fM  B=%lld T=%lld  %s  step %s  %.3f s (median of %d)  %.0f tokens/s  %.1f %s  loss %.3f",
-              name.c_str(), n_params / 1e6, (long long)B, (long long)T1, args.precision == Precision::BF16 ? "bf16" : "fp32",
+              label.c_str(), n_params / 1e6, (long long)B, (long long)T1, args.precision == Precision::BF16 ? "bf16" : "fp32",
               adamw ? "fwd+bwd+AdamW" : "fwd+bwd (no AdamW: memory)", t, iters, double(T) / t,
               b.device() == DeviceKind::CPU ? achieved / 1e9 : achieved / 1e12,
               b.device() == DeviceKind::CPU ? "GFLOP/s" : "TFLOP/s", double(loss));
@@ -190,7 +195,7 @@ void run_model(const std::string& name, Backend& b, Communicator& tp, const Benc
     const LlmStepPrediction p = predict_llm_step(m, B, T1, *g, args.precision == Precision::BF16);
     std::printf("%-8s plan (vlm plan --plan.llm_seq %lld, %s, %s): step %.3f s, MFU %.1f%%; measured: step %.3f s, "
                 "MFU %.1f%% on the same model FLOPs and peak\n",
-                name.c_str(), (long long)T1, g->name, args.precision == Precision::BF16 ? "bf16" : "fp32", p.total_s(),
+                label.c_str(), (long long)T1, g->name, args.precision == Precision::BF16 ? "bf16" : "fp32", p.total_s(),
                 100 * p.mfu, t, 100 * p.model_flops / (p.peak_flops * t));
   }
   std::fflush(stdout);

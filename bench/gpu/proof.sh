@@ -25,8 +25,8 @@
 # no longer fits is skipped. Order: environment and missing libraries; test_gpu and the
 # CUDA op conformance; test_step_cuda; NCCL at 2 and 4 ranks on the GPU(s); bench_gemm (bf16
 # TFLOP/s against the 989 dense peak); bench_llm llama1b bf16 at sequence 2048; bench_step on
-# CUDA (serial against overlap, a trace); the PyTorch baseline, eager then compiled;
-# compute-sanitizer memcheck and racecheck on our kernels with the time left. Output: at
+# CUDA (serial against overlap, a trace); the PyTorch baseline, eager then compiled; the
+# kernels of one bf16 step ranked by GPU time (ncu); compute-sanitizer memcheck and racecheck on our kernels with the time left. Output: at
 # most 8 files in $OUT (the device tool brings them back: env.txt, tests.log, nccl.log,
 # perf.log, torch.log, sanitizer.log, step_trace.json, summary.txt) and a summary table
 # printed last. Exit status 0 when every step that ran passed.
@@ -57,8 +57,11 @@ cmd_build() {
   local jobs=${JOBS:-2}  # nvcc is slow and this machine's cores are shared
   export CMAKE_CXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}
   export CMAKE_CUDA_COMPILER_LAUNCHER=${CMAKE_CUDA_COMPILER_LAUNCHER:-ccache}
+  # No RPATH: the bundle's programs find their libraries by LD_LIBRARY_PATH (lib_path),
+  # never in the build's library folders, which the GPU machine may have too (it has
+  # OpenBLAS where we do, and an RPATH is searched before LD_LIBRARY_PATH).
   mkdir -p "$BUILD" && cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVLM_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-    -DCMAKE_EXE_LINKER_FLAGS="-Wl,--as-needed" >"$BUILD/configure.log" 2>&1 ||
+    -DCMAKE_SKIP_BUILD_RPATH=ON -DCMAKE_EXE_LINKER_FLAGS="-Wl,--as-needed" >"$BUILD/configure.log" 2>&1 ||
     { tail -20 "$BUILD/configure.log"; die "cmake configure failed (log: $BUILD/configure.log)"; }
   local have names=() n
   have=$(ninja -C "$BUILD" -t targets all 2>/dev/null | sed 's/:.*//')
@@ -172,6 +175,10 @@ figure() {
         awk '$1 == "bf16" && $6 > m {m = $6} END {if (m) printf "best bf16 %.1f GFLOP/s\n", m}' <<<"$sect" ;;
     bench_llm*|torch_*) grep -E 'tokens/s' <<<"$sect" | tail -1 | grep -oE '[0-9]+ tokens/s|MFU [0-9.]+%' | paste -sd' ' ;;
     bench_step) echo "$(grep -oE 'serial / overlap: [0-9.]+' <<<"$sect" | tail -1), overlap fraction $(awk '$1 == "overlap" {print $3}' <<<"$sect" | tail -1)" ;;
+    kernels)  # the largest kernel and the whole (a rehearsal: the step's own line)
+      if grep -q '^kernels: ' <<<"$sect"; then
+        echo "$(awk '$2 ~ /%$/ {n = $0; sub(/^ *[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +/, "", n); print "top " $2 " " substr(n, 1, 48); exit}' <<<"$sect"); $(grep '^kernels: ' <<<"$sect" | tail -1 | cut -c10-)"
+      else grep -E 'tokens/s' <<<"$sect" | tail -1 | grep -oE '[0-9]+ tokens/s'; fi ;;
     memcheck|racecheck)  # the tool's verdict and the tests' (a rehearsal runs the tests alone)
       echo "$(grep -oE 'ERROR SUMMARY: [0-9]+ errors?' <<<"$sect" | tail -1 || echo 'no sanitizer report'); $(gtest_counts "$sect")" ;;
   esac
@@ -232,6 +239,26 @@ print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", cudnn, "g
   LD_LIBRARY_PATH=$LIBPATH ldd "$W/bin/test_nccl_cuda" | grep -E 'libcud|libcublas|libnccl|libmpi\.' | sed 's/^/  /'
 }
 
+# The kernels step: one bf16 step of llama1b at 2 layers under ncu, its kernels ranked.
+kernel_profile() {
+  local ncu dev=cuda seq=2048 rc
+  ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
+  [ "$MODE" = rehearse ] && ncu="" dev=cpu seq=128
+  local bench=("$W/bin/bench_llm" --device "$dev" --precision bf16 --models llama1b --layers 2 --batch 1
+    --seq "$seq" --warmup 0 --iters 1)
+  if [ -z "$ncu" ]; then
+    [ "$MODE" = rehearse ] || { echo "no ncu on this machine"; return 3; }
+    LD_LIBRARY_PATH=$LIBPATH "${bench[@]}"
+    return
+  fi
+  LD_LIBRARY_PATH=$LIBPATH "$ncu" --csv --clock-control none --metrics gpu__time_duration.sum --launch-count 20000 \
+    "${bench[@]}" >"$W/ncu.csv" 2>&1
+  rc=$?
+  grep -v '^"' "$W/ncu.csv" | tail -5  # ncu's and the program's own lines
+  "$PYTHON" "$ROOT/bench/gpu/kernel_table.py" --top 30 "$W/ncu.csv" || return 4
+  return $rc
+}
+
 # gtest arguments of each GPU test binary (none: all of its tests).
 gtest_args() {
   case $1 in
@@ -257,7 +284,7 @@ cmd_run() {
   LIBPATH=$(lib_path)
   export VLM_SOURCE_DIR=$ROOT NCCL_DEBUG=${NCCL_DEBUG:-WARN} PYTHONUNBUFFERED=1 GTEST_COLOR=no
   export W LIBPATH PYTHON MODE ROOT SYSTEM_LIBS
-  export -f env_report
+  export -f env_report kernel_profile
   ompi_env
   local ours=(env "LD_LIBRARY_PATH=$LIBPATH") ncpu
   ncpu=$(nproc)
@@ -316,6 +343,10 @@ cmd_run() {
     echo "[$(elapsed) s] torch: skipped (no torch for $PYTHON)"
     [ "$MODE" = rehearse ] && FAILED=1
   fi
+  # Where the bf16 step's GPU time goes, kernel by kernel: Nsight Compute's durations
+  # over one step of llama1b cut to 2 layers (bench/gpu/kernel_table.py). A rehearsal (no
+  # ncu) runs the same step without the profiler.
+  step kernels 120 40 perf.log -- bash -c kernel_profile
   # Our kernels (not cuBLASLt's and cuDNN's: matmul, conv) under memcheck, the kernels
   # with shared memory under racecheck, with the time left. A rehearsal runs the same
   # tests without the tool (no GPU here).

@@ -1,6 +1,7 @@
 // CUDA embedding lookup for a (possibly vocab-parallel) table shard
 // (core/ops/embedding.inc), f32 or bf16 table and output (the lookup copies elements),
-// i32 ids; the backward's dout bf16 through f32 staging (core/cuda/stage.h). table[V,C] holds vocabulary rows
+// i32 ids; the backward's bf16 operands (dout, and dtable when bf16) through f32 staging
+// (core/cuda/stage.h). table[V,C] holds vocabulary rows
 // [vocab_offset, vocab_offset + V); ids outside the shard read as 0 and receive no
 // gradient. Forward: one thread per output element (coalesced along C).
 // Backward without atomics, in the CPU's order (core/cpu/embedding.cpp), so the result
@@ -75,9 +76,10 @@ void embedding_forward(Stream& s, const Tensor& out, const Tensor& ids, const Te
 
 void embedding_backward(Stream& s, const Tensor& dtable, const Tensor& dout, const Tensor& ids,
                         int64_t vocab_offset) {
-  if (any_bf16({&dout}))
-    return run_staged(s, {{&dout, false}},
-                      [&](const std::vector<Tensor>& v) { cuda::embedding_backward(s, dtable, v[0], ids, vocab_offset); });
+  if (any_bf16({&dtable, &dout}))  // f32 kernel; a bf16 table and/or gradient through f32 staging
+    return run_staged(s, {{&dtable, true}, {&dout, false}}, [&](const std::vector<Tensor>& v) {
+      cuda::embedding_backward(s, v[0], v[1], ids, vocab_offset);
+    });
   const int64_t V = dtable.size(0), C = dtable.size(1), T = ids.numel();
   if (T == 0 || C == 0) return;
   VLM_ASSERT(T < (int64_t(1) << 31) && V < (int64_t(1) << 31) - 1, "embedding_backward: T=", T, " V=", V,

@@ -23,7 +23,8 @@
 //    combination: the aux of C's dtype with its leading dimension divisible by 8; the
 //    bias of C's dtype, or f32 for a bf16 C (BIAS_DATA_TYPE); bias and aux 16-byte
 //    aligned (no preference tells the heuristic about them). Otherwise, or when
-//    cuBLASLt finds no algorithm, a plain GEMM is followed by our epilogue kernel.
+//    cuBLASLt finds no algorithm or refuses the call, a plain GEMM is followed by our
+//    epilogue kernel (for a bf16 C, C is then rounded twice: the GEMM's, the epilogue's).
 //  - beta == 0 never reads C (BLAS semantics), so garbage in C cannot leak in.
 //  - bias_backward: a deterministic column-sum kernel (no atomics), dbias += .
 #include <cstdint>
@@ -166,7 +167,9 @@ bool lt_matmul(CudaStream& cs, const Problem& p, GemmEpilogue e, const Epilogue&
   const cublasStatus_t st =
       cublasLtMatmul(cs.cublaslt(), plan.desc.h, &p.alpha, p.b, plan.la->h, p.a, plan.lb->h, &p.beta, p.c,
                      plan.lc->h, p.c, plan.lc->h, &plan.algo, cs.workspace(), cs.workspace_bytes(), cs.handle());
-  if (st == CUBLAS_STATUS_NOT_SUPPORTED && e != GemmEpilogue::None) {
+  // An epilogue cuBLASLt rejects only at the call (on an H200, CUDA 13.0: GELU_AUX_BIAS into
+  // a bf16 C, INVALID_VALUE though the heuristic offered an algorithm) takes our kernel.
+  if ((st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE) && e != GemmEpilogue::None) {
     plan.ok = false;  // never asked again for this key
     return false;
   }

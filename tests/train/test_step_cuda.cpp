@@ -18,6 +18,11 @@
 // steps 2 and 3); bf16 (train.precision=bf16: one rounding of an output to bf16 moves
 // it by up to 2^-8 when the f32 results differ in their last bits): loss and gradients
 // 1e-2. The worst errors are printed, so a GPU run shows the figures.
+// One gradient is zero in exact arithmetic: the encoder's key bias (softmax ignores a
+// shift common to a row's scores, and the encoder has no rotary positions): both
+// backends give rounding noise there (3e-13 on the CPU in fp32, 6e-9 in bf16, against
+// 1.6e-5 for the key weight), so it is checked against that identity instead of the
+// CPU's noise: its norm within the gradient tolerance of the key weight's, on each backend.
 // Without a GPU the CUDA tests skip with the reason; the harness runs on the CPU alone
 // (overlap == serial bitwise over the three steps).
 #include <gtest/gtest.h>
@@ -125,9 +130,28 @@ struct Tolerances {
   double loss, grad_norm_rel, grad_max;  // grad_max < 0: not checked
 };
 
+// The parameter whose gradient vanishes in exact arithmetic (see the file comment), and
+// the index of its weight, for the parameter at i; -1 for every other parameter.
+int vanishing_pair(const std::vector<std::string>& names, size_t i) {
+  const std::string& n = names[i];
+  const std::string tail = "self_attn.k_proj.bias";
+  if (!n.starts_with("encoder.") || !n.ends_with(tail)) return -1;
+  const std::string weight = n.substr(0, n.size() - 4) + "weight";
+  for (size_t j = 0; j < names.size(); ++j)
+    if (names[j] == weight) return int(j);
+  return -1;
+}
+
+double norm_of(const std::vector<float>& v) {
+  double n = 0;
+  for (float x : v) n += double(x) * double(x);
+  return std::sqrt(n);
+}
+
 void expect_close(const Trajectory& got, const Trajectory& ref, const Tolerances& tol, const std::string& what) {
   SCOPED_TRACE(what);
   ASSERT_EQ(got.names, ref.names);
+  int identities = 0;
   double worst_loss = 0, worst_norm = 0, worst_g = 0, worst_max = 0;
   std::string worst_name;
   for (int k = 0; k < kSteps; ++k) {
@@ -139,6 +163,12 @@ void expect_close(const Trajectory& got, const Trajectory& ref, const Tolerances
     worst_loss = std::max(worst_loss, el), worst_norm = std::max(worst_norm, en);
     for (size_t i = 0; i < ref.names.size(); ++i) {
       const auto &g = got.grads[size_t(k)][i], &e = ref.grads[size_t(k)][i];
+      if (const int w = vanishing_pair(ref.names, i); w >= 0 && tol.grad_norm_rel > 0) {
+        EXPECT_LE(norm_of(g), tol.grad_norm_rel * norm_of(got.grads[size_t(k)][size_t(w)])) << ref.names[i];
+        EXPECT_LE(norm_of(e), tol.grad_norm_rel * norm_of(ref.grads[size_t(k)][size_t(w)])) << ref.names[i] << " (cpu)";
+        ++identities;
+        continue;
+      }
       const double n = norm_rel_err(g, e), m = test::max_rel_err(g, e);
       EXPECT_LE(n, tol.grad_norm_rel) << ref.names[i];
       if (tol.grad_max >= 0) {
@@ -148,6 +178,7 @@ void expect_close(const Trajectory& got, const Trajectory& ref, const Tolerances
       worst_max = std::max(worst_max, m);
     }
   }
+  if (tol.grad_norm_rel > 0) EXPECT_EQ(identities, kSteps) << "the encoder's key bias was not found";
   std::printf("%s: worst loss %.2e, grad norm %.2e, gradient %.2e (%s), largest element %.2e\n", what.c_str(),
               worst_loss, worst_norm, worst_g, worst_name.c_str(), worst_max);
 }
