@@ -147,6 +147,9 @@ std::unique_ptr<LtPlan> build_plan(CudaStream& cs, const GemmKey& k) {
   const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(cs.cublaslt(), d.h, plan->la->h, plan->lb->h,
                                                            plan->lc->h, plan->lc->h, pref.h, 1, &result, &found);
   if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && found == 0)) return plan;  // ok = false
+  // An epilogue the heuristic rejects as a value (on an H200, CUDA 13.0: GELU_AUX_BIAS
+  // into a bf16 C) is one cuBLASLt cannot fuse here: our kernel does it.
+  if (st == CUBLAS_STATUS_INVALID_VALUE && k.epilogue != GemmEpilogue::None) return plan;
   CUBLAS_CHECK(st);
   plan->algo = result.algo;
   plan->ok = true;
@@ -167,8 +170,7 @@ bool lt_matmul(CudaStream& cs, const Problem& p, GemmEpilogue e, const Epilogue&
   const cublasStatus_t st =
       cublasLtMatmul(cs.cublaslt(), plan.desc.h, &p.alpha, p.b, plan.la->h, p.a, plan.lb->h, &p.beta, p.c,
                      plan.lc->h, p.c, plan.lc->h, &plan.algo, cs.workspace(), cs.workspace_bytes(), cs.handle());
-  // An epilogue cuBLASLt rejects only at the call (on an H200, CUDA 13.0: GELU_AUX_BIAS into
-  // a bf16 C, INVALID_VALUE though the heuristic offered an algorithm) takes our kernel.
+  // Likewise an epilogue cuBLASLt would reject only at the call.
   if ((st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE) && e != GemmEpilogue::None) {
     plan.ok = false;  // never asked again for this key
     return false;
@@ -187,13 +189,15 @@ __device__ __forceinline__ void store_f(void* p, bool bf, int64_t i, float v) {
     static_cast<float*>(p)[i] = v;
 }
 
-// Our epilogue on rows x n of c (row stride ldc; aux shares it): c = gelu?(c + bias)
-// saving aux = c + bias before the GELU, or c *= gelu'(aux) (dgelu).
-__global__ void epilogue_kernel(void* c, bool c_bf, int64_t ldc, const void* bias, bool bias_bf, void* aux,
-                                bool gelu, bool dgelu, int64_t total, int64_t n) {
+// Our epilogue on rows x n of c (row stride ldc; aux shares it), reading the product
+// from src (row stride src_ld; src == c in place): c = gelu?(src + bias) saving
+// aux = src + bias before the GELU, or c = src * gelu'(aux) (dgelu).
+__global__ void epilogue_kernel(void* c, bool c_bf, int64_t ldc, const void* src, bool src_bf, int64_t src_ld,
+                                const void* bias, bool bias_bf, void* aux, bool gelu, bool dgelu, int64_t total,
+                                int64_t n) {
   VLM_GRID_STRIDE(i, total) {
     const int64_t at = (i / n) * ldc + i % n;
-    float x = load_f(c, c_bf, at);
+    float x = load_f(src, src_bf, (i / n) * src_ld + i % n);
     if (dgelu) {
       x *= gelu_grad_f(load_f(aux, c_bf, at));
     } else {
@@ -213,6 +217,11 @@ __global__ void scale_c_kernel(void* c, bool c_bf, int64_t ldc, float beta, int6
     const int64_t at = (i / n) * ldc + i % n;
     store_f(c, c_bf, at, beta == 0.f ? 0.f : beta * load_f(c, c_bf, at));
   }
+}
+
+// dst[i] = f32 of the bf16 src at row i / n, column i % n (row stride ld): dst is dense.
+__global__ void widen_kernel(float* dst, const __nv_bfloat16* src, int64_t ld, int64_t total, int64_t n) {
+  VLM_GRID_STRIDE(i, total) dst[i] = __bfloat162float(src[(i / n) * ld + i % n]);
 }
 
 // dst[i] = bf16(src[i]) (round to nearest even, as convert).
@@ -237,8 +246,30 @@ __global__ void bias_backward_kernel(float* dbias, const float* dout, int64_t ro
   }
 }
 
+// A bf16 C whose epilogue cuBLASLt does not fuse: the product in f32 in the scratch (C
+// widened into it first when beta != 0), then our epilogue kernel writes C, rounding
+// to bf16 once as the CPU does (rounding the product, then the epilogue's result,
+// would round twice: 7e-3 off on an H200 where one rounding is 3.9e-3).
+void gemm_f32_then_epilogue(CudaStream& cs, const Problem& p, const Epilogue& ep) {
+  VLM_ASSERT(p.batch == 1 || p.stride_c == p.M * p.ldc, "matmul: a bf16 C with an epilogue and a strided batch");
+  const int64_t rows = p.batch * p.M, total = rows * p.N;
+  auto* acc = static_cast<float*>(cs.scratch(size_t(total) * sizeof(float)));
+  if (p.beta != 0.f) {
+    widen_kernel<<<grid_1d(total), kThreads, 0, cs.handle()>>>(acc, static_cast<const __nv_bfloat16*>(p.c), p.ldc,
+                                                                 total, p.N);
+    CUDA_CHECK_LAUNCH();
+  }
+  Problem q = p;
+  q.c = acc, q.c_dtype = DType::F32, q.ldc = p.N, q.stride_c = p.batch > 1 ? p.M * p.N : 0;
+  lt_matmul(cs, q, GemmEpilogue::None, Epilogue{});
+  epilogue_kernel<<<grid_1d(total), kThreads, 0, cs.handle()>>>(p.c, true, p.ldc, acc, false, p.N, ep.bias,
+                                                                 ep.bias_dtype == DType::BF16, ep.aux, ep.gelu,
+                                                                 ep.dgelu, total, p.N);
+  CUDA_CHECK_LAUNCH();
+}
+
 // C = alpha op(A) op(B) + beta C, then the epilogue: fused when cuBLASLt can, else our
-// kernel after the plain GEMM. A and B of one dtype.
+// kernel after the plain GEMM (for a bf16 C, after a GEMM into f32). A and B of one dtype.
 void gemm(CudaStream& cs, const Problem& p, const Epilogue& ep) {
   if (p.M == 0 || p.N == 0 || p.batch == 0) return;
   const bool c_bf = p.c_dtype == DType::BF16;
@@ -251,10 +282,11 @@ void gemm(CudaStream& cs, const Problem& p, const Epilogue& ep) {
   } else {
     const GemmEpilogue e = fused_epilogue(p, ep);
     if (e != GemmEpilogue::None) fused = lt_matmul(cs, p, e, ep);
+    if (!fused && ep.any() && c_bf) return gemm_f32_then_epilogue(cs, p, ep);
     if (!fused) lt_matmul(cs, p, GemmEpilogue::None, Epilogue{});
   }
   if (ep.any() && !fused) {
-    epilogue_kernel<<<grid_1d(total), kThreads, 0, cs.handle()>>>(p.c, c_bf, p.ldc, ep.bias,
+    epilogue_kernel<<<grid_1d(total), kThreads, 0, cs.handle()>>>(p.c, c_bf, p.ldc, p.c, c_bf, p.ldc, ep.bias,
                                                                    ep.bias_dtype == DType::BF16, ep.aux, ep.gelu,
                                                                    ep.dgelu, total, p.N);
     CUDA_CHECK_LAUNCH();
@@ -314,7 +346,8 @@ void gemm_mixed(CudaStream& cs, Problem p, const Epilogue& ep, bool a_f32) {
   }
   if (along_k && ep.any()) {  // the epilogue on the accumulated C
     const int64_t total = p.M * p.N;
-    epilogue_kernel<<<grid_1d(total), kThreads, 0, cs.handle()>>>(p.c, p.c_dtype == DType::BF16, p.ldc, ep.bias,
+    const bool c_bf = p.c_dtype == DType::BF16;
+    epilogue_kernel<<<grid_1d(total), kThreads, 0, cs.handle()>>>(p.c, c_bf, p.ldc, p.c, c_bf, p.ldc, ep.bias,
                                                                    ep.bias_dtype == DType::BF16, ep.aux, ep.gelu,
                                                                    ep.dgelu, total, p.N);
     CUDA_CHECK_LAUNCH();

@@ -7,17 +7,25 @@
 //  - every step's visual token counts are equal (the LOD allocation reads the relevance
 //    maps: a difference there would make the rest meaningless);
 //  - every step's loss is within kLossTol of the CPU's (relative), the gradient norm too;
-//  - every parameter's gradient, at every step, is within kGradTol of the CPU's in
-//    ||g - g_cpu|| / ||g_cpu||, and (fp32) each element within kGradMaxTol of the
-//    tensor's largest |g_cpu| (test::max_rel_err);
+//  - fp32: every parameter's gradient, at every step, is within 1e-4 of the CPU's in
+//    ||g - g_cpu|| / ||g_cpu||, and each element within 1e-3 of the tensor's largest
+//    |g_cpu| (test::max_rel_err);
+//  - bf16: every parameter's gradient is as close to the fp32 truth (the CPU's fp32
+//    step) as the CPU's bf16 gradient is: ||g - g_fp32|| / ||g_fp32|| at most 3 times
+//    the CPU bf16's own, plus 1e-3;
 //  - no device allocation (device_allocations(DeviceKind::CUDA), core/backend.h) during the steps after
 //    the first: step, norm, AdamW and the bf16 copies all run in planned memory.
 // Tolerances: fp32 (exact-f32 GEMMs, f32 kernels; only the order of the sums differs,
 // and atomics in the embedding gradient): loss 1e-4, gradients 1e-4 (norm) and 1e-3
 // (largest element; AdamW's m/sqrt(v) magnifies the rounding of near-zero gradients in
-// steps 2 and 3); bf16 (train.precision=bf16: one rounding of an output to bf16 moves
-// it by up to 2^-8 when the f32 results differ in their last bits): loss and gradients
-// 1e-2. The worst errors are printed, so a GPU run shows the figures.
+// steps 2 and 3). bf16 (train.precision=bf16): loss and gradient norm 1e-2 of the CPU's
+// bf16 step; the gradients not against the CPU's bf16 ones, which differ from them by
+// as much as bf16 differs from f32: a sum that cancels (a scorer's output bias: 26% off
+// the fp32 value on the CPU at step 1) or a step after AdamW moved a bf16 weight by one
+// rounding (3% on the backbone's projections at step 2; an H200 measured 18% and 3.8%
+// between the two bf16 steps). Two independent roundings of that size are sqrt(2) of
+// one apart, at most 2; 3 leaves room, and a wrong gradient is off by its own size.
+// The worst errors are printed, so a GPU run shows the figures.
 // One gradient is zero in exact arithmetic: the encoder's key bias (softmax ignores a
 // shift common to a row's scores, and the encoder has no rotary positions): both
 // backends give rounding noise there (3e-13 on the CPU in fp32, 6e-9 in bf16, against
@@ -128,7 +136,10 @@ double norm_rel_err(const std::vector<float>& a, const std::vector<float>& e) {
 
 struct Tolerances {
   double loss, grad_norm_rel, grad_max;  // grad_max < 0: not checked
+  double vs_truth = 0;  // > 0: each gradient against the fp32 truth, this times the CPU's error (bf16)
 };
+
+constexpr double kTruthFloor = 1e-3;  // added to vs_truth's bound (a bf16 gradient that happens to be exact)
 
 // The parameter whose gradient vanishes in exact arithmetic (see the file comment), and
 // the index of its weight, for the parameter at i; -1 for every other parameter.
@@ -148,10 +159,16 @@ double norm_of(const std::vector<float>& v) {
   return std::sqrt(n);
 }
 
-void expect_close(const Trajectory& got, const Trajectory& ref, const Tolerances& tol, const std::string& what) {
+// got against ref (the CPU's step at got's precision); truth: the CPU's fp32 step, read
+// when tol.vs_truth > 0.
+void expect_close(const Trajectory& got, const Trajectory& ref, const Tolerances& tol, const std::string& what,
+                  const Trajectory* truth = nullptr) {
   SCOPED_TRACE(what);
   ASSERT_EQ(got.names, ref.names);
+  ASSERT_TRUE(tol.vs_truth == 0 || (truth && truth->names == ref.names && truth->visual == ref.visual))
+      << "the fp32 truth is missing or allocated other visual tokens";
   int identities = 0;
+  double worst_ratio = 0;
   double worst_loss = 0, worst_norm = 0, worst_g = 0, worst_max = 0;
   std::string worst_name;
   for (int k = 0; k < kSteps; ++k) {
@@ -169,6 +186,15 @@ void expect_close(const Trajectory& got, const Trajectory& ref, const Tolerances
         ++identities;
         continue;
       }
+      if (tol.vs_truth > 0) {
+        const auto& t = truth->grads[size_t(k)][i];
+        const double ours = norm_rel_err(g, t), cpu = norm_rel_err(e, t);
+        EXPECT_LE(ours, tol.vs_truth * cpu + kTruthFloor) << ref.names[i] << ": off the fp32 gradient by " << ours
+                                                         << ", the CPU's bf16 by " << cpu;
+        if (ours / (cpu + kTruthFloor) > worst_ratio)
+          worst_ratio = ours / (cpu + kTruthFloor), worst_name = ref.names[i] + " step " + std::to_string(k + 1);
+        continue;
+      }
       const double n = norm_rel_err(g, e), m = test::max_rel_err(g, e);
       EXPECT_LE(n, tol.grad_norm_rel) << ref.names[i];
       if (tol.grad_max >= 0) {
@@ -178,18 +204,27 @@ void expect_close(const Trajectory& got, const Trajectory& ref, const Tolerances
       worst_max = std::max(worst_max, m);
     }
   }
-  if (tol.grad_norm_rel > 0) EXPECT_EQ(identities, kSteps) << "the encoder's key bias was not found";
-  std::printf("%s: worst loss %.2e, grad norm %.2e, gradient %.2e (%s), largest element %.2e\n", what.c_str(),
-              worst_loss, worst_norm, worst_g, worst_name.c_str(), worst_max);
+  if (tol.grad_norm_rel > 0) {
+    EXPECT_EQ(identities, kSteps) << "the encoder's key bias was not found";
+  }
+  if (tol.vs_truth > 0) {
+    std::printf("%s: worst loss %.2e, grad norm %.2e; gradients off the fp32 truth at most %.2f times the CPU bf16's "
+                "(%s)\n", what.c_str(), worst_loss, worst_norm, worst_ratio, worst_name.c_str());
+  } else {
+    std::printf("%s: worst loss %.2e, grad norm %.2e, gradient %.2e (%s), largest element %.2e\n", what.c_str(),
+                worst_loss, worst_norm, worst_g, worst_name.c_str(), worst_max);
+  }
 }
 
 void cuda_matches_cpu(Precision p, const Tolerances& tol) {
   const TinyRun tr = tiny_cfg(p);
   const Trajectory ref = run(cpu_backend(), tr, sched::Mode::Serial);
+  Trajectory truth;
+  if (tol.vs_truth > 0) truth = run(cpu_backend(), tiny_cfg(Precision::FP32), sched::Mode::Serial);
   for (sched::Mode mode : {sched::Mode::Serial, sched::Mode::Overlap}) {
     const std::string what = std::string(p == Precision::BF16 ? "bf16" : "fp32") + " cuda " + sched::mode_name(mode);
     const Trajectory got = run(cuda_backend(), tr, mode);
-    expect_close(got, ref, tol, what);
+    expect_close(got, ref, tol, what, &truth);
     EXPECT_EQ(got.allocations_after_first, 0u) << what << ": device allocations in steps 2.." << kSteps;
   }
 }
@@ -212,7 +247,7 @@ TEST(StepCuda, Fp32MatchesTheCpu) {
 
 TEST(StepCuda, Bf16MatchesTheCpu) {
   if (!cuda_available()) GTEST_SKIP() << "no GPU: " << cuda_unavailable_reason();
-  cuda_matches_cpu(Precision::BF16, Tolerances{1e-2, 1e-2, -1});
+  cuda_matches_cpu(Precision::BF16, Tolerances{1e-2, 1e-2, -1, 3.0});
 }
 
 }  // namespace
