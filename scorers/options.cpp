@@ -1,6 +1,7 @@
 // The declaration and validation of the scorer and LOD options (scorers/options.h).
 #include "scorers/options.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -20,20 +21,23 @@ const char* policy_name(LodPolicy p) {
 
 namespace {
 
-// 1 at step 1, falling linearly to 0 at step end = until x steps, 0 from there on.
-double falling(double until, int64_t step, int64_t steps) {
-  const double end = until * double(steps);
-  if (end <= 1 || double(step) >= end) return 0.0;
-  return 1.0 - double(step - 1) / (end - 1.0);
+// 1 up to step start = max(1, from x steps), falling linearly to 0 at step end =
+// until x steps, 0 from there on.
+double falling(double from, double until, int64_t step, int64_t steps) {
+  const double start = std::max(1.0, from * double(steps)), end = until * double(steps);
+  if (end <= start || double(step) >= end) return 0.0;
+  if (double(step) <= start) return 1.0;
+  return 1.0 - (double(step) - start) / (end - start);
 }
 
 }  // namespace
 
 LodConfig::Step LodConfig::step_at(int64_t step, int64_t steps) const {
   Step s;
-  s.explore = explore > 0 ? explore * falling(explore_until, step, steps) : 0.0;
+  s.explore = explore > 0 ? explore * falling(0, explore_until, step, steps) : 0.0;
   if (anneal > 0 && fixed_budget > 0)
-    s.budget = fixed_budget + int64_t(std::llround(double(max_tokens - fixed_budget) * falling(anneal, step, steps)));
+    s.budget = fixed_budget +
+               int64_t(std::llround(double(max_tokens - fixed_budget) * falling(anneal_from, anneal, step, steps)));
   return s;
 }
 
@@ -87,6 +91,8 @@ void ScorerOptions::validate(int G, int tp, const std::map<std::string, std::str
               ": expected a fraction of the training steps in [0, 1]");
   VLM_REQUIRE(lod.anneal == 0 || lod.fixed_budget > 0, "lod.anneal=", lod.anneal,
               " anneals towards a fixed budget: set lod.budget to a number of tokens");
+  VLM_REQUIRE(lod.anneal_from == 0 || lod.anneal_from < lod.anneal, "lod.anneal_from=", lod.anneal_from,
+              ": expected a fraction of the steps below lod.anneal=", lod.anneal, " (where the annealing ends)");
   VLM_REQUIRE(scorers.k >= 1 && scorers.k % 2 == 1 && scorers.k <= G, "scorers.k=", scorers.k,
               ": expected an odd window size in [1, G = ", G, "]");
 }
@@ -133,6 +139,9 @@ const OptionSet<ScorerOptions>& scorer_options() {
     s.option("lod.anneal", lod_field(&LodConfig::anneal),
              "training: fraction of the steps over which the budget falls linearly from lod.max_tokens to "
              "lod.budget (a fixed budget; 0 = no annealing)")
+        .range(0.0, 1.0);
+    s.option("lod.anneal_from", lod_field(&LodConfig::anneal_from),
+             "training: fraction of the steps at full detail (lod.max_tokens) before the annealing starts")
         .range(0.0, 1.0);
     s.option("scorers.placement", at(&ScorerOptions::scorers, &ScorerConfig::placement),
              "where the scorers run in the TP group (docs/scorers.md)")

@@ -8,7 +8,7 @@
 //   lod.min_tokens >= (G/R)^2 (every region starts at level 0, one token);
 //   lod.min_tokens <= lod.max_tokens <= G*G (every region at its finest level);
 //   lod.budget: "relevance" or an integer N in [min_tokens, max_tokens];
-//   lod.explore, lod.explore_until, lod.anneal: in [0, 1]; lod.anneal > 0 needs a fixed
+//   lod.explore, lod.explore_until, lod.anneal, lod.anneal_from: in [0, 1]; lod.anneal > 0 needs a fixed
 //   lod.budget;
 //   scorers.k: odd, at most G (the centre-surround window);
 //   scorers.placement: one of placement_names(), whose own rules hold (tp2: an even
@@ -39,10 +39,10 @@ struct LodConfig {
   //  - exploration (policy relevance): an image's allocation takes the random policy's
   //    order with probability falling linearly from lod.explore at step 1 to 0 at step
   //    explore_until x steps (and staying 0);
-  //  - annealing (a fixed lod.budget): the budget falls linearly from lod.max_tokens at
-  //    step 1 to lod.budget at step anneal x steps (and stays there), so that early steps
-  //    see the detail everywhere.
-  double explore = 0, explore_until = 0.5, anneal = 0;
+  //  - annealing (a fixed lod.budget): the budget stays at lod.max_tokens up to step
+  //    anneal_from x steps (at least step 1), then falls linearly to lod.budget at step
+  //    anneal x steps (and stays there), so that early steps see the detail everywhere.
+  double explore = 0, explore_until = 0.5, anneal = 0, anneal_from = 0;
 
   int levels() const;                                    // log2(R) + 1 (levels 0..log2 R)
   struct Step {
@@ -72,7 +72,7 @@ struct ScorerOptions {
 
 // The declaration (base/options.h) of lod.region, lod.min_tokens, lod.max_tokens,
 // lod.budget ("relevance" or a positive integer: fixed_budget), lod.policy, lod.order,
-// lod.gate, lod.explore, lod.explore_until, lod.anneal, scorers.placement, scorers.hidden,
+// lod.gate, lod.explore, lod.explore_until, lod.anneal, lod.anneal_from, scorers.placement, scorers.hidden,
 // scorers.k.
 const OptionSet<ScorerOptions>& scorer_options();
 void register_scorer_options(Config& cfg);

@@ -233,7 +233,14 @@ TEST(LodAllocator, ExplorationTakesTheRandomOrder) {
   EXPECT_EQ(c.step_at(13, 100).budget, 31 + std::llround(225 * (1 - 12.0 / 24.0)));
   EXPECT_EQ(c.step_at(25, 100).budget, 31);
   EXPECT_EQ(c.step_at(90, 100).budget, 31);
-  c.explore = 0, c.anneal = 0;
+  // With anneal_from: full detail up to step anneal_from x steps, then the same fall.
+  c.anneal_from = 0.1;
+  EXPECT_EQ(c.step_at(1, 100).budget, 256);
+  EXPECT_EQ(c.step_at(10, 100).budget, 256);
+  EXPECT_EQ(c.step_at(16, 100).budget, 31 + std::llround(225 * (1 - 6.0 / 15.0)));
+  EXPECT_EQ(c.step_at(25, 100).budget, 31);
+  EXPECT_DOUBLE_EQ(c.step_at(26, 100).explore, 0.8 * (1 - 25.0 / 49.0));  // exploration unchanged
+  c.explore = 0, c.anneal = 0, c.anneal_from = 0;
   EXPECT_EQ(c.step_at(1, 100).explore, 0.0);
   EXPECT_EQ(c.step_at(1, 100).budget, 0);
 }
