@@ -23,8 +23,9 @@
 //    combination: the aux of C's dtype with its leading dimension divisible by 8; the
 //    bias of C's dtype, or f32 for a bf16 C (BIAS_DATA_TYPE); bias and aux 16-byte
 //    aligned (no preference tells the heuristic about them). Otherwise, or when
-//    cuBLASLt finds no algorithm or refuses the call, a plain GEMM is followed by our
-//    epilogue kernel (for a bf16 C, C is then rounded twice: the GEMM's, the epilogue's).
+//    cuBLASLt finds no algorithm or refuses it (INVALID_VALUE), a plain GEMM is followed
+//    by our epilogue kernel; for a bf16 C the plain GEMM writes f32 chunks of the scratch
+//    and the epilogue rounds once (gemm_f32_then_epilogue).
 //  - beta == 0 never reads C (BLAS semantics), so garbage in C cannot leak in.
 //  - bias_backward: a deterministic column-sum kernel (no atomics), dbias += .
 #include <cstdint>
@@ -246,26 +247,44 @@ __global__ void bias_backward_kernel(float* dbias, const float* dout, int64_t ro
   }
 }
 
-// A bf16 C whose epilogue cuBLASLt does not fuse: the product in f32 in the scratch (C
-// widened into it first when beta != 0), then our epilogue kernel writes C, rounding
-// to bf16 once as the CPU does (rounding the product, then the epilogue's result,
-// would round twice: 7e-3 off on an H200 where one rounding is 3.9e-3).
+const char* offset(const void* p, int64_t elems, DType t) {
+  return static_cast<const char*>(p) + elems * int64_t(dtype_size(t));
+}
+char* offset(void* p, int64_t elems, DType t) { return static_cast<char*>(p) + elems * int64_t(dtype_size(t)); }
+
+// A bf16 C whose epilogue cuBLASLt does not fuse: the product in f32, then our epilogue
+// kernel writes C, rounding to bf16 once as the CPU does (rounding the product, then
+// the epilogue's result, would round twice: 7e-3 off on an H200 where one rounding is
+// 3.9e-3). Batch entry by batch entry, in chunks of C's rows whose f32 product fits
+// kCastChunkBytes of the scratch (C widened into it first when beta != 0), so no
+// buffer grows with the shape.
 void gemm_f32_then_epilogue(CudaStream& cs, const Problem& p, const Epilogue& ep) {
-  VLM_ASSERT(p.batch == 1 || p.stride_c == p.M * p.ldc, "matmul: a bf16 C with an epilogue and a strided batch");
-  const int64_t rows = p.batch * p.M, total = rows * p.N;
-  auto* acc = static_cast<float*>(cs.scratch(size_t(total) * sizeof(float)));
-  if (p.beta != 0.f) {
-    widen_kernel<<<grid_1d(total), kThreads, 0, cs.handle()>>>(acc, static_cast<const __nv_bfloat16*>(p.c), p.ldc,
-                                                                 total, p.N);
-    CUDA_CHECK_LAUNCH();
+  VLM_ASSERT(p.N * int64_t(sizeof(float)) <= int64_t(kCastChunkBytes), "matmul: a row of ", p.N,
+             " outputs exceeds the f32 chunk");
+  const int64_t chunk = std::max<int64_t>(1, int64_t(kCastChunkBytes / sizeof(float)) / p.N);
+  auto* acc = static_cast<float*>(cs.scratch(size_t(std::min(p.M, chunk) * p.N) * sizeof(float)));
+  for (int64_t b = 0; b < p.batch; ++b) {
+    for (int64_t r0 = 0; r0 < p.M; r0 += chunk) {
+      const int64_t rows = std::min(p.M - r0, chunk), total = rows * p.N;
+      void* c = offset(p.c, b * p.stride_c + r0 * p.ldc, DType::BF16);
+      void* aux = ep.aux ? offset(ep.aux, b * p.stride_c + r0 * p.ldc, DType::BF16) : nullptr;  // laid out as C
+      if (p.beta != 0.f) {
+        widen_kernel<<<grid_1d(total), kThreads, 0, cs.handle()>>>(acc, static_cast<const __nv_bfloat16*>(c), p.ldc,
+                                                                     total, p.N);
+        CUDA_CHECK_LAUNCH();
+      }
+      Problem q = p;  // rows r0.. of batch entry b, into acc
+      q.batch = 1, q.stride_a = q.stride_b = q.stride_c = 0, q.M = rows;
+      q.a = offset(p.a, b * p.stride_a + (p.ta ? r0 : r0 * p.lda), p.ab);
+      q.b = offset(p.b, b * p.stride_b, p.ab);
+      q.c = acc, q.c_dtype = DType::F32, q.ldc = p.N;
+      lt_matmul(cs, q, GemmEpilogue::None, Epilogue{});
+      epilogue_kernel<<<grid_1d(total), kThreads, 0, cs.handle()>>>(c, true, p.ldc, acc, false, p.N, ep.bias,
+                                                                     ep.bias_dtype == DType::BF16, aux, ep.gelu,
+                                                                     ep.dgelu, total, p.N);
+      CUDA_CHECK_LAUNCH();
+    }
   }
-  Problem q = p;
-  q.c = acc, q.c_dtype = DType::F32, q.ldc = p.N, q.stride_c = p.batch > 1 ? p.M * p.N : 0;
-  lt_matmul(cs, q, GemmEpilogue::None, Epilogue{});
-  epilogue_kernel<<<grid_1d(total), kThreads, 0, cs.handle()>>>(p.c, true, p.ldc, acc, false, p.N, ep.bias,
-                                                                 ep.bias_dtype == DType::BF16, ep.aux, ep.gelu,
-                                                                 ep.dgelu, total, p.N);
-  CUDA_CHECK_LAUNCH();
 }
 
 // C = alpha op(A) op(B) + beta C, then the epilogue: fused when cuBLASLt can, else our
@@ -292,11 +311,6 @@ void gemm(CudaStream& cs, const Problem& p, const Epilogue& ep) {
     CUDA_CHECK_LAUNCH();
   }
 }
-
-const char* offset(const void* p, int64_t elems, DType t) {
-  return static_cast<const char*>(p) + elems * int64_t(dtype_size(t));
-}
-char* offset(void* p, int64_t elems, DType t) { return static_cast<char*>(p) + elems * int64_t(dtype_size(t)); }
 
 // A 2-D problem (batch 1) whose A (a_f32) or B is f32, the other bf16, C f32: the f32
 // operand's stored rows go to bf16 in chunks through the scratch, one bf16 GEMM each

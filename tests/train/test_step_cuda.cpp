@@ -6,7 +6,8 @@
 // overlap bitwise on the CPU, test_step.cpp) and on CUDA in serial and in overlap mode:
 //  - every step's visual token counts are equal (the LOD allocation reads the relevance
 //    maps: a difference there would make the rest meaningless);
-//  - every step's loss is within kLossTol of the CPU's (relative), the gradient norm too;
+//  - every step's loss is within the loss tolerance of the CPU's (relative), the
+//    gradient norm too;
 //  - fp32: every parameter's gradient, at every step, is within 1e-4 of the CPU's in
 //    ||g - g_cpu|| / ||g_cpu||, and each element within 1e-3 of the tensor's largest
 //    |g_cpu| (test::max_rel_err);
@@ -15,10 +16,9 @@
 //    the CPU bf16's own, plus 1e-3;
 //  - no device allocation (device_allocations(DeviceKind::CUDA), core/backend.h) during the steps after
 //    the first: step, norm, AdamW and the bf16 copies all run in planned memory.
-// Tolerances: fp32 (exact-f32 GEMMs, f32 kernels; only the order of the sums differs,
-// and atomics in the embedding gradient): loss 1e-4, gradients 1e-4 (norm) and 1e-3
-// (largest element; AdamW's m/sqrt(v) magnifies the rounding of near-zero gradients in
-// steps 2 and 3). bf16 (train.precision=bf16): loss and gradient norm 1e-2 of the CPU's
+// Tolerances: fp32 (exact-f32 GEMMs, f32 kernels; only the order of the sums differs):
+// loss 1e-4, gradients 1e-4 (norm) and 1e-3 (largest element; AdamW's m/sqrt(v)
+// magnifies the rounding of near-zero gradients in steps 2 and 3). bf16 (train.precision=bf16): loss and gradient norm 1e-2 of the CPU's
 // bf16 step; the gradients not against the CPU's bf16 ones, which differ from them by
 // as much as bf16 differs from f32: a sum that cancels (a scorer's output bias: 26% off
 // the fp32 value on the CPU at step 1) or a step after AdamW moved a bf16 weight by one
