@@ -97,7 +97,6 @@ CudaStream::~CudaStream() {
   if (cublaslt_) cublasLtDestroy(cublaslt_);
   if (workspace_) cudaFree(workspace_);
   if (scratch_) cudaFree(scratch_);
-  if (stage_) cudaFree(stage_);
   if (stream_) cudaStreamDestroy(stream_);
 }
 
@@ -122,10 +121,6 @@ void* CudaStream::scratch(size_t bytes) {
   return regrow(stream_, scratch_, scratch_bytes_, want, cat("the scratch of stream '", name_, "'"));
 }
 
-void* CudaStream::stage_scratch(size_t bytes) {
-  if (bytes <= stage_bytes_) return stage_;
-  return regrow(stream_, stage_, stage_bytes_, bytes, cat("the stage buffer of stream '", name_, "'"));
-}
 
 void CudaStream::synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 

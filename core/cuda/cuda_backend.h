@@ -19,9 +19,6 @@
 //  - Each CudaStream keeps the plans its ops built (the cuBLASLt matmul plans, the cuDNN
 //    attention graphs: core/plan_cache.h) in its state slots, destroyed before its
 //    handles.
-//  - Each CudaStream also owns a stage buffer (stage_scratch), grown on demand (in the
-//    first step): the f32 copies of a staged op's bf16 operands (core/cuda/stage.h). It
-//    is apart from scratch() because the f32 op a staged op runs may use scratch().
 //  - Streams are blocking streams (cudaStreamDefault): synchronous copies through the
 //    legacy default stream (Backend::copy) wait for the work already enqueued on them.
 #pragma once
@@ -98,9 +95,6 @@ class CudaStream final : public Stream {
   // still be read).
   void* scratch(size_t bytes);
   size_t scratch_bytes() const { return scratch_bytes_; }
-  // At least `bytes` for staged operands (see the header comment); growing it first waits
-  // for the stream's work.
-  void* stage_scratch(size_t bytes);
   // The state an op file keeps on this stream (created by it on first use).
   std::unique_ptr<StreamState>& state(StreamSlot s) { return states_[size_t(s)]; }
 
@@ -112,8 +106,6 @@ class CudaStream final : public Stream {
   void* workspace_ = nullptr;
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
-  void* stage_ = nullptr;
-  size_t stage_bytes_ = 0;
   std::unique_ptr<StreamState> states_[size_t(StreamSlot::Count)];
 };
 

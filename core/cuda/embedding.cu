@@ -1,7 +1,7 @@
 // CUDA embedding lookup for a (possibly vocab-parallel) table shard
 // (core/ops/embedding.inc), f32 or bf16 table and output (the lookup copies elements),
-// i32 ids; the backward's bf16 operands (dout, and dtable when bf16) through f32 staging
-// (core/cuda/stage.h). table[V,C] holds vocabulary rows
+// i32 ids; the backward's dout and dtable f32 or bf16, read and written natively
+// (cuda_util.cuh Act: each row's sum in f32, stored once). table[V,C] holds vocabulary rows
 // [vocab_offset, vocab_offset + V); ids outside the shard read as 0 and receive no
 // gradient. Forward: one thread per output element (coalesced along C).
 // Backward without atomics, in the CPU's order (core/cpu/embedding.cpp), so the result
@@ -16,7 +16,6 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include "core/cuda/cuda_util.cuh"
-#include "core/cuda/stage.h"
 
 namespace vlm::cuda {
 namespace {
@@ -41,16 +40,16 @@ __global__ void embedding_keys_kernel(int32_t* key, int32_t* pos, const int32_t*
 
 // Block (i, y): if sorted position i starts a run of one row, columns y*blockDim.x + x
 // of that row get the run's gradient rows added in order.
-__global__ void embedding_runs_kernel(float* dtable, const float* dout, const int32_t* key, const int32_t* pos,
-                                      int64_t T, int64_t C, int64_t V) {
+__global__ void embedding_runs_kernel(Act dtable, Act dout, const int32_t* key, const int32_t* pos, int64_t T,
+                                      int64_t C, int64_t V) {
   const int64_t i = blockIdx.x;
   const int32_t row = key[i];
   if (row >= V || (i > 0 && key[i - 1] == row)) return;  // outside the shard, or not a run's start
   const int64_t c = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
   if (c >= C) return;
-  float acc = dtable[int64_t(row) * C + c];
-  for (int64_t j = i; j < T && key[j] == row; ++j) acc += dout[int64_t(pos[j]) * C + c];
-  dtable[int64_t(row) * C + c] = acc;
+  float acc = dtable.ld(int64_t(row) * C + c);
+  for (int64_t j = i; j < T && key[j] == row; ++j) acc += dout.ld(int64_t(pos[j]) * C + c);
+  dtable.st(int64_t(row) * C + c, acc);
 }
 
 int end_bit(int64_t V) {  // bits holding keys 0..V
@@ -76,10 +75,6 @@ void embedding_forward(Stream& s, const Tensor& out, const Tensor& ids, const Te
 
 void embedding_backward(Stream& s, const Tensor& dtable, const Tensor& dout, const Tensor& ids,
                         int64_t vocab_offset) {
-  if (any_bf16({&dtable, &dout}))  // f32 kernel; a bf16 table and/or gradient through f32 staging
-    return run_staged(s, {{&dtable, true}, {&dout, false}}, [&](const std::vector<Tensor>& v) {
-      cuda::embedding_backward(s, v[0], v[1], ids, vocab_offset);
-    });
   const int64_t V = dtable.size(0), C = dtable.size(1), T = ids.numel();
   if (T == 0 || C == 0) return;
   VLM_ASSERT(T < (int64_t(1) << 31) && V < (int64_t(1) << 31) - 1, "embedding_backward: T=", T, " V=", V,
@@ -103,7 +98,7 @@ void embedding_backward(Stream& s, const Tensor& dtable, const Tensor& dout, con
   const int threads = int(std::min<int64_t>(256, (C + 31) / 32 * 32));
   const dim3 grid(unsigned(T), unsigned((C + threads - 1) / threads));
   VLM_ASSERT(grid.y <= 65535, "embedding_backward: C=", C, " too wide");
-  embedding_runs_kernel<<<grid, threads, 0, cs.handle()>>>(f32p(dtable), f32p(dout), key_out, pos_out, T, C, V);
+  embedding_runs_kernel<<<grid, threads, 0, cs.handle()>>>(act(dtable), act(dout), key_out, pos_out, T, C, V);
   CUDA_CHECK_LAUNCH();
 }
 

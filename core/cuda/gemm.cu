@@ -27,12 +27,12 @@
 //    by our epilogue kernel; for a bf16 C the plain GEMM writes f32 chunks of the scratch
 //    and the epilogue rounds once (gemm_f32_then_epilogue).
 //  - beta == 0 never reads C (BLAS semantics), so garbage in C cannot leak in.
-//  - bias_backward: a deterministic column-sum kernel (no atomics), dbias += .
+//  - bias_backward: a deterministic column-sum kernel (no atomics), dbias (f32) += the
+//    column sums of dout (f32 or bf16, read natively), in f32.
 #include <cstdint>
 #include <optional>
 
 #include "core/cuda/cuda_util.cuh"
-#include "core/cuda/stage.h"
 #include "core/gemm_key.h"
 #include "core/ops/gemm_shape.h"
 #include "core/plan_cache.h"
@@ -232,12 +232,12 @@ __global__ void cast_bf16_kernel(__nv_bfloat16* dst, const float* src, int64_t n
 
 // dbias[col] += sum over rows of dout[row, col]: one block per 32 columns, 16 row lanes,
 // fixed summation order.
-__global__ void bias_backward_kernel(float* dbias, const float* dout, int64_t rows, int64_t n) {
+__global__ void bias_backward_kernel(float* dbias, Act dout, int64_t rows, int64_t n) {
   __shared__ float part[16][33];
   const int64_t col = int64_t(blockIdx.x) * 32 + threadIdx.x;
   float acc = 0.f;
   if (col < n)
-    for (int64_t r = threadIdx.y; r < rows; r += 16) acc += dout[r * n + col];
+    for (int64_t r = threadIdx.y; r < rows; r += 16) acc += dout.ld(r * n + col);
   part[threadIdx.y][threadIdx.x] = acc;
   __syncthreads();
   if (threadIdx.y == 0 && col < n) {
@@ -416,12 +416,10 @@ void matmul(Stream& s, const Tensor& C, const Tensor& A, const Tensor& B, const 
 }
 
 void bias_backward(Stream& s, const Tensor& dbias, const Tensor& dout) {
-  if (any_bf16({&dout}))  // a bf16 output gradient through f32 staging (core/cuda/stage.h)
-    return run_staged(s, {{&dout, false}}, [&](const std::vector<Tensor>& v) { cuda::bias_backward(s, dbias, v[0]); });
   const int64_t n = dout.cols(), rows = dout.rows();
   if (n == 0 || rows == 0) return;
   const dim3 block(32, 16);
-  bias_backward_kernel<<<unsigned((n + 31) / 32), block, 0, stream_of(s)>>>(f32p(dbias), f32p(dout), rows, n);
+  bias_backward_kernel<<<unsigned((n + 31) / 32), block, 0, stream_of(s)>>>(f32p(dbias), act(dout), rows, n);
   CUDA_CHECK_LAUNCH();
 }
 
