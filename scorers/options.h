@@ -8,8 +8,8 @@
 //   lod.min_tokens >= (G/R)^2 (every region starts at level 0, one token);
 //   lod.min_tokens <= lod.max_tokens <= G*G (every region at its finest level);
 //   lod.budget: "relevance" or an integer N in [min_tokens, max_tokens];
-//   lod.explore, lod.explore_until, lod.anneal, lod.anneal_from: in [0, 1]; lod.anneal > 0 needs a fixed
-//   lod.budget;
+//   lod.explore, lod.explore_until, lod.anneal, lod.anneal_from: in [0, 1]; lod.anneal > 0
+//   needs a fixed lod.budget, and lod.anneal_from is 0 or below lod.anneal;
 //   scorers.k: odd, at most G (the centre-surround window);
 //   scorers.placement: one of placement_names(), whose own rules hold (tp2: an even
 //     parallel.tp and an even scorers.hidden; ScorerPlacement::check).
@@ -72,8 +72,8 @@ struct ScorerOptions {
 
 // The declaration (base/options.h) of lod.region, lod.min_tokens, lod.max_tokens,
 // lod.budget ("relevance" or a positive integer: fixed_budget), lod.policy, lod.order,
-// lod.gate, lod.explore, lod.explore_until, lod.anneal, lod.anneal_from, scorers.placement, scorers.hidden,
-// scorers.k.
+// lod.gate, lod.explore, lod.explore_until, lod.anneal, lod.anneal_from, scorers.placement,
+// scorers.hidden, scorers.k.
 const OptionSet<ScorerOptions>& scorer_options();
 void register_scorer_options(Config& cfg);
 // Reads them; does not validate (call validate with the grid and the TP size).

@@ -26,10 +26,10 @@
 # CUDA op conformance; test_step_cuda; NCCL at 2 and 4 ranks on the GPU(s); bench_gemm (bf16
 # TFLOP/s against the 989 dense peak); bench_llm llama1b bf16 at sequence 2048; bench_step on
 # CUDA (serial against overlap, a trace); the PyTorch baseline, eager then compiled; the
-# kernels of one bf16 step ranked by GPU time (ncu); compute-sanitizer memcheck and racecheck on our kernels with the time left. Output: at
-# most 8 files in $OUT (the device tool brings them back: env.txt, tests.log, nccl.log,
-# perf.log, torch.log, sanitizer.log, step_trace.json, summary.txt) and a summary table
-# printed last. Exit status 0 when every step that ran passed.
+# kernels of one bf16 step ranked by GPU time (ncu); compute-sanitizer memcheck and
+# racecheck on our kernels with the time left. Output: at most 8 files in $OUT (the
+# device tool brings them back: env.txt, tests.log, nccl.log, perf.log, torch.log,
+# sanitizer.log, step_trace.json, summary.txt) and a summary table printed last. Exit status 0 when every step that ran passed.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 ROOT=$PWD
