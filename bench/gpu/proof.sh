@@ -292,7 +292,9 @@ cmd_run() {
   export W LIBPATH PYTHON MODE ROOT SYSTEM_LIBS
   export -f env_report kernel_profile
   ompi_env
-  local ours=(env "LD_LIBRARY_PATH=$LIBPATH") ncpu
+  # CUBLASLT_LOG_LEVEL=1: cuBLASLt prints why it refuses a call (an epilogue it does not
+  # take falls back to our kernel silently otherwise).
+  local ours=(env "LD_LIBRARY_PATH=$LIBPATH" CUBLASLT_LOG_LEVEL=1) ncpu
   ncpu=$(nproc)
   # What a rehearsal changes (the CPU backend, small shapes, no sanitizer), in one place.
   local dev=cuda llm=(--models llama1b --batch 1 --seq 2048 --warmup 1 --iters 3) gemm=(--seconds 0.3)
