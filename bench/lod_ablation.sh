@@ -8,7 +8,7 @@
 #      pooled), and uniform at 4 (every quadrant pooled), seed 1;
 #   3. the rows that decide the headline -- relevance, uniform and random at 7, uniform
 #      at 16 -- again with seeds 2 and 3.
-# Every row trains 8,000 steps (about 10 minutes on 2 cores) and answers
+# Every row trains 12,000 steps (about 11 minutes on 2 cores) and answers
 # ablate.eval_samples = 1000 test questions. The folder gets ablation.csv/.md (rows, then
 # their summary over seeds: mean accuracy +- one standard error over seeds and questions),
 # ablation.png (accuracy against visual tokens with error bars) and training.png
