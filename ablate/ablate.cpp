@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "ablate/ablate_eval.h"
+#include "ablate/ablate_prefix.h"
 #include "ablate/ablate_table.h"
 #include "base/error.h"
 #include "base/file_read.h"
@@ -121,11 +122,13 @@ std::string row_overrides(const RowSpec& r, const AblateOptions& a, const Config
   return os.str();
 }
 
-std::unique_ptr<Config> row_config(const Config& base, const std::string& overrides) {
+// The base options, then the row's, then `extra` (the shared prefix's, ablate/ablate_prefix.h).
+std::unique_ptr<Config> row_config(const Config& base, const std::string& overrides, const std::string& extra = "") {
   auto c = std::make_unique<Config>("vlm ablate");
   register_ablate_options(*c);
   c->read_ini_text(base.dump_ini(true), "the options of vlm ablate");
   c->read_ini_text(overrides, "the options of the ablation row");
+  if (!extra.empty()) c->read_ini_text(extra, "the options of the shared prefix");
   return c;
 }
 
@@ -203,6 +206,9 @@ const OptionSet<AblateOptions>& ablate_options() {
         .range(0.0, 1.0);
     s.option("ablate.eval_samples", &A::eval_samples, "samples of eval.split answered per row (0 = the whole split)")
         .range(0, int64_t(1) << 40);
+    s.option("ablate.share_prefix", &A::share_prefix,
+             "train the steps that rows of one placement and seed share (lod.anneal_from at full detail) once, and "
+             "resume every row from them (docs/ablations.md, \"Shared prefix\")");
     s.option("ablate.check_steps", &A::check_steps,
              "steps whose losses the equal-loss check compares (docs/ablations.md)")
         .range(1, 1 << 20);
@@ -324,19 +330,27 @@ int run_ablation(const Config& cfg, Runtime& rt) {
     return bad.size();
   };
   const auto t_all = Clock::now();
+  SharedPrefixes prefixes(a.out, rt);
   for (size_t i = 0; i < todo.size(); ++i) {
     const RowSpec& spec = todo[i];
-    const auto row = row_config(cfg, row_overrides(spec, a, cfg, tp, dp));
+    const std::string own = row_overrides(spec, a, cfg, tp, dp);
+    const int64_t shared = a.share_prefix ? shared_prefix_steps(*row_config(cfg, own)) : 0;
+    const std::string key = cat(spec.placement, "-s", spec.seed, "-tp", tp, "dp", dp);
+    const std::string resume =
+        shared > 0 ? prefixes.resume_options(key, shared, [&](const std::string& x) { return row_config(cfg, own, x); })
+                   : "";
+    const auto row = row_config(cfg, own, resume);
     AblationRow r;
     r.placement = spec.placement, r.lod = spec.lod, r.budget = spec.budget, r.seed = spec.seed, r.tp = tp, r.dp = dp;
     r.config = fp;
     if (rt.root()) {
-      std::printf("vlm ablate: row %zu/%zu: %s\n", i + 1, todo.size(), r.key().c_str());
+      std::printf("vlm ablate: row %zu/%zu: %s%s\n", i + 1, todo.size(), r.key().c_str(),
+                  shared > 0 ? cat(" (from the shared prefix's step ", shared, ")").c_str() : "");
       std::fflush(stdout);
     }
     const auto t0 = Clock::now();
     Trainer trainer(*row, rt);
-    const TrainReport rep = trainer.run();
+    const TrainReport rep = shared > 0 ? joined(prefixes.report(key), trainer.run()) : trainer.run();
     LoaderOptions lo = trainer.loader_options(eval_split);
     lo.limit = a.eval_samples;
     Loader eval(lo);

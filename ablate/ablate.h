@@ -17,6 +17,10 @@
 //  - Resume: the rows already in <out>/ablation.csv (same key) are not run again; rows of
 //    another configuration (fingerprint: every option but the row's own, the layout, the
 //    run folders, logging and the ablate.* lists and check) are refused with one line.
+//  - Rows of one placement and seed that share their first steps (lod.anneal_from at full
+//    detail, ablate/ablate_prefix.h) train those steps once and resume from them, with
+//    the same figures as rows trained from step 1 (ablate.share_prefix = false trains
+//    every row from step 1).
 //  - Rows equal but for the placement must have equal losses over their first
 //    ablate.check_steps steps (check_placements, ablate/ablate_table.h); a
 //    mismatch is marked in the table, printed on stderr, and the exit status is 1.
@@ -41,6 +45,7 @@ struct AblateOptions {
   double tol = 1e-5;          // relative tolerance of the placements' equal losses
   int64_t check_steps = 20;   // ... over the first steps (check_placements)
   int64_t eval_samples = 256; // samples of eval.split answered per row (0 = all)
+  bool share_prefix = true;   // train the rows' shared full-detail prefix once (ablate/ablate_prefix.h)
   std::string test_break;     // test only: a placement whose rows train differently
 };
 

@@ -78,6 +78,9 @@ const OptionSet<DataTool>& data_tool() {
     s.option("data.colour_items", colour(&ColourSceneOptions::max_items),
              "build colours: most items per scene (each in its own colour; at least 2)")
         .range(2, kColourPaletteSize);
+    s.option("data.colour_min_items", colour(&ColourSceneOptions::min_items),
+             "build colours: fewest items per scene (the count is uniform in [this, data.colour_items])")
+        .range(2, kColourPaletteSize);
     s.option("data.stamp_fraction", scene(&SceneOptions::stamp_fraction),
              "build scenes: probability that an item is a Tux Paint stamp (0 = Fashion-MNIST items only)")
         .range(0, 1);

@@ -57,6 +57,10 @@ const OptionSet<TrainOptions>& train_options() {
     using T = TrainOptions;
     const auto optim = [](auto field) { return at(&T::optim, field); };
     s.option("train.steps", &T::steps, "optimizer steps (0 = train.epochs)").range(0, int64_t(1) << 40);
+    s.option("train.stop_after", &T::stop_after,
+             "end the run after this step, saving a checkpoint there (0 = the last step); the schedules are the whole "
+             "run's, so train.resume continues it as if it had not stopped")
+        .range(0, int64_t(1) << 40);
     s.option("train.epochs", &T::epochs, "epochs over the train split when train.steps = 0").range(0, 1e6);
     s.option("train.batch", &T::batch, "images per micro-batch per DP rank").range(1, 1 << 20);
     s.option("train.micro_batches", &T::micro_batches, "micro-batches per optimizer step (gradient accumulation)")

@@ -42,6 +42,10 @@ struct EvalOptions {
 struct TrainOptions {
   int64_t steps = 0;
   double epochs = 0;            // used when steps = 0
+  // Ends the run after this step (0: after the last), with the schedules (learning rate,
+  // lod.anneal, ...) of the whole run and its checkpoint saved there unless
+  // train.save_every = -1: train.resume goes on from it (ablate/ablate_prefix.h).
+  int64_t stop_after = 0;
   int batch = 8;                // images per micro-batch per DP rank
   int micro_batches = 1;
   int64_t global_batch = 0;     // 0 = dp x micro_batches x batch

@@ -4,6 +4,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -122,24 +123,25 @@ TrainReport Trainer::run_steps() {
   sched::Trace trace(rt.topology().world_rank());
   RunStats stats(tp.counters().total_bytes(), S.dpg->counters().total_bytes());
   const auto t_start = TrainClock::now();
-  for (int64_t step = S.start; step <= S.total; ++step) {
+  const int64_t last = S.train.stop_after > 0 ? std::min(S.total, S.train.stop_after) : S.total;
+  for (int64_t step = S.start; step <= last; ++step) {
     const RunStats::Step st = S.train_step(step, trace, seconds_since(t_start));
     stats.add(st);
-    if (S.train.save_every >= 0 && (step == S.total || (S.train.save_every > 0 && step % S.train.save_every == 0)))
+    if (S.train.save_every >= 0 && (step == last || (S.train.save_every > 0 && step % S.train.save_every == 0)))
       S.save(step);
-    if (S.train.eval_every > 0 && step % S.train.eval_every == 0 && step < S.total) {
+    if (S.train.eval_every > 0 && step % S.train.eval_every == 0 && step < last) {
       const double v = S.validate(step);
       if (rt.root()) std::printf("step %lld: val loss %.4f (%s)\n", (long long)step, v, S.data.val_split.c_str());
     }
   }
   TrainReport rep = stats.report(seconds_since(t_start), tp.counters().total_bytes(), S.dpg->counters().total_bytes());
-  rep.steps = S.total;
+  rep.steps = last;
   rep.optimizer_bytes = S.plan.memory.optimizer, rep.grad_bytes = S.plan.memory.grads;
   rep.planned_arena_bytes = S.plan.memory.total(), rep.peak_arena_bytes = S.meter->peak_bytes();
   report_memory_and_bytes(rt, rt.backend().default_stream(), rep);
   if (rt.root()) std::printf("%s\n", stats.time_line(rep.train_seconds).c_str());
   S.write_trace(trace);
-  if (!S.loader->dataset().split_captions(S.data.val_split).empty()) rep.val_loss = S.validate(S.total);
+  if (!S.loader->dataset().split_captions(S.data.val_split).empty()) rep.val_loss = S.validate(last);
   S.caption_accuracy(rep);
   if (rt.root()) {
     std::printf("vlm train: %lld steps in %s | loss %.4f -> %.4f | val loss %.4f | %.1f img/s | %.0f tok/s | run %s\n",
@@ -152,9 +154,11 @@ TrainReport Trainer::run_steps() {
 
 void Trainer::State::print_header() const {
   if (!rt.root()) return;
-  std::printf("vlm train: %s | tp=%d dp=%d | %lld steps of %d x %d x %d images | %s\n",
+  const std::string stop =
+      train.stop_after > 0 && train.stop_after < total ? cat(" (stopping after step ", train.stop_after, ")") : "";
+  std::printf("vlm train: %s | tp=%d dp=%d | %lld steps%s of %d x %d x %d images | %s\n",
               rt.backend().description().c_str(), rt.topology().tp(), rt.topology().dp(), (long long)total,
-              rt.topology().dp(), train.micro_batches, train.batch, sched::mode_name(sched.mode));
+              stop.c_str(), rt.topology().dp(), train.micro_batches, train.batch, sched::mode_name(sched.mode));
   std::printf("  vision %s\n  llm    %s\n  precision %s | memory (rank 0, planned): %s\n", vcfg.vision.str().c_str(),
               vcfg.llm.str().c_str(), vcfg.precision == Precision::BF16 ? "bf16" : "fp32", plan.memory.str().c_str());
   if (!peak.note.empty()) std::printf("  %s\n", peak.note.c_str());

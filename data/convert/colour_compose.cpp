@@ -52,19 +52,20 @@ const std::vector<SceneClass>& digit_classes() {
 }
 
 ColourScene compose_colour_scene(SceneLibrary* lib, ColourClasses classes, ScenePool pool, int size, int grid,
-                                 int max_items, SceneRng& rng) {
+                                 int min_items, int max_items, SceneRng& rng) {
   const int slot = grid > 0 ? size / grid : 0;
-  VLM_ASSERT(grid >= 1 && size % grid == 0 && slot >= kColourMinSlot && max_items >= kColourMinItems &&
+  VLM_ASSERT(grid >= 1 && size % grid == 0 && slot >= kColourMinSlot && min_items >= kColourMinItems &&
+                 min_items <= max_items &&
                  max_items <= std::min(kColourPaletteSize, grid * grid) &&
                  (classes == ColourClasses::Digits || (lib && !lib->pool_empty(pool))),
-             "compose_colour_scene: size ", size, " grid ", grid, " items ", max_items);
+             "compose_colour_scene: size ", size, " grid ", grid, " items ", min_items, "..", max_items);
   ColourScene sc;
   sc.size = size, sc.grid = grid;
   sc.background = uint8_t(rng.range(16, 64));
   const uint8_t bg[3] = {sc.background, sc.background, sc.background};
   sc.rgb.assign(size_t(size) * size_t(size) * 3, sc.background);
 
-  const int n = int(rng.range(kColourMinItems, max_items));
+  const int n = int(rng.range(min_items, max_items));
   const std::vector<int> slots = draw_distinct(grid * grid, n, rng);
   const std::vector<int> colours = draw_distinct(kColourPaletteSize, n, rng);
   const int inner = slot - 2;  // the box keeps one pixel from the slot's edges

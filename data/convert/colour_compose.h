@@ -3,7 +3,7 @@
 // made so that the question says where to look and the answer needs fine detail.
 // Rules, with slot = size / grid (the canvas is a grid x grid array of square slots):
 //  - A size x size RGB canvas of one neutral dark grey (R = G = B, in [16, 64]).
-//  - n items, n uniform in [kColourMinItems, max_items], each in its own slot (distinct
+//  - n items, n uniform in [min_items, max_items], each in its own slot (distinct
 //    slots drawn uniformly) and in its own colour of kColourPalette (distinct colours
 //    drawn uniformly): a picture of the scene's classes drawn with that tint (sprite.h
 //    sprite_from_grey) -- a Fashion-MNIST picture of the pool, or a digit 0-9 in one of
@@ -40,7 +40,6 @@ inline constexpr int kColourPaletteSize = 6;
 inline constexpr NamedColour kColourPalette[kColourPaletteSize] = {
     {"red", {230, 30, 30}},   {"green", {40, 200, 40}},   {"blue", {40, 90, 255}},
     {"yellow", {240, 220, 30}}, {"magenta", {230, 40, 230}}, {"cyan", {30, 210, 220}}};
-inline constexpr int kColourMinItems = 2;
 // The digits' class names ("zero" .. "nine") and answers ("a zero" .. "an eight" ..).
 const std::vector<SceneClass>& digit_classes();
 inline constexpr int kColourMinSlot = 8;  // pixels: items of at least 6 x 6
@@ -61,10 +60,10 @@ struct ColourScene {
   int clutter = 0;                 // fragments drawn
 };
 
-// size a multiple of grid with size / grid >= kColourMinSlot; max_items in
-// [kColourMinItems, min(kColourPaletteSize, grid^2)] (the caller checks the options);
+// size a multiple of grid with size / grid >= kColourMinSlot; kColourMinItems <= min_items <=
+// max_items <= min(kColourPaletteSize, grid^2) (the caller checks the options);
 // `lib` is read for ColourClasses::Fashion only (may be null for digits).
 ColourScene compose_colour_scene(SceneLibrary* lib, ColourClasses classes, ScenePool pool, int size, int grid,
-                                 int max_items, SceneRng& rng);
+                                 int min_items, int max_items, SceneRng& rng);
 
 }  // namespace vlm

@@ -39,6 +39,8 @@ BuildReport build_colour_scenes(const ColourSceneOptions& sc, const BuildOptions
   const int most = std::min(kColourPaletteSize, sc.grid * sc.grid);
   VLM_REQUIRE(sc.max_items >= kColourMinItems && sc.max_items <= most, "--data.colour_items: ", sc.max_items,
               " (expected ", kColourMinItems, "..", most, ": one palette colour and one slot per item)");
+  VLM_REQUIRE(sc.min_items >= kColourMinItems && sc.min_items <= sc.max_items, "--data.colour_min_items: ",
+              sc.min_items, " (expected ", kColourMinItems, "..", sc.max_items, ", at most --data.colour_items)");
   const int64_t n = opt.limit;
   const Splits splits = random_splits(n, opt);
   std::vector<ScenePool> pool(size_t(n), ScenePool::Train);
@@ -57,14 +59,14 @@ BuildReport build_colour_scenes(const ColourSceneOptions& sc, const BuildOptions
   for (const SceneClass& c : classes) names.push_back(c.name);
 
   DatasetWriter w = DatasetWriter::encoded(opt.out);
-  w.set_source(cat("colours: size ", sc.size, ", grid ", sc.grid, ", items ", kColourMinItems, "..", sc.max_items,
+  w.set_source(cat("colours: size ", sc.size, ", grid ", sc.grid, ", items ", sc.min_items, "..", sc.max_items,
                    ", seed ", opt.seed, fashion ? ", fashion-mnist " + sc.fashion_dir : std::string(", digits")));
   w.set_tokenizer(opt.tokenizer_name);
   std::vector<int32_t> boxes, labels;
   for (int64_t i = 0; i < n; ++i) {
     SceneRng rng(opt.seed, uint64_t(i));
     const ColourScene s =
-        compose_colour_scene(lib.get(), sc.classes, pool[size_t(i)], sc.size, sc.grid, sc.max_items, rng);
+        compose_colour_scene(lib.get(), sc.classes, pool[size_t(i)], sc.size, sc.grid, sc.min_items, sc.max_items, rng);
     const std::string png = encode_png(s.rgb.data(), sc.size, sc.size, 3);
     const int64_t image =
         w.add_encoded(reinterpret_cast<const uint8_t*>(png.data()), png.size(), sc.size, sc.size, 3);

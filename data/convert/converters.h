@@ -89,16 +89,18 @@ BuildReport build_scenes(const SceneOptions& scene, const BuildOptions& opt);
 
 // Colour scenes (convert_colours.cpp, colour_compose.h; docs/dataset-format.md, "Colour
 // scenes"): opt.limit (>= 1) scenes of size x size RGB pixels on a grid x grid array of
-// slots, with 2..max_items items (digits or Fashion-MNIST pictures), each in its own
+// slots, with min_items..max_items items (digits or Fashion-MNIST pictures), each in its own
 // slot and its own named colour, on grey clutter; one caption per item: "what is the
 // <colour> item?" -> its class noun, with its box and class (schema version 2). Splits
 // (and, for Fashion-MNIST, picture pools) as scenes.
 // What the items are: the digits 0-9 (drawn by data/image/glyph.h) or Fashion-MNIST's 10
 // classes.
 enum class ColourClasses { Digits, Fashion };
+inline constexpr int kColourMinItems = 2;  // the fewest items a scene may have
 struct ColourSceneOptions {
   int size = 64;      // side of the square scene, a multiple of grid
   int grid = 4;       // slots per side (size / grid >= kColourMinSlot pixels each)
+  int min_items = kColourMinItems;  // items per scene at least (2..max_items)
   int max_items = 4;  // items per scene at most (2..min(palette, grid^2))
   ColourClasses classes = ColourClasses::Digits;
   std::string fashion_dir = "/usr/share/datasets/fashion-mnist";

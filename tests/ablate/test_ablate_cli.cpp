@@ -13,6 +13,9 @@
 //  - a placement broken on purpose (--ablate.test_break) is flagged (exit status 1, a
 //    line on stderr, MISMATCH in both tables); resuming that folder with other options
 //    is refused;
+//  - under lod.anneal_from, the rows' shared full-detail prefix is trained once per
+//    placement and seed and every row resumes from it: every figure of ablation.csv but
+//    the times equals that of the rows trained from step 1 (--ablate.share_prefix=false);
 //  - bad arguments exit 2 with one line;
 //  - the relevance precision of hand-made relevance maps (ablate/ablate_eval.h); the
 //    equal-loss check and the CSV reader on hand-made rows (ablate/ablate_table.h).
@@ -194,6 +197,41 @@ TEST_F(AblateCli, SeedsGiveRowsAndASummaryWithStandardErrors) {
                               "--seeds: 'x' is not a seed");
   test::expect_one_error_line(test::run_command(ablate("bad", "--seeds 3,3"), dir_), "vlm ablate",
                               "--seeds: 3 is given twice");
+}
+
+TEST_F(AblateCli, SharedPrefixGivesTheFiguresOfRowsTrainedFromTheStart) {
+  const std::string rows = "--placements replicated,dedicated --lod relevance,uniform,random --budgets 7,16 --steps 6 "
+                           "--lod.anneal_from 0.5 --lod.anneal 0.75 --lod.explore 0.5 --lod.order depth "
+                           "--lod.gate detail --lod.max_tokens 16";
+  const Result whole = test::run_command(ablate("whole", rows + " --ablate.share_prefix=false"), dir_);
+  ASSERT_EQ(whole.status, 0) << whole.out << whole.err;
+  EXPECT_EQ(whole.out.find("shared prefix"), std::string::npos) << whole.out;
+  const Result shared = test::run_command(ablate("shared", rows), dir_);
+  ASSERT_EQ(shared.status, 0) << shared.out << shared.err;
+  const auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t p = shared.out.find(what); p != std::string::npos; p = shared.out.find(what, p + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("vlm ablate: shared prefix "), 2u) << shared.out;  // one per placement
+  EXPECT_EQ(count("(from the shared prefix's step 3)"), 12u) << shared.out;
+  const auto a = read_csv(dir_ + "/whole/ablation.csv"), b = read_csv(dir_ + "/shared/ablation.csv");
+  ASSERT_EQ(a.size(), 12u);
+  ASSERT_EQ(b.size(), a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    const std::string key = a[i].at("placement") + " " + a[i].at("lod") + " " + a[i].at("budget");
+    for (const auto& [column, value] : a[i])
+      if (column != "step_ms" && column != "images_per_s" && column != "seconds")
+        EXPECT_EQ(b[i].at(column), value) << key << " " << column;
+  }
+  // The rows' own losses (metrics.jsonl) are the steps after the prefix, equal to the whole row's.
+  const std::vector<double> w = test::jsonl_values(dir_ + "/whole/runs/replicated-relevance-7-s1-tp1dp1/metrics.jsonl",
+                                                   "loss"),
+                            s = test::jsonl_values(dir_ + "/shared/runs/replicated-relevance-7-s1-tp1dp1/metrics.jsonl",
+                                                   "loss");
+  ASSERT_EQ(w.size(), 6u);
+  ASSERT_EQ(s.size(), 3u);
+  for (size_t i = 0; i < s.size(); ++i) EXPECT_EQ(s[i], w[i + 3]) << "step " << i + 4;
 }
 
 // summarize on hand-made rows: groups over seeds, means, standard errors by the formula.

@@ -11,11 +11,11 @@
 //    names and values), the brightest pixel of the box has that colour's chromaticity
 //    (nearest of the palette), and the colours of one scene are distinct;
 //  - answers consistent: the answer is the article and name of the caption's label
-//    (the digits' or Fashion-MNIST's 10 classes), 2..max_items questions per scene, one
+//    (the digits' or Fashion-MNIST's 10 classes), min_items..max_items questions per scene, one
 //    per item; digit items show the digit their label names (their pixels against every
 //    digit's drawings at 16 x 16: the label's is the nearest for at least 95% of them);
 //  - splits disjoint and covering; the loader delivers boxes, labels and prompts;
-//  - bad options (a grid that does not divide the size, too many items) are refused.
+//  - bad options (a grid that does not divide the size, too many or too few items) are refused.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -59,9 +59,9 @@ const std::vector<std::string> kDigitNames = {"zero", "one", "two", "three", "fo
                                               "five", "six", "seven", "eight", "nine"};
 
 std::string build(const std::string& out, int64_t n, uint64_t seed, int size, int grid, int items,
-                  ColourClasses classes = ColourClasses::Digits) {
+                  ColourClasses classes = ColourClasses::Digits, int min_items = kColourMinItems) {
   ColourSceneOptions so;
-  so.size = size, so.grid = grid, so.max_items = items, so.classes = classes;
+  so.size = size, so.grid = grid, so.min_items = min_items, so.max_items = items, so.classes = classes;
   so.fashion_dir = test::kFashionDir;
   const BuildReport r = build_colour_scenes(so, test::small_build(out, n, seed));
   EXPECT_EQ(r.images, n);
@@ -112,7 +112,8 @@ int nearest_digit(const cv::Mat& m, const CaptionBox& b, int bg) {
   return best;
 }
 
-void check_file(const std::string& path, int size, int grid, int max_items, int64_t* captions = nullptr) {
+void check_file(const std::string& path, int size, int grid, int max_items, int64_t* captions = nullptr,
+                int min_items = kColourMinItems) {
   int64_t digit_items = 0, digit_matches = 0;
   DatasetReader r(path);
   EXPECT_EQ(r.version(), 2);
@@ -144,7 +145,7 @@ void check_file(const std::string& path, int size, int grid, int max_items, int6
     auto is_bg = [&](int x, int y) { return m.at<cv::Vec3b>(y, x) == bg; };
 
     const std::vector<int64_t>& cj = caps[size_t(i)];
-    EXPECT_GE(cj.size(), size_t(kColourMinItems));
+    EXPECT_GE(cj.size(), size_t(min_items));
     EXPECT_LE(cj.size(), size_t(max_items));
     std::vector<uint8_t> in_box(size_t(size) * size, 0);
     std::set<int> colours, slots;
@@ -253,6 +254,12 @@ TEST_F(ColourScenes, OtherGridsAndSizes) {
   check_file(build(dir_ + "/g8.h5", 20, 9, 128, 8, 2), 128, 8, 2);
 }
 
+TEST_F(ColourScenes, FixedItemCount) {
+  int64_t m = 0;
+  check_file(build(dir_ + "/six.h5", 20, 9, 64, 4, 6, ColourClasses::Digits, 6), 64, 4, 6, &m, 6);
+  EXPECT_EQ(m, 20 * 6);
+}
+
 TEST_F(ColourScenes, FashionMnistItems) {
   if (!test::have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
   int64_t m = 0;
@@ -295,15 +302,17 @@ TEST_F(ColourScenes, LoaderDeliversBoxesLabelsAndPrompts) {
 
 TEST_F(ColourScenes, BadOptionsAreRefused) {
   struct Case {
-    int size, grid, items;
+    int size, grid, items, min_items;
     std::string what;
   };
-  for (const Case& c : {Case{64, 5, 4, "--data.scene_size"}, Case{32, 8, 4, "--data.scene_size"},
-                        Case{64, 4, 7, "--data.colour_items"}, Case{64, 1, 2, "--data.colour_items"},
-                        Case{64, 4, 1, "--data.colour_items"}}) {
+  for (const Case& c :
+       {Case{64, 5, 4, 2, "--data.scene_size"}, Case{32, 8, 4, 2, "--data.scene_size"},
+        Case{64, 4, 7, 2, "--data.colour_items"}, Case{64, 1, 2, 2, "--data.colour_items"},
+        Case{64, 4, 1, 2, "--data.colour_items"}, Case{64, 4, 4, 5, "--data.colour_min_items"},
+        Case{64, 4, 4, 1, "--data.colour_min_items"}}) {
     SCOPED_TRACE(c.what);
     try {
-      build(dir_ + "/bad.h5", 5, 1, c.size, c.grid, c.items);
+      build(dir_ + "/bad.h5", 5, 1, c.size, c.grid, c.items, ColourClasses::Digits, c.min_items);
       ADD_FAILURE() << "accepted";
     } catch (const UserError& e) {
       EXPECT_NE(std::string(e.what()).find(c.what), std::string::npos) << e.what();
