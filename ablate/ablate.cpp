@@ -330,7 +330,7 @@ int run_ablation(const Config& cfg, Runtime& rt) {
     return bad.size();
   };
   const auto t_all = Clock::now();
-  SharedPrefixes prefixes(a.out, rt);
+  SharedPrefixes prefixes(a.out, fp, rt);
   for (size_t i = 0; i < todo.size(); ++i) {
     const RowSpec& spec = todo[i];
     const std::string own = row_overrides(spec, a, cfg, tp, dp);

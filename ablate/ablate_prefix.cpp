@@ -4,9 +4,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <map>
+#include <sstream>
 
 #include "base/config.h"
 #include "base/error.h"
+#include "base/file_read.h"
+#include "checkpoint/checkpoint.h"
+#include "io/atomic_file.h"
 #include "parallel/runtime.h"
 #include "scorers/options.h"
 #include "train/train_options.h"
@@ -54,8 +60,78 @@ TrainReport joined(const TrainReport& prefix, const TrainReport& rest) {
   return r;
 }
 
+namespace {
+
+// report.txt: one "name value" line per figure; a series is its values joined by ';'.
+std::string series_text(const std::vector<double>& v) {
+  std::ostringstream os;
+  os.precision(17);
+  for (size_t i = 0; i < v.size(); ++i) os << (i ? ";" : "") << v[i];
+  return os.str();
+}
+
+std::vector<double> series_values(const std::string& text) {
+  std::vector<double> v;
+  std::stringstream ss(text);
+  std::string w;
+  while (std::getline(ss, w, ';')) v.push_back(std::stod(w));
+  return v;
+}
+
+}  // namespace
+
+void SharedPrefixes::store(const std::string& key, int64_t steps) const {
+  const TrainReport& r = done_.at(key);
+  std::ostringstream os;
+  os.precision(17);
+  os << "fingerprint " << fingerprint_ << "\nsteps " << steps << "\nfirst_loss " << r.first_loss
+     << "\ntrain_seconds " << r.train_seconds << "\nimages_per_s " << r.images_per_s << "\ntokens_per_s "
+     << r.tokens_per_s << "\nloader_stall " << r.loader_stall << "\nvisual_tokens_per_image "
+     << r.visual_tokens_per_image << "\ntp_bytes_per_step " << r.tp_bytes_per_step << "\ndp_bytes_per_step "
+     << r.dp_bytes_per_step << "\npeak_arena_bytes " << r.peak_arena_bytes << "\nlosses " << series_text(r.losses)
+     << "\nrelevance_precision " << series_text(r.relevance_precision) << "\nscorer_grad_norms "
+     << series_text(r.scorer_grad_norms) << "\n";
+  write_file_atomic(dir(key) + "/report.txt", os.str());
+}
+
+bool SharedPrefixes::load(const std::string& key, int64_t steps) {
+  const std::string path = dir(key) + "/report.txt";
+  if (!std::filesystem::exists(path) || !std::filesystem::exists(dir(key) + "/" + kLatestName)) return false;
+  std::map<std::string, std::string> f;
+  std::stringstream in(read_file_bounded(path, uint64_t(64) << 20, "shared prefix report"));
+  for (std::string line; std::getline(in, line);) {
+    const size_t sp = line.find(' ');
+    if (sp != std::string::npos) f[line.substr(0, sp)] = line.substr(sp + 1);
+  }
+  if (f["fingerprint"] != fingerprint_ || f["steps"] != std::to_string(steps)) return false;
+  TrainReport r;
+  try {
+    r.steps = steps;
+    r.first_loss = std::stod(f.at("first_loss")), r.train_seconds = std::stod(f.at("train_seconds"));
+    r.images_per_s = std::stod(f.at("images_per_s")), r.tokens_per_s = std::stod(f.at("tokens_per_s"));
+    r.loader_stall = std::stod(f.at("loader_stall"));
+    r.visual_tokens_per_image = std::stod(f.at("visual_tokens_per_image"));
+    r.tp_bytes_per_step = std::stod(f.at("tp_bytes_per_step"));
+    r.dp_bytes_per_step = std::stod(f.at("dp_bytes_per_step"));
+    r.peak_arena_bytes = size_t(std::stoull(f.at("peak_arena_bytes")));
+    r.losses = series_values(f.at("losses"));
+    r.relevance_precision = series_values(f.at("relevance_precision"));
+    r.scorer_grad_norms = series_values(f.at("scorer_grad_norms"));
+  } catch (const std::exception&) {
+    return false;  // not a report this code wrote: the prefix is trained again
+  }
+  if (r.losses.size() != size_t(steps)) return false;
+  done_[key] = std::move(r);
+  return true;
+}
+
 std::string SharedPrefixes::resume_options(const std::string& key, int64_t steps, const MakeConfig& make) {
   const std::string d = dir(key);
+  if (!done_.count(key) && load(key, steps) && rt_.root()) {
+    std::printf("vlm ablate: shared prefix %s: steps 1..%lld, reused from %s\n", key.c_str(), (long long)steps,
+                d.c_str());
+    std::fflush(stdout);
+  }
   if (!done_.count(key)) {
     if (rt_.root()) {
       std::printf("vlm ablate: shared prefix %s: steps 1..%lld, trained once for the rows of this placement and "
@@ -74,6 +150,7 @@ std::string SharedPrefixes::resume_options(const std::string& key, int64_t steps
     TrainReport rep = trainer.run();
     VLM_ASSERT(rep.steps == steps, "the shared prefix ", key, " ended at step ", rep.steps, ", expected ", steps);
     done_[key] = std::move(rep);
+    if (rt_.root()) store(key, steps);
   }
   return cat(train_options().name_of(&TrainOptions::resume), " = \"", d, "\"\n");
 }

@@ -11,8 +11,11 @@
 //    a fixed lod.budget, lod.max_tokens = G*G, train.steps > 0 (not train.epochs) and the
 //    prefix ends before the last step; it is the last step whose budget is
 //    lod.max_tokens for every budget (LodConfig::step_at).
-//  - A prefix is trained at most once per process and key; an ablation resumed in a new
-//    process trains it again (its per-step figures are the rows' training curves).
+//  - A prefix is trained once per key and ablation: next to its checkpoint, report.txt
+//    (written atomically after it) keeps the figures the rows join to theirs, with the
+//    ablation's fingerprint and the prefix's steps; a later `vlm ablate` in the same
+//    --out (more rows, or a resumed one) reuses the prefix when both match and the
+//    checkpoint's `latest` exists, and trains it again otherwise.
 //  - joined(prefix, rest) is the report of the whole run: the per-step series
 //    concatenated, the first loss the prefix's, the mean step time and throughput over
 //    every step, the rest (last loss, validation, memory, bytes) the row's own.
@@ -40,7 +43,9 @@ class SharedPrefixes {
  public:
   // make(extra): the row's Config with the option lines `extra` read last.
   using MakeConfig = std::function<std::unique_ptr<Config>(const std::string& extra)>;
-  SharedPrefixes(std::string out, Runtime& rt) : out_(std::move(out)), rt_(rt) {}
+  // fingerprint: of the ablation's options (the rows of one ablation.csv share it).
+  SharedPrefixes(std::string out, std::string fingerprint, Runtime& rt)
+      : out_(std::move(out)), fingerprint_(std::move(fingerprint)), rt_(rt) {}
   // For a row that shares a prefix (steps > 0, key naming its placement, seed and
   // layout): trains the prefix when this process has not, and returns the option lines
   // that make the row resume from it.
@@ -49,7 +54,11 @@ class SharedPrefixes {
 
  private:
   std::string dir(const std::string& key) const { return out_ + "/prefix/" + key; }
-  std::string out_;
+  // The report of an earlier process (report.txt), when it is this ablation's and this
+  // prefix's; false otherwise.
+  bool load(const std::string& key, int64_t steps);
+  void store(const std::string& key, int64_t steps) const;
+  std::string out_, fingerprint_;
   Runtime& rt_;
   std::map<std::string, TrainReport> done_;
 };

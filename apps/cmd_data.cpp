@@ -81,6 +81,10 @@ const OptionSet<DataTool>& data_tool() {
     s.option("data.colour_min_items", colour(&ColourSceneOptions::min_items),
              "build colours: fewest items per scene (the count is uniform in [this, data.colour_items])")
         .range(2, kColourPaletteSize);
+    s.option("data.colour_block_items", colour(&ColourSceneOptions::block_items),
+             "build colours: 0 = items anywhere; K in 2..4 = items K to a block of 2 x 2 slots, so that pooling a "
+             "block always mixes K of them (an even grid, item counts multiples of K)")
+        .range(0, 4);
     s.option("data.stamp_fraction", scene(&SceneOptions::stamp_fraction),
              "build scenes: probability that an item is a Tux Paint stamp (0 = Fashion-MNIST items only)")
         .range(0, 1);

@@ -51,22 +51,39 @@ const std::vector<SceneClass>& digit_classes() {
   return c;
 }
 
-ColourScene compose_colour_scene(SceneLibrary* lib, ColourClasses classes, ScenePool pool, int size, int grid,
-                                 int min_items, int max_items, SceneRng& rng) {
+namespace {
+
+// The slots of n items: anywhere, or K to a block of 2 x 2 slots (ColourSceneOptions).
+std::vector<int> draw_slots(int grid, int n, int K, SceneRng& rng) {
+  if (K == 0) return draw_distinct(grid * grid, n, rng);
+  const int half = grid / 2;
+  std::vector<int> slots;
+  for (int b : draw_distinct(half * half, n / K, rng))
+    for (int q : draw_distinct(4, K, rng))
+      slots.push_back((2 * (b / half) + q / 2) * grid + 2 * (b % half) + q % 2);
+  return slots;
+}
+
+}  // namespace
+
+ColourScene compose_colour_scene(SceneLibrary* lib, const ColourSceneOptions& o, ScenePool pool, SceneRng& rng) {
+  const int size = o.size, grid = o.grid, K = o.block_items;
+  const ColourClasses classes = o.classes;
   const int slot = grid > 0 ? size / grid : 0;
-  VLM_ASSERT(grid >= 1 && size % grid == 0 && slot >= kColourMinSlot && min_items >= kColourMinItems &&
-                 min_items <= max_items &&
-                 max_items <= std::min(kColourPaletteSize, grid * grid) &&
+  VLM_ASSERT(grid >= 1 && size % grid == 0 && slot >= kColourMinSlot && o.min_items >= kColourMinItems &&
+                 o.min_items <= o.max_items && o.max_items <= std::min(kColourPaletteSize, grid * grid) &&
+                 (K == 0 || (K >= 2 && K <= 4 && grid % 2 == 0 && o.min_items % K == 0 && o.max_items % K == 0)) &&
                  (classes == ColourClasses::Digits || (lib && !lib->pool_empty(pool))),
-             "compose_colour_scene: size ", size, " grid ", grid, " items ", min_items, "..", max_items);
+             "compose_colour_scene: size ", size, " grid ", grid, " items ", o.min_items, "..", o.max_items,
+             " block_items ", K);
   ColourScene sc;
   sc.size = size, sc.grid = grid;
   sc.background = uint8_t(rng.range(16, 64));
   const uint8_t bg[3] = {sc.background, sc.background, sc.background};
   sc.rgb.assign(size_t(size) * size_t(size) * 3, sc.background);
 
-  const int n = int(rng.range(min_items, max_items));
-  const std::vector<int> slots = draw_distinct(grid * grid, n, rng);
+  const int n = K == 0 ? int(rng.range(o.min_items, o.max_items)) : K * int(rng.range(o.min_items / K, o.max_items / K));
+  const std::vector<int> slots = draw_slots(grid, n, K, rng);
   const std::vector<int> colours = draw_distinct(kColourPaletteSize, n, rng);
   const int inner = slot - 2;  // the box keeps one pixel from the slot's edges
   const int lo = int(std::ceil(0.75 * inner));

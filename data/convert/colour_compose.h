@@ -3,8 +3,10 @@
 // made so that the question says where to look and the answer needs fine detail.
 // Rules, with slot = size / grid (the canvas is a grid x grid array of square slots):
 //  - A size x size RGB canvas of one neutral dark grey (R = G = B, in [16, 64]).
-//  - n items, n uniform in [min_items, max_items], each in its own slot (distinct
-//    slots drawn uniformly) and in its own colour of kColourPalette (distinct colours
+//  - n items, n uniform in [min_items, max_items] (block_items K: n / K uniform in
+//    [min_items / K, max_items / K]), each in its own slot (distinct slots drawn
+//    uniformly; with K: n / K distinct blocks of 2 x 2 slots drawn uniformly, then K
+//    distinct slots in each) and in its own colour of kColourPalette (distinct colours
 //    drawn uniformly): a picture of the scene's classes drawn with that tint (sprite.h
 //    sprite_from_grey) -- a Fashion-MNIST picture of the pool, or a digit 0-9 in one of
 //    kDigitStyles styles (data/image/glyph.h), both uniform -- its longer side uniform in [ceil(0.75 (slot - 2)),
@@ -60,10 +62,10 @@ struct ColourScene {
   int clutter = 0;                 // fragments drawn
 };
 
-// size a multiple of grid with size / grid >= kColourMinSlot; kColourMinItems <= min_items <=
-// max_items <= min(kColourPaletteSize, grid^2) (the caller checks the options);
-// `lib` is read for ColourClasses::Fashion only (may be null for digits).
-ColourScene compose_colour_scene(SceneLibrary* lib, ColourClasses classes, ScenePool pool, int size, int grid,
-                                 int min_items, int max_items, SceneRng& rng);
+// The options as build_colour_scenes checks them (convert_colours.cpp): o.size a multiple
+// of o.grid with o.size / o.grid >= kColourMinSlot; kColourMinItems <= o.min_items <=
+// o.max_items <= min(kColourPaletteSize, grid^2); o.block_items as ColourSceneOptions
+// says. `lib` is read for ColourClasses::Fashion only (may be null for digits).
+ColourScene compose_colour_scene(SceneLibrary* lib, const ColourSceneOptions& o, ScenePool pool, SceneRng& rng);
 
 }  // namespace vlm

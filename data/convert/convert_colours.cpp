@@ -41,6 +41,16 @@ BuildReport build_colour_scenes(const ColourSceneOptions& sc, const BuildOptions
               " (expected ", kColourMinItems, "..", most, ": one palette colour and one slot per item)");
   VLM_REQUIRE(sc.min_items >= kColourMinItems && sc.min_items <= sc.max_items, "--data.colour_min_items: ",
               sc.min_items, " (expected ", kColourMinItems, "..", sc.max_items, ", at most --data.colour_items)");
+  const int K = sc.block_items;
+  VLM_REQUIRE(K == 0 || (K >= 2 && K <= 4), "--data.colour_block_items: ", K, " (expected 0, or 2..4 items per block)");
+  VLM_REQUIRE(K == 0 || sc.grid % 2 == 0, "--data.colour_block_items: ", K, " needs blocks of 2 x 2 slots, an even ",
+              "--data.colour_grid (got ", sc.grid, ")");
+  VLM_REQUIRE(K == 0 || (sc.min_items % K == 0 && sc.max_items % K == 0), "--data.colour_block_items: ", K,
+              " needs --data.colour_min_items and --data.colour_items multiples of it (got ", sc.min_items, " and ",
+              sc.max_items, ")");
+  VLM_REQUIRE(K == 0 || sc.max_items / K <= (sc.grid / 2) * (sc.grid / 2), "--data.colour_items: ", sc.max_items,
+              " items ", K, " to a block need ", sc.max_items / K, " blocks of 2 x 2 slots; the grid has ",
+              (sc.grid / 2) * (sc.grid / 2));
   const int64_t n = opt.limit;
   const Splits splits = random_splits(n, opt);
   std::vector<ScenePool> pool(size_t(n), ScenePool::Train);
@@ -60,13 +70,14 @@ BuildReport build_colour_scenes(const ColourSceneOptions& sc, const BuildOptions
 
   DatasetWriter w = DatasetWriter::encoded(opt.out);
   w.set_source(cat("colours: size ", sc.size, ", grid ", sc.grid, ", items ", sc.min_items, "..", sc.max_items,
+                   K ? cat(" (", K, " per block of 2 x 2 slots)") : std::string(),
                    ", seed ", opt.seed, fashion ? ", fashion-mnist " + sc.fashion_dir : std::string(", digits")));
   w.set_tokenizer(opt.tokenizer_name);
   std::vector<int32_t> boxes, labels;
   for (int64_t i = 0; i < n; ++i) {
     SceneRng rng(opt.seed, uint64_t(i));
     const ColourScene s =
-        compose_colour_scene(lib.get(), sc.classes, pool[size_t(i)], sc.size, sc.grid, sc.min_items, sc.max_items, rng);
+        compose_colour_scene(lib.get(), sc, pool[size_t(i)], rng);
     const std::string png = encode_png(s.rgb.data(), sc.size, sc.size, 3);
     const int64_t image =
         w.add_encoded(reinterpret_cast<const uint8_t*>(png.data()), png.size(), sc.size, sc.size, 3);

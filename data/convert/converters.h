@@ -89,7 +89,7 @@ BuildReport build_scenes(const SceneOptions& scene, const BuildOptions& opt);
 
 // Colour scenes (convert_colours.cpp, colour_compose.h; docs/dataset-format.md, "Colour
 // scenes"): opt.limit (>= 1) scenes of size x size RGB pixels on a grid x grid array of
-// slots, with min_items..max_items items (digits or Fashion-MNIST pictures), each in its own
+// slots, with min_items..max_items items (in blocks of 2 x 2 slots with block_items) (digits or Fashion-MNIST pictures), each in its own
 // slot and its own named colour, on grey clutter; one caption per item: "what is the
 // <colour> item?" -> its class noun, with its box and class (schema version 2). Splits
 // (and, for Fashion-MNIST, picture pools) as scenes.
@@ -102,6 +102,10 @@ struct ColourSceneOptions {
   int grid = 4;       // slots per side (size / grid >= kColourMinSlot pixels each)
   int min_items = kColourMinItems;  // items per scene at least (2..max_items)
   int max_items = 4;  // items per scene at most (2..min(palette, grid^2))
+  // 0: the items' slots are drawn anywhere; K in 2..4: the items fill n / K blocks of 2 x 2
+  // slots, K in each (an even grid; min_items and max_items multiples of K), so that
+  // pooling a block always mixes K items.
+  int block_items = 0;
   ColourClasses classes = ColourClasses::Digits;
   std::string fashion_dir = "/usr/share/datasets/fashion-mnist";
 };

@@ -15,7 +15,8 @@
 //    is refused;
 //  - under lod.anneal_from, the rows' shared full-detail prefix is trained once per
 //    placement and seed and every row resumes from it: every figure of ablation.csv but
-//    the times equals that of the rows trained from step 1 (--ablate.share_prefix=false);
+//    the times equals that of the rows trained from step 1 (--ablate.share_prefix=false),
+//    also for rows added by a later command, which reuses the prefix;
 //  - bad arguments exit 2 with one line;
 //  - the relevance precision of hand-made relevance maps (ablate/ablate_eval.h); the
 //    equal-loss check and the CSV reader on hand-made rows (ablate/ablate_table.h).
@@ -200,29 +201,40 @@ TEST_F(AblateCli, SeedsGiveRowsAndASummaryWithStandardErrors) {
 }
 
 TEST_F(AblateCli, SharedPrefixGivesTheFiguresOfRowsTrainedFromTheStart) {
-  const std::string rows = "--placements replicated,dedicated --lod relevance,uniform,random --budgets 7,16 --steps 6 "
+  const std::string rows = "--placements replicated,dedicated --lod relevance,uniform,random --steps 6 "
                            "--lod.anneal_from 0.5 --lod.anneal 0.75 --lod.explore 0.5 --lod.order depth "
                            "--lod.gate detail --lod.max_tokens 16";
-  const Result whole = test::run_command(ablate("whole", rows + " --ablate.share_prefix=false"), dir_);
+  const Result whole = test::run_command(ablate("whole", rows + " --budgets 7,16 --ablate.share_prefix=false"), dir_);
   ASSERT_EQ(whole.status, 0) << whole.out << whole.err;
   EXPECT_EQ(whole.out.find("shared prefix"), std::string::npos) << whole.out;
-  const Result shared = test::run_command(ablate("shared", rows), dir_);
-  ASSERT_EQ(shared.status, 0) << shared.out << shared.err;
-  const auto count = [&](const std::string& what) {
+  const auto count = [](const std::string& out, const std::string& what) {
     size_t n = 0;
-    for (size_t p = shared.out.find(what); p != std::string::npos; p = shared.out.find(what, p + 1)) ++n;
+    for (size_t p = out.find(what); p != std::string::npos; p = out.find(what, p + 1)) ++n;
     return n;
   };
-  EXPECT_EQ(count("vlm ablate: shared prefix "), 2u) << shared.out;  // one per placement
-  EXPECT_EQ(count("(from the shared prefix's step 3)"), 12u) << shared.out;
+  // Budget 7 first, then 16 added by a second command: its rows reuse the prefixes.
+  const Result first = test::run_command(ablate("shared", rows + " --budgets 7"), dir_);
+  ASSERT_EQ(first.status, 0) << first.out << first.err;
+  EXPECT_EQ(count(first.out, "trained once"), 2u) << first.out;  // one prefix per placement
+  EXPECT_EQ(count(first.out, "(from the shared prefix's step 3)"), 6u) << first.out;
+  const Result second = test::run_command(ablate("shared", rows + " --budgets 7,16"), dir_);
+  ASSERT_EQ(second.status, 0) << second.out << second.err;
+  EXPECT_EQ(count(second.out, "trained once"), 0u) << second.out;
+  EXPECT_EQ(count(second.out, "reused from"), 2u) << second.out;
+  EXPECT_EQ(count(second.out, "(from the shared prefix's step 3)"), 6u) << second.out;
   const auto a = read_csv(dir_ + "/whole/ablation.csv"), b = read_csv(dir_ + "/shared/ablation.csv");
   ASSERT_EQ(a.size(), 12u);
   ASSERT_EQ(b.size(), a.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    const std::string key = a[i].at("placement") + " " + a[i].at("lod") + " " + a[i].at("budget");
-    for (const auto& [column, value] : a[i])
+  const auto key = [](const std::map<std::string, std::string>& r) {
+    return r.at("placement") + " " + r.at("lod") + " " + r.at("budget");
+  };
+  std::map<std::string, const std::map<std::string, std::string>*> by_key;
+  for (const auto& r : b) by_key[key(r)] = &r;
+  for (const auto& r : a) {
+    ASSERT_TRUE(by_key.count(key(r))) << key(r);
+    for (const auto& [column, value] : r)
       if (column != "step_ms" && column != "images_per_s" && column != "seconds")
-        EXPECT_EQ(b[i].at(column), value) << key << " " << column;
+        EXPECT_EQ(by_key.at(key(r))->at(column), value) << key(r) << " " << column;
   }
   // The rows' own losses (metrics.jsonl) are the steps after the prefix, equal to the whole row's.
   const std::vector<double> w = test::jsonl_values(dir_ + "/whole/runs/replicated-relevance-7-s1-tp1dp1/metrics.jsonl",

@@ -59,9 +59,10 @@ const std::vector<std::string> kDigitNames = {"zero", "one", "two", "three", "fo
                                               "five", "six", "seven", "eight", "nine"};
 
 std::string build(const std::string& out, int64_t n, uint64_t seed, int size, int grid, int items,
-                  ColourClasses classes = ColourClasses::Digits, int min_items = kColourMinItems) {
+                  ColourClasses classes = ColourClasses::Digits, int min_items = kColourMinItems, int block_items = 0) {
   ColourSceneOptions so;
   so.size = size, so.grid = grid, so.min_items = min_items, so.max_items = items, so.classes = classes;
+  so.block_items = block_items;
   so.fashion_dir = test::kFashionDir;
   const BuildReport r = build_colour_scenes(so, test::small_build(out, n, seed));
   EXPECT_EQ(r.images, n);
@@ -260,6 +261,34 @@ TEST_F(ColourScenes, FixedItemCount) {
   EXPECT_EQ(m, 20 * 6);
 }
 
+// --data.colour_block_items 2: every block of 2 x 2 slots holds 0 or 2 items (their
+// boxes' slots), and the file passes every other check.
+TEST_F(ColourScenes, ItemsTwoToABlock) {
+  const int size = 64, grid = 4, slot = size / grid;
+  int64_t m = 0;
+  const std::string path = build(dir_ + "/blocks.h5", 30, 11, size, grid, 4, ColourClasses::Digits, 2, 2);
+  check_file(path, size, grid, 4, &m, 2);
+  const DatasetReader r(path);
+  std::map<int64_t, std::map<int, int>> per_block;  // image -> block -> items
+  for (int64_t j = 0; j < r.num_captions(); ++j) {
+    const CaptionBox b = r.box(j);
+    const int sx = b.x0 / slot, sy = b.y0 / slot;
+    ++per_block[r.caption_image(j)][(sy / 2) * (grid / 2) + sx / 2];
+  }
+  ASSERT_EQ(per_block.size(), 30u);
+  int scenes_of_4 = 0;
+  for (const auto& [image, blocks] : per_block) {
+    int items = 0;
+    for (const auto& [block, k] : blocks) {
+      EXPECT_EQ(k, 2) << "image " << image << " block " << block;
+      items += k;
+    }
+    scenes_of_4 += items == 4;
+  }
+  EXPECT_GT(scenes_of_4, 0);  // 2 or 4 items, both drawn
+  EXPECT_LT(scenes_of_4, 30);
+}
+
 TEST_F(ColourScenes, FashionMnistItems) {
   if (!test::have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist not installed";
   int64_t m = 0;
@@ -304,15 +333,18 @@ TEST_F(ColourScenes, BadOptionsAreRefused) {
   struct Case {
     int size, grid, items, min_items;
     std::string what;
+    int block_items = 0;
   };
   for (const Case& c :
        {Case{64, 5, 4, 2, "--data.scene_size"}, Case{32, 8, 4, 2, "--data.scene_size"},
         Case{64, 4, 7, 2, "--data.colour_items"}, Case{64, 1, 2, 2, "--data.colour_items"},
         Case{64, 4, 1, 2, "--data.colour_items"}, Case{64, 4, 4, 5, "--data.colour_min_items"},
-        Case{64, 4, 4, 1, "--data.colour_min_items"}}) {
+        Case{64, 4, 4, 1, "--data.colour_min_items"}, Case{64, 4, 3, 2, "--data.colour_block_items", 2},
+        Case{64, 4, 4, 2, "--data.colour_block_items", 5}, Case{48, 3, 4, 2, "--data.colour_block_items", 2},
+        Case{32, 2, 4, 4, "--data.colour_items", 2}}) {
     SCOPED_TRACE(c.what);
     try {
-      build(dir_ + "/bad.h5", 5, 1, c.size, c.grid, c.items, ColourClasses::Digits, c.min_items);
+      build(dir_ + "/bad.h5", 5, 1, c.size, c.grid, c.items, ColourClasses::Digits, c.min_items, c.block_items);
       ADD_FAILURE() << "accepted";
     } catch (const UserError& e) {
       EXPECT_NE(std::string(e.what()).find(c.what), std::string::npos) << e.what();
