@@ -22,19 +22,30 @@ int64_t LodAllocator::budget(double mean_r) const {
   return std::clamp(n, cfg_.min_tokens, cfg_.max_tokens);
 }
 
+void soft_mix(const double* r, int G, int R, double k, double tau, ImageLod& lod) {
+  const int RG = G / R;
+  std::vector<double> rho(size_t(RG) * RG, 0.0);
+  for (int y = 0; y < G; ++y)
+    for (int x = 0; x < G; ++x) rho[size_t((y / R) * RG + x / R)] += r[int64_t(y) * G + x] / double(R * R);
+  const double top = *std::max_element(rho.begin(), rho.end());
+  double sum = 0;
+  lod.share.resize(rho.size()), lod.mix.resize(rho.size());
+  for (size_t j = 0; j < rho.size(); ++j) sum += lod.share[j] = std::exp((rho[j] - top) / tau);
+  for (size_t j = 0; j < rho.size(); ++j) lod.share[j] /= sum, lod.mix[j] = std::min(1.0, k * lod.share[j]);
+  lod.k = k, lod.tau = tau;
+}
+
 ImageLod LodAllocator::allocate(const float* r, uint64_t seed, const LodConfig::Step& step) const {
   std::vector<double> d(r, r + int64_t(G_) * G_);
   return allocate(d.data(), seed, step);
 }
 
-ImageLod LodAllocator::allocate(const double* r, uint64_t seed, const LodConfig::Step& step) const {
+// The levels of a hard allocation (the order and the rounds of the header); returns the
+// tokens they emit.
+int64_t LodAllocator::upgrade_regions(const double* r, uint64_t seed, const LodConfig::Step& step,
+                                      ImageLod& out) const {
   const int R = cfg_.region, RG = G_ / R, L = levels();
-  const int64_t nreg = regions(), cells = int64_t(G_) * G_;
-  ImageLod out;
-  double mean = 0;
-  for (int64_t i = 0; i < cells; ++i) mean += r[i];
-  out.budget = step.budget > 0 ? step.budget : budget(mean / double(cells));
-
+  const int64_t nreg = regions();
   std::vector<double> rel(static_cast<size_t>(nreg), 0.0);
   for (int y = 0; y < G_; ++y)
     for (int x = 0; x < G_; ++x) rel[size_t((y / R) * RG + x / R)] += r[int64_t(y) * G_ + x];
@@ -49,8 +60,6 @@ ImageLod LodAllocator::allocate(const double* r, uint64_t seed, const LodConfig:
     std::mt19937_64 g(seed);  // Fisher-Yates with g() % n: the same on every platform
     for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[size_t(g() % i)]);
   }
-
-  out.level.assign(size_t(nreg), 0);
   int64_t spent = nreg;
   // One upgrade of region `reg` from level l; false (and the allocation ends) when it does not fit.
   auto upgrade = [&](int32_t reg, int l) {
@@ -60,14 +69,33 @@ ImageLod LodAllocator::allocate(const double* r, uint64_t seed, const LodConfig:
     spent += cost;
     return true;
   };
+  bool fits = true;
   if (cfg_.order == LodOrder::Depth && cfg_.policy != LodPolicy::Uniform) {
-    bool fits = true;
     for (size_t i = 0; i < order.size() && fits; ++i)
       for (int l = 0; l + 1 < L && fits; ++l) fits = upgrade(order[i], l);
   } else {
-    bool fits = true;
     for (int l = 0; l + 1 < L && fits; ++l)
       for (size_t i = 0; i < order.size() && fits; ++i) fits = upgrade(order[i], l);
+  }
+  return spent;
+}
+
+ImageLod LodAllocator::allocate(const double* r, uint64_t seed, const LodConfig::Step& step) const {
+  const int R = cfg_.region, RG = G_ / R, L = levels();
+  const int64_t nreg = regions(), cells = int64_t(G_) * G_;
+  ImageLod out;
+  double mean = 0;
+  for (int64_t i = 0; i < cells; ++i) mean += r[i];
+  out.budget = step.budget > 0 ? step.budget : budget(mean / double(cells));
+  out.level.assign(size_t(nreg), 0);
+  int64_t spent = nreg;
+  if (step.soft) {  // every region at its finest level; the budget's worth of detail shared by relevance
+    const int64_t full = int64_t(R) * R;
+    out.level.assign(size_t(nreg), L - 1);
+    spent = nreg * full;
+    soft_mix(r, G_, R, full > 1 ? double(out.budget - nreg) / double(full - 1) : 0.0, cfg_.soft_temperature, out);
+  } else {
+    spent = upgrade_regions(r, seed, step, out);
   }
 
   out.per_level.assign(size_t(L), 0);

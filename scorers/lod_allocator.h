@@ -20,7 +20,9 @@
 //    always allocates in rounds: the same detail everywhere is what it stands for.
 // Training schedules (LodConfig::step_at): allocate(r, seed, step) takes the random
 // policy's order with probability step.explore (policy relevance only; drawn from the
-// seed), and step.budget (when > 0) as every image's budget.
+// seed), and step.budget (when > 0) as every image's budget. A soft step (step.soft,
+// lod.gate=soft) emits every region at its finest level and shares the detail the budget
+// buys by relevance (soft_mix): no exploration, and T_i = G*G.
 // Hence:
 //  - the tokens emitted T_i <= N_i, and T_i > N_i - (cost of the refused upgrade);
 //  - a region never gets fewer tokens than a less relevant one (policy relevance), and a
@@ -49,7 +51,18 @@ struct ImageLod {
   std::vector<int32_t> level;      // per region (raster order)
   std::vector<LodToken> tokens;    // T_i tokens, raster order of regions, then of squares
   std::vector<int64_t> per_level;  // regions at each level (levels() entries)
+  // Soft steps only (empty otherwise; soft_mix): the share of the detail of each region,
+  // and the softmax it comes from.
+  std::vector<double> mix, share;
+  double k = 0, tau = 0;  // the regions' worth of detail shared; the softmax's temperature
 };
+
+// Soft detail (docs/scorers.md, "Soft detail (`lod.gate=soft`)"): with rho_j the mean of r[G*G] over region j
+// (R x R cells), share = softmax(rho / tau) over the regions and
+//   mix_j = min(1, k share_j),
+// the weight of region j's detail over its level-0 token (scorers/lod_tokens.h). Sets
+// lod.mix, lod.share, lod.k, lod.tau.
+void soft_mix(const double* r, int G, int R, double k, double tau, ImageLod& lod);
 
 class LodAllocator {
  public:
@@ -71,6 +84,7 @@ class LodAllocator {
   ImageLod allocate(const float* r, uint64_t seed, const LodConfig::Step& step = {}) const;
 
  private:
+  int64_t upgrade_regions(const double* r, uint64_t seed, const LodConfig::Step& step, ImageLod& out) const;
   LodConfig cfg_;
   int G_;
 };

@@ -57,7 +57,7 @@ void LodTokens::reserve(int64_t max_tokens) {
   const size_t e = dtype_size(level_.dtype()), T = size_t(max_tokens), N = size_t(dims_.cells()), d = size_t(dims_.d);
   for (ScratchTensor* s : {&pool_, &region_mean_}) s->reserve(dev, T * N * e);
   for (ScratchTensor* s : {&host_pool_, &host_mean_}) s->reserve(DeviceKind::CPU, T * N * e);
-  if (gate_ == LodGate::Detail) detail_.reserve(dev, T * N * e), host_detail_.reserve(DeviceKind::CPU, T * N * e);
+  if (gate_ != LodGate::Token) detail_.reserve(dev, T * N * e), host_detail_.reserve(DeviceKind::CPU, T * N * e);
   for (ScratchTensor* s : {&ids_level_, &ids_y_, &ids_x_}) s->reserve(dev, T * 4);
   for (ScratchTensor* s : {&saved_, &tmp_}) s->reserve(dev, T * d * e);
   rowdot_.reserve(dev, T * e);
@@ -81,7 +81,7 @@ void LodTokens::forward(Stream& st, const Tensor& tokens, std::vector<int64_t>& 
   const Tensor& Q = scratch(host_mean_, DeviceKind::CPU, Shape{T, N}, dt);
   std::memset(P.data(), 0, P.nbytes());
   std::memset(Q.data(), 0, Q.nbytes());
-  const bool detail = gate_ == LodGate::Detail;
+  const bool detail = gate_ != LodGate::Token;
   const Tensor D = detail ? scratch(host_detail_, DeviceKind::CPU, Shape{T, N}, dt) : Tensor();
   if (detail) std::memset(D.data(), 0, D.nbytes());
   il_.resize(size_t(T)), iy_.resize(size_t(T)), ix_.resize(size_t(T));
@@ -89,6 +89,13 @@ void LodTokens::forward(Stream& st, const Tensor& tokens, std::vector<int64_t>& 
   int64_t t = 0;
   const int RG = int(G) / R_;
   for (const ImageLod& lod : lods) {
+    VLM_ASSERT(lod.mix.empty() || gate_ == LodGate::Soft, "LodTokens: a soft allocation needs lod.gate=soft");
+    if (!lod.mix.empty()) {
+      soft_rows(lod, P, Q, D, t);
+      t += int64_t(lod.tokens.size());
+      cu.push_back(t);
+      continue;
+    }
     for (const LodToken& k : lod.tokens) {
       const double wp = 1.0 / double(k.side * k.side), wq = 1.0 / double(R_ * R_);
       for (int y = k.y0; y < k.y0 + k.side; ++y)
@@ -141,6 +148,35 @@ void LodTokens::forward(Stream& st, const Tensor& tokens, std::vector<int64_t>& 
     if (cu[size_t(b + 1)] == cu[size_t(b)]) continue;
     matmul(st, saved_.slice(cu[size_t(b)], cu[size_t(b + 1)]), detail_.slice(cu[size_t(b)], cu[size_t(b + 1)]),
            F.slice(b, b + 1).view(Shape{N, d}), opts(false, 0.f));
+  }
+}
+
+void LodTokens::soft_rows(const ImageLod& lod, const Tensor& P, const Tensor& Q, const Tensor& D, int64_t t) {
+  const int64_t N = dims_.cells(), G = dims_.G;
+  const int RG = int(G) / R_;
+  const double wq = 1.0 / double(R_ * R_);
+  for (const LodToken& k : lod.tokens) {
+    const size_t j = size_t(k.region);
+    const double m = lod.mix[j], wp = 1.0 / double(k.side * k.side);
+    const int ry = (k.region / RG) * R_, rx = (k.region % RG) * R_;
+    for (int y = ry; y < ry + R_; ++y)
+      for (int x = rx; x < rx + R_; ++x) {
+        const bool own = y >= k.y0 && y < k.y0 + k.side && x >= k.x0 && x < k.x0 + k.side;
+        if (k.level == 0) {
+          set(P, t * N + y * G + x, wq);
+          continue;
+        }
+        set(P, t * N + y * G + x, (own ? m * wp : 0.0) + (1.0 - m) * wq);  // level 0 + m (fine - level 0)
+        set(D, t * N + y * G + x, (own ? wp : 0.0) - wq);
+      }
+    // d mix_j / d r[c] = k / (tau R^2) share_j ([c in j] - share_region(c)), 0 where mix_j is capped at 1
+    if (k.level > 0 && m < 1.0)
+      for (int64_t c = 0; c < N; ++c) {
+        const size_t i = size_t((c / G / R_) * RG + (c % G) / R_);
+        set(Q, t * N + c, lod.k / lod.tau * wq * lod.share[j] * ((i == j ? 1.0 : 0.0) - lod.share[i]));
+      }
+    il_[size_t(t)] = k.level, iy_[size_t(t)] = 2 * k.y0 + k.side - 1, ix_[size_t(t)] = 2 * k.x0 + k.side - 1;
+    ++t;
   }
 }
 

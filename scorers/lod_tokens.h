@@ -21,6 +21,14 @@
 //    away) does not cancel, and that does not push every region's relevance up together
 //    (an allocation at a fixed budget depends only on the order of the regions; a
 //    uniform rise would only saturate the sigmoid and stop the gradient).
+//  - soft: the detail gate, except for the tokens of a soft allocation (ImageLod::mix,
+//    lod_allocator.h soft_mix: every region at its finest level), which are not gated but
+//    mixed, each token of region j at level >= 1
+//      token = level0_j + mix_j (fine - level0_j),   level0_j the region's mean,
+//    a value that depends on r through mix_j = min(1, k softmax_j(rho / tau)); the backward
+//    is that function's own, with rd_t = <dtoken_t, fine_t - level0_j>:
+//      dr[c] += sum_t rd_t k / (tau R^2) share_j ([c in j] - share_{region(c)})  (mix_j < 1),
+//    so the regions compete for the detail the budget buys.
 // So the language-model loss reaches the relevance r (and through it the balancer and
 // the scorers). The allocation itself carries no gradient.
 // Pooling and the gate are matmuls by per-image matrices built on the host from the
@@ -60,6 +68,8 @@ class LodTokens {
   void backward(Stream& st, const Tensor& dF, const Tensor& dr, const Tensor& dtokens);
 
  private:
+  // The rows of P, Q and D (and the ids) of a soft allocation's tokens, from row t.
+  void soft_rows(const ImageLod& lod, const Tensor& P, const Tensor& Q, const Tensor& D, int64_t t);
   ScorerDims dims_;
   int R_;
   LodGate gate_;

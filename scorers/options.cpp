@@ -38,6 +38,7 @@ LodConfig::Step LodConfig::step_at(int64_t step, int64_t steps) const {
   if (anneal > 0 && fixed_budget > 0)
     s.budget = fixed_budget +
                int64_t(std::llround(double(max_tokens - fixed_budget) * falling(anneal_from, anneal, step, steps)));
+  s.soft = gate == LodGate::Soft && policy == LodPolicy::Relevance && s.budget > fixed_budget && s.budget < max_tokens;
   return s;
 }
 
@@ -93,6 +94,10 @@ void ScorerOptions::validate(int G, int tp, const std::map<std::string, std::str
               " anneals towards a fixed budget: set lod.budget to a number of tokens");
   VLM_REQUIRE(lod.anneal_from == 0 || lod.anneal_from < lod.anneal, "lod.anneal_from=", lod.anneal_from,
               ": expected a fraction of the steps below lod.anneal=", lod.anneal, " (where the annealing ends)");
+  VLM_REQUIRE(lod.gate != LodGate::Soft || lod.max_tokens == cells,
+              named(as, lod_field(&LodConfig::max_tokens), lod.max_tokens), " with lod.gate=soft: expected G*G = ",
+              cells, " (the soft steps give every region its full detail, mixed in by the relevance)");
+  VLM_REQUIRE(lod.soft_temperature > 0, "lod.soft_temperature=", lod.soft_temperature, ": expected > 0");
   VLM_REQUIRE(scorers.k >= 1 && scorers.k % 2 == 1 && scorers.k <= G, "scorers.k=", scorers.k,
               ": expected an odd window size in [1, G = ", G, "]");
 }
@@ -126,9 +131,13 @@ const OptionSet<ScorerOptions>& scorer_options() {
              "finest level in turn; policy uniform always uses rounds)")
         .choices({{"rounds", LodOrder::Rounds}, {"depth", LodOrder::Depth}});
     s.option("lod.gate", lod_field(&LodConfig::gate),
-             "relevance gradient: token (the straight-through gate scales the token) or detail (it scales the "
-             "token's detail over its coarser level: the first-order value of the detail)")
-        .choices({{"token", LodGate::Token}, {"detail", LodGate::Detail}});
+             "relevance gradient: token (the straight-through gate scales the token), detail (it scales the "
+             "token's detail over its coarser level: the first-order value of the detail) or soft (detail, and while "
+             "lod.anneal lowers the budget, every region's detail mixed in by its relevance: docs/scorers.md)")
+        .choices({{"token", LodGate::Token}, {"detail", LodGate::Detail}, {"soft", LodGate::Soft}});
+    s.option("lod.soft_temperature", lod_field(&LodConfig::soft_temperature),
+             "lod.gate=soft: temperature of the softmax over the regions' mean relevance that shares the detail")
+        .range(1e-6, 1e6);
     s.option("lod.explore", lod_field(&LodConfig::explore),
              "training: probability that an image's allocation takes a random region order (policy relevance), "
              "falling linearly to 0 at lod.explore_until x train.steps")

@@ -24,7 +24,7 @@ namespace vlm {
 
 enum class LodPolicy { Relevance, Uniform, Random };
 enum class LodOrder { Rounds, Depth };  // lod.order (scorers/lod_allocator.h)
-enum class LodGate { Token, Detail };   // lod.gate (scorers/lod_tokens.h)
+enum class LodGate { Token, Detail, Soft };  // lod.gate (scorers/lod_tokens.h)
 const char* policy_name(LodPolicy p);
 
 struct LodConfig {
@@ -41,13 +41,19 @@ struct LodConfig {
   //    explore_until x steps (and staying 0);
   //  - annealing (a fixed lod.budget): the budget stays at lod.max_tokens up to step
   //    anneal_from x steps (at least step 1), then falls linearly to lod.budget at step
-  //    anneal x steps (and stays there), so that early steps see the detail everywhere.
+  //    anneal x steps (and stays there), so that early steps see the detail everywhere;
+  //  - soft detail (lod.gate=soft, policy relevance): while the annealed budget is between
+  //    lod.max_tokens and lod.budget (both excluded), the step is soft: every region keeps
+  //    its full detail, mixed in by the relevance (scorers/lod_allocator.h soft_mix, at
+  //    temperature soft_temperature) up to the regions' worth of detail the budget buys.
   double explore = 0, explore_until = 0.5, anneal = 0, anneal_from = 0;
+  double soft_temperature = 0.1;
 
   int levels() const;                                    // log2(R) + 1 (levels 0..log2 R)
   struct Step {
     double explore = 0;  // exploration probability
     int64_t budget = 0;  // the budget of every image (0: the configured rule)
+    bool soft = false;   // soft detail (lod.gate=soft) at this budget
   };
   Step step_at(int64_t step, int64_t steps) const;
   int64_t regions(int G) const { return int64_t(G / region) * (G / region); }

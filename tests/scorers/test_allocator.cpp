@@ -4,9 +4,10 @@
 // same tokens as the relevance policy; lod.order=depth (every region in the order to the
 // finest level before the next, the allocation ending at the first upgrade that does
 // not fit; uniform unchanged); exploration (the random order with probability explore)
-// and its schedule (LodConfig::explore_at).
+// and its schedule (LodConfig::explore_at); soft steps (lod.gate=soft) and their mix.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
 
 #include "scorers/lod_allocator.h"
@@ -243,6 +244,41 @@ TEST(LodAllocator, ExplorationTakesTheRandomOrder) {
   c.explore = 0, c.anneal = 0, c.anneal_from = 0;
   EXPECT_EQ(c.step_at(1, 100).explore, 0.0);
   EXPECT_EQ(c.step_at(1, 100).budget, 0);
+}
+
+// lod.gate=soft: the steps whose annealed budget lies strictly between max_tokens and the
+// budget are soft (policy relevance only); a soft allocation emits every region at its
+// finest level, with mix = min(1, k softmax(rho / tau)), k = (budget - regions) / (R^2 - 1).
+TEST(LodAllocator, SoftStepsShareTheBudgetsDetailByRelevance) {
+  LodConfig c = config(4, 16, 256, LodPolicy::Relevance, 31);
+  c.gate = LodGate::Soft, c.anneal_from = 0.1, c.anneal = 0.25, c.soft_temperature = 0.1;
+  EXPECT_FALSE(c.step_at(10, 100).soft);  // full detail
+  EXPECT_TRUE(c.step_at(11, 100).soft);
+  EXPECT_TRUE(c.step_at(24, 100).soft);
+  EXPECT_FALSE(c.step_at(25, 100).soft);  // at the budget: hard
+  LodConfig u = c, d = c;
+  u.policy = LodPolicy::Uniform, d.gate = LodGate::Detail;
+  EXPECT_FALSE(u.step_at(16, 100).soft);
+  EXPECT_FALSE(d.step_at(16, 100).soft);
+  Rng rng(12);
+  const Vec r = relevance(rng, 16);
+  const LodAllocator a(c, 16);
+  const ImageLod h = a.allocate(r.data(), 3, c.step_at(16, 100));
+  EXPECT_EQ(h.budget, c.step_at(16, 100).budget);
+  EXPECT_EQ(h.tokens.size(), 256u);
+  EXPECT_EQ(h.per_level, (std::vector<int64_t>{0, 0, 16}));
+  EXPECT_DOUBLE_EQ(h.k, double(h.budget - 16) / 15.0);
+  ASSERT_EQ(h.mix.size(), 16u);
+  std::vector<double> rho(16, 0.0), e(16);
+  for (int y = 0; y < 16; ++y)
+    for (int x = 0; x < 16; ++x) rho[size_t((y / 4) * 4 + x / 4)] += r[size_t(y * 16 + x)] / 16.0;
+  double z = 0;
+  for (size_t j = 0; j < 16; ++j) z += e[j] = std::exp(rho[j] / 0.1);
+  for (size_t j = 0; j < 16; ++j) {
+    EXPECT_NEAR(h.share[j], e[j] / z, 1e-12);
+    EXPECT_NEAR(h.mix[j], std::min(1.0, h.k * e[j] / z), 1e-12);
+  }
+  EXPECT_TRUE(a.allocate(r.data(), 3, c.step_at(30, 100)).mix.empty());  // a hard step
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 // centre-surround, then f64 finite-difference gradients (tests/core/gradcheck.h) of each scorer (features,
 // query and every parameter), the balancer, the per-level pooling with the level and
 // position embeddings, the straight-through gate and the detail gate (allocation held fixed; the gate's
-// reference is tokens * (1 + r_reg - r_reg(r0)) with r0 the point of evaluation); then
+// reference is tokens * (1 + r_reg - r_reg(r0)) with r0 the point of evaluation), soft
+// detail (its mix recomputed from r); then
 // the whole stage at TP=1: every scorer and balancer parameter gets a non-zero gradient
 // through the gate from a loss on the tokens.
 #include "tests/core/gradcheck.h"
@@ -282,6 +283,82 @@ TEST(ScorerGrad, DetailGateWithAllocationFixed) {
     return std::vector<Tensor>{dr};
   };
   gradcheck(p, 65);
+}
+
+// Soft detail (lod.gate=soft, a soft step): every region of G = 8 at its finest level
+// (R = 4: 16 tokens each), the detail mixed in by mix = min(1, k softmax(rho / tau)); image
+// 0 with k = 1.6, image 1 with k = 3 (a region capped at 1). The tokens against the plain
+// pooling (fine + embeddings) plus (mix - 1)(fine - region mean), computed by loops; the
+// gradients of r (through mix, recomputed from r by soft_mix), F and the parameters
+// against finite differences.
+TEST(ScorerGrad, SoftDetailRecomputedFromR) {
+  const ScorerDims d = small_dims();
+  const int R = 4;
+  const int64_t B = 2, N = d.cells();
+  LodConfig c;
+  c.region = R, c.min_tokens = 4, c.max_tokens = 64, c.gate = LodGate::Soft, c.soft_temperature = 0.05;
+  Rng rng(66);
+  const Vec r0 = rng.vec(B * N, 0.05, 0.95);
+  std::vector<ImageLod> lods;
+  for (int64_t b = 0; b < B; ++b) {
+    LodConfig::Step step;
+    step.budget = b == 0 ? 28 : 49, step.soft = true;
+    lods.push_back(LodAllocator(c, d.G).allocate(r0.data() + b * N, 0, step));
+    ASSERT_EQ(lods.back().tokens.size(), size_t(N));
+    EXPECT_EQ(lods.back().per_level, (std::vector<int64_t>{0, 0, 4}));
+  }
+  EXPECT_DOUBLE_EQ(lods[0].k, 1.6);
+  EXPECT_DOUBLE_EQ(lods[1].k, 3.0);
+  EXPECT_EQ(*std::max_element(lods[1].mix.begin(), lods[1].mix.end()), 1.0);  // the cap is exercised
+  const int64_t T = LodTokens::total_tokens(lods);
+  ParamTable t = table_of(lod_param_specs(d, 3), 67);
+  LodTokens lt(d, R, LodGate::Soft), plain(d, R);
+  lt.bind(t), plain.bind(t);
+  Tensor F = host(rng.vec(B * N * d.d), Shape{B, N, d.d});
+  const Vec f = to_vector_f64(F);
+  std::vector<int64_t> cu;
+  {  // the tokens, by loops
+    Tensor tok = zeros(Shape{T, d.d}), ref = zeros(Shape{T, d.d});
+    lt.forward(S(), tok, cu, lods, F);
+    std::vector<ImageLod> hard = lods;
+    for (ImageLod& l : hard) l.mix.clear(), l.share.clear();
+    plain.forward(S(), ref, cu, hard, F);
+    const Vec a = to_vector_f64(tok), e = to_vector_f64(ref);
+    int64_t row = 0;
+    for (int64_t b = 0; b < B; ++b)
+      for (const LodToken& k : lods[size_t(b)].tokens) {
+        const double m = lods[size_t(b)].mix[size_t(k.region)];
+        const int ry = (k.y0 / R) * R, rx = (k.x0 / R) * R;
+        for (int64_t ch = 0; ch < d.d; ++ch) {
+          double mean = 0;
+          for (int y = ry; y < ry + R; ++y)
+            for (int x = rx; x < rx + R; ++x) mean += f[size_t((b * N + y * d.G + x) * d.d + ch)] / double(R * R);
+          const double fine = f[size_t((b * N + k.y0 * d.G + k.x0) * d.d + ch)];  // side 1: the cell
+          EXPECT_NEAR(a[size_t(row * d.d + ch)], e[size_t(row * d.d + ch)] + (m - 1.0) * (fine - mean), 1e-12);
+        }
+        ++row;
+      }
+  }
+  GradProblem p;
+  p.inputs = {host(r0, Shape{B, N}), F};
+  add_params(p, t);
+  p.forward = [&] {
+    const Vec r = to_vector_f64(p.inputs[0]);
+    for (int64_t b = 0; b < B; ++b) soft_mix(r.data() + b * N, d.G, R, lods[size_t(b)].k, 0.05, lods[size_t(b)]);
+    Tensor tok = zeros(Shape{T, d.d});
+    lt.forward(S(), tok, cu, lods, p.inputs[1]);
+    return std::vector<Tensor>{tok};
+  };
+  p.backward = [&](const std::vector<Tensor>& dout) {
+    p.forward();
+    t.zero_grads();
+    Tensor dF = zeros(Shape{B, N, d.d});
+    Tensor dr = accumulated(Shape{B, N}, [&](const Tensor& g) { lt.backward(S(), dF, g, dout[0]); });
+    std::vector<Tensor> g{dr, to_host(dF)};
+    for (Tensor& x : grads_of(t)) g.push_back(x);
+    return g;
+  };
+  gradcheck(p, 68);
 }
 
 TEST(ScorerGrad, StageGivesEveryScorerAndTheBalancerAGradient) {
