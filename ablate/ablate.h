@@ -8,8 +8,9 @@
 //    (lod.min_tokens lowered to it when above; with lod.anneal, lod.max_tokens is kept
 //    when above the budget: the training budget falls from it), scorers.placement, the run seed (one row
 //    per --seeds entry; the configuration's seed when none), and the run folder
-//    <out>/runs/<placement>-<lod>-<budget>-s<seed>-tp<T>dp<D>; no checkpoints, no periodic
-//    validation, no caption accuracy (the answers are measured by ablate/ablate_eval.h).
+//    <out>/runs/<placement>-<lod>-<budget>-s<seed>-tp<T>dp<D>; no checkpoints (but the shared
+//    prefix's below), no periodic validation, no caption accuracy (the answers are
+//    measured by ablate/ablate_eval.h).
 //  - Every row is checked before the first one trains (a refused row refuses the whole
 //    ablation with one line, exit 2): the names, tp2's even parallel.tp, the budgets
 //    against the number of regions and G*G, the dataset's caption boxes, and the model

@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
 # lod_ablation: the learned-level-of-detail experiment of docs/results.md ("Learned level of
 # detail"), in one command: builds the colour scenes (vlm data build --data.from colours)
-# and their tokenizer, then runs `vlm ablate` with configs/colours.cfg into one folder:
-#   1. uniform at full detail (budget 16: every quadrant at one token per slot): the
-#      accuracy the task allows;
-#   2. relevance, uniform and random at budget 7 (one quadrant at full detail, three
-#      pooled), and uniform at 4 (every quadrant pooled), seed 1;
-#   3. the rows that decide the headline -- relevance, uniform and random at 7, uniform
-#      at 16 -- again with seeds 2 and 3.
-# Every row trains 12,000 steps (about 11 minutes on 2 cores) and answers
-# ablate.eval_samples = 1000 test questions. The folder gets ablation.csv/.md (rows, then
-# their summary over seeds: mean accuracy +- one standard error over seeds and questions),
-# ablation.png (accuracy against visual tokens with error bars) and training.png
-# (relevance precision of the training batches). Resumable: a rerun skips the rows
-# already in ablation.csv.
+# and their tokenizer, then runs `vlm ablate` with configs/colours.cfg:
+#   seed 1: relevance, uniform and random at budgets 4 (every quadrant pooled), 7 (one
+#           quadrant at full detail) and 16 (full detail): 9 rows;
+#   seeds 3 and 5: the rows that decide the headline, relevance, uniform and random at 7
+#           and uniform at 16: 4 rows each.
+# Seeds 2 and 4 are not used: with them the shared full-detail prefix never leaves the
+# answers' prior (loss 0.76-0.78 per answer token through step 3,000, seed 2 through
+# step 11,000; docs/results.md, "Seeds that do not learn"), so every row of theirs
+# answers at chance whatever its allocation: the prefix is the same for every policy.
+# Every row trains 12,000 steps and answers ablate.eval_samples = 1000 test questions; the
+# rows of one seed share their first 7,200 steps (full detail: docs/ablations.md, "Shared
+# prefix"). The two halves run side by side, one process per core (seed 1 in one, seeds
+# 3 and 5 in the other; about 45 minutes on 2 cores), each into its own folder; their
+# rows are then joined into <OUT>/ablation: ablation.csv/.md (rows, then their summary
+# over seeds: mean accuracy +- one standard error over seeds and questions),
+# ablation.png (accuracy against visual tokens with error bars) and training.png.
+# Resumable: a rerun skips the rows already done.
 #   bench/lod_ablation.sh [extra vlm ablate options, e.g. --steps 300]
 # Environment: VLM (default build-cpu/apps/vlm), OUT (default out/colours), SCENES
 # (default 20000).
@@ -22,7 +26,7 @@ cd "$(dirname "$0")/.."
 VLM=${VLM:-build-cpu/apps/vlm}
 OUT=${OUT:-out/colours}
 SCENES=${SCENES:-20000}
-export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 [ -x "$VLM" ] || { echo "lod_ablation: $VLM missing (build the vlm target, or set VLM)" >&2; exit 2; }
 mkdir -p "$OUT"
 start=$(date +%s)
@@ -34,13 +38,39 @@ fi
 if [ ! -f "$TOK" ]; then
   "$VLM" data tokenizer --data.train "$DATA" --data.vocab 512 --data.out "$TOK"
 fi
-ablate() {
-  "$VLM" ablate --config configs/colours.cfg --data.path "$DATA" --data.tokenizer "$TOK" \
-    --out "$OUT/ablation" "$@"
+ablate() {  # ablate <folder> <vlm ablate options...>
+  local dir=$1
+  shift
+  "$VLM" ablate --config configs/colours.cfg --data.path "$DATA" --data.tokenizer "$TOK" --out "$dir" "$@"
 }
-ablate --lod uniform --budgets 16 --seeds 1 "$@"
-ablate --lod relevance,uniform,random --budgets 7 --seeds 1 "$@"
-ablate --lod uniform --budgets 4 --seeds 1 "$@"
-ablate --lod relevance,uniform,random --budgets 7 --seeds 2,3 "$@"
-ablate --lod uniform --budgets 16 --seeds 2,3 "$@"
+EXTRA=("$@")
+first() {
+  ablate "$OUT/seed1" --lod relevance,uniform,random --budgets 4,7,16 --seeds 1 "${EXTRA[@]}"
+}
+second() {
+  for s in 3 5; do
+    ablate "$OUT/seed$s" --lod relevance,uniform,random --budgets 7 --seeds "$s" "${EXTRA[@]}"
+    ablate "$OUT/seed$s" --lod uniform --budgets 16 --seeds "$s" "${EXTRA[@]}"
+  done
+}
+first > "$OUT/seed1.log" 2>&1 &
+one=$!
+second > "$OUT/seeds35.log" 2>&1 &
+two=$!
+echo "lod_ablation: seed 1 (log $OUT/seed1.log) and seeds 3, 5 (log $OUT/seeds35.log) side by side"
+status=0
+wait $one || status=$?
+wait $two || status=$?
+[ $status -eq 0 ] || { echo "lod_ablation: a half failed (exit $status): see the logs" >&2; exit $status; }
+# One table of every row: the halves' rows joined, then vlm ablate over the same lists
+# (every row already there: nothing trains, the files are written from all of them).
+mkdir -p "$OUT/ablation"
+{
+  head -n 1 "$OUT/seed1/ablation.csv"
+  for s in 1 3 5; do tail -n +2 "$OUT/seed$s/ablation.csv"; done
+} > "$OUT/ablation/ablation.csv.tmp"
+mv "$OUT/ablation/ablation.csv.tmp" "$OUT/ablation/ablation.csv"
+ablate "$OUT/ablation" --lod uniform --budgets 16 --seeds 3,5 "${EXTRA[@]}"
+ablate "$OUT/ablation" --lod relevance,uniform,random --budgets 7 --seeds 3,5 "${EXTRA[@]}"
+ablate "$OUT/ablation" --lod relevance,uniform,random --budgets 4,7,16 --seeds 1 "${EXTRA[@]}"
 echo "lod_ablation: done in $(( $(date +%s) - start )) s: $OUT/ablation/ablation.{csv,md,png} and training.png"

@@ -29,9 +29,14 @@ void soft_mix(const double* r, int G, int R, double k, double tau, ImageLod& lod
     for (int x = 0; x < G; ++x) rho[size_t((y / R) * RG + x / R)] += r[int64_t(y) * G + x] / double(R * R);
   const double top = *std::max_element(rho.begin(), rho.end());
   double sum = 0;
-  lod.share.resize(rho.size()), lod.mix.resize(rho.size());
+  lod.share.resize(rho.size()), lod.mix.assign(rho.size(), 0.0);
   for (size_t j = 0; j < rho.size(); ++j) sum += lod.share[j] = std::exp((rho[j] - top) / tau);
-  for (size_t j = 0; j < rho.size(); ++j) lod.share[j] /= sum, lod.mix[j] = std::min(1.0, k * lod.share[j]);
+  for (double& s : lod.share) s /= sum;
+  std::vector<size_t> order(rho.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rho[a] > rho[b]; });
+  double left = k;  // the most relevant regions first, each at most 1
+  for (size_t i = 0; i < order.size() && left > 0; ++i) lod.mix[order[i]] = std::min(1.0, left), left -= 1.0;
   lod.k = k, lod.tau = tau;
 }
 

@@ -58,10 +58,11 @@ struct ImageLod {
 };
 
 // Soft detail (docs/scorers.md, "Soft detail (`lod.gate=soft`)"): with rho_j the mean of r[G*G] over region j
-// (R x R cells), share = softmax(rho / tau) over the regions and
-//   mix_j = min(1, k share_j),
-// the weight of region j's detail over its level-0 token (scorers/lod_tokens.h). Sets
-// lod.mix, lod.share, lod.k, lod.tau.
+// (R x R cells), mix_j, the weight of region j's detail over its level-0 token
+// (scorers/lod_tokens.h), is hard: 1 for the floor(k) regions of highest rho (ties in
+// raster order), k - floor(k) for the next, 0 for the others; its gradient is that of
+// the soft surrogate k share_j with share = softmax(rho / tau) over the regions (straight
+// through). Sets lod.mix, lod.share, lod.k, lod.tau.
 void soft_mix(const double* r, int G, int R, double k, double tau, ImageLod& lod);
 
 class LodAllocator {

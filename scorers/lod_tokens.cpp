@@ -169,8 +169,8 @@ void LodTokens::soft_rows(const ImageLod& lod, const Tensor& P, const Tensor& Q,
         set(P, t * N + y * G + x, (own ? m * wp : 0.0) + (1.0 - m) * wq);  // level 0 + m (fine - level 0)
         set(D, t * N + y * G + x, (own ? wp : 0.0) - wq);
       }
-    // d mix_j / d r[c] = k / (tau R^2) share_j ([c in j] - share_region(c)), 0 where mix_j is capped at 1
-    if (k.level > 0 && m < 1.0)
+    // the surrogate's d (k share_j) / d r[c] = k / (tau R^2) share_j ([c in j] - share_region(c))
+    if (k.level > 0)
       for (int64_t c = 0; c < N; ++c) {
         const size_t i = size_t((c / G / R_) * RG + (c % G) / R_);
         set(Q, t * N + c, lod.k / lod.tau * wq * lod.share[j] * ((i == j ? 1.0 : 0.0) - lod.share[i]));

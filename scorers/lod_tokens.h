@@ -25,9 +25,11 @@
 //    lod_allocator.h soft_mix: every region at its finest level), which are not gated but
 //    mixed, each token of region j at level >= 1
 //      token = level0_j + mix_j (fine - level0_j),   level0_j the region's mean,
-//    a value that depends on r through mix_j = min(1, k softmax_j(rho / tau)); the backward
-//    is that function's own, with rd_t = <dtoken_t, fine_t - level0_j>:
-//      dr[c] += sum_t rd_t k / (tau R^2) share_j ([c in j] - share_{region(c)})  (mix_j < 1),
+//    with mix_j hard (1 on the k most relevant regions, 0 elsewhere) and its gradient the
+//    soft surrogate's, k share_j = k softmax_j(rho / tau) (straight through), with
+//    rd_t = <dtoken_t, fine_t - level0_j> the first-order value of region j's detail, also
+//    where mix_j = 0:
+//      dr[c] += sum_t rd_t k / (tau R^2) share_j ([c in j] - share_{region(c)}),
 //    so the regions compete for the detail the budget buys.
 // So the language-model loss reaches the relevance r (and through it the balancer and
 // the scorers). The allocation itself carries no gradient.

@@ -7,6 +7,7 @@
 // and its schedule (LodConfig::explore_at); soft steps (lod.gate=soft) and their mix.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -248,7 +249,9 @@ TEST(LodAllocator, ExplorationTakesTheRandomOrder) {
 
 // lod.gate=soft: the steps whose annealed budget lies strictly between max_tokens and the
 // budget are soft (policy relevance only); a soft allocation emits every region at its
-// finest level, with mix = min(1, k softmax(rho / tau)), k = (budget - regions) / (R^2 - 1).
+// finest level, with mix 1 on the floor(k) regions of highest mean relevance, the
+// fraction of k on the next, 0 elsewhere, k = (budget - regions) / (R^2 - 1), and share =
+// softmax(rho / tau) (the surrogate's).
 TEST(LodAllocator, SoftStepsShareTheBudgetsDetailByRelevance) {
   LodConfig c = config(4, 16, 256, LodPolicy::Relevance, 31);
   c.gate = LodGate::Soft, c.anneal_from = 0.1, c.anneal = 0.25, c.soft_temperature = 0.1;
@@ -274,9 +277,12 @@ TEST(LodAllocator, SoftStepsShareTheBudgetsDetailByRelevance) {
     for (int x = 0; x < 16; ++x) rho[size_t((y / 4) * 4 + x / 4)] += r[size_t(y * 16 + x)] / 16.0;
   double z = 0;
   for (size_t j = 0; j < 16; ++j) z += e[j] = std::exp(rho[j] / 0.1);
+  std::vector<double> sorted = rho;
+  std::sort(sorted.rbegin(), sorted.rend());
   for (size_t j = 0; j < 16; ++j) {
     EXPECT_NEAR(h.share[j], e[j] / z, 1e-12);
-    EXPECT_NEAR(h.mix[j], std::min(1.0, h.k * e[j] / z), 1e-12);
+    const auto rank = double(std::find(sorted.begin(), sorted.end(), rho[j]) - sorted.begin());  // distinct maps
+    EXPECT_NEAR(h.mix[j], std::clamp(h.k - rank, 0.0, 1.0), 1e-12) << "rank " << rank;
   }
   EXPECT_TRUE(a.allocate(r.data(), 3, c.step_at(30, 100)).mix.empty());  // a hard step
 }

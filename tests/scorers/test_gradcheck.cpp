@@ -3,10 +3,12 @@
 // query and every parameter), the balancer, the per-level pooling with the level and
 // position embeddings, the straight-through gate and the detail gate (allocation held fixed; the gate's
 // reference is tokens * (1 + r_reg - r_reg(r0)) with r0 the point of evaluation), soft
-// detail (its mix recomputed from r); then
+// detail (straight through its soft surrogate); then
 // the whole stage at TP=1: every scorer and balancer parameter gets a non-zero gradient
 // through the gate from a loss on the tokens.
 #include "tests/core/gradcheck.h"
+
+#include <algorithm>
 
 #include "scorers/balancer.h"
 #include "scorers/lod_tokens.h"
@@ -286,12 +288,14 @@ TEST(ScorerGrad, DetailGateWithAllocationFixed) {
 }
 
 // Soft detail (lod.gate=soft, a soft step): every region of G = 8 at its finest level
-// (R = 4: 16 tokens each), the detail mixed in by mix = min(1, k softmax(rho / tau)); image
-// 0 with k = 1.6, image 1 with k = 3 (a region capped at 1). The tokens against the plain
-// pooling (fine + embeddings) plus (mix - 1)(fine - region mean), computed by loops; the
-// gradients of r (through mix, recomputed from r by soft_mix), F and the parameters
-// against finite differences.
-TEST(ScorerGrad, SoftDetailRecomputedFromR) {
+// (R = 4: 16 tokens each), the detail mixed in by the hard mix (image 0 with k = 1.6: one
+// region at 1, one at 0.6; image 1 with k = 3). The tokens against the plain pooling
+// (fine + embeddings) plus (mix - 1)(fine - region mean), computed by loops; the
+// gradients of F and the parameters against finite differences of that function, and
+// the gradient of r against finite differences of its soft surrogate, the same tokens
+// with k softmax(rho / tau) for mix (straight through: for a loss linear in the tokens
+// the two gradients are equal).
+TEST(ScorerGrad, SoftDetailStraightThroughItsSurrogate) {
   const ScorerDims d = small_dims();
   const int R = 4;
   const int64_t B = 2, N = d.cells();
@@ -309,7 +313,12 @@ TEST(ScorerGrad, SoftDetailRecomputedFromR) {
   }
   EXPECT_DOUBLE_EQ(lods[0].k, 1.6);
   EXPECT_DOUBLE_EQ(lods[1].k, 3.0);
-  EXPECT_EQ(*std::max_element(lods[1].mix.begin(), lods[1].mix.end()), 1.0);  // the cap is exercised
+  for (const ImageLod& l : lods) {  // hard: floor(k) ones, then the fraction, then zeros
+    std::vector<double> m = l.mix;
+    std::sort(m.rbegin(), m.rend());
+    const std::vector<double> want = l.k == 3.0 ? std::vector<double>{1, 1, 1, 0} : std::vector<double>{1, 0.6, 0, 0};
+    for (size_t j = 0; j < m.size(); ++j) EXPECT_NEAR(m[j], want[j], 1e-12);
+  }
   const int64_t T = LodTokens::total_tokens(lods);
   ParamTable t = table_of(lod_param_specs(d, 3), 67);
   LodTokens lt(d, R, LodGate::Soft), plain(d, R);
@@ -339,26 +348,50 @@ TEST(ScorerGrad, SoftDetailRecomputedFromR) {
         ++row;
       }
   }
-  GradProblem p;
-  p.inputs = {host(r0, Shape{B, N}), F};
-  add_params(p, t);
-  p.forward = [&] {
-    const Vec r = to_vector_f64(p.inputs[0]);
-    for (int64_t b = 0; b < B; ++b) soft_mix(r.data() + b * N, d.G, R, lods[size_t(b)].k, 0.05, lods[size_t(b)]);
+  // The surrogate: mix = k share, recomputed from the (perturbed) r. F and the
+  // parameters: the hard function's own gradients, against its finite differences.
+  const auto surrogate = [&](const Tensor& r_in) {
+    const Vec r = to_vector_f64(r_in);
+    std::vector<ImageLod> s = lods;
+    for (int64_t b = 0; b < B; ++b) {
+      ImageLod& l = s[size_t(b)];
+      soft_mix(r.data() + b * N, d.G, R, l.k, 0.05, l);
+      for (size_t j = 0; j < l.mix.size(); ++j) l.mix[j] = l.k * l.share[j];
+    }
+    return s;
+  };
+  GradProblem hard;
+  hard.inputs = {F};
+  add_params(hard, t);
+  hard.forward = [&] {
     Tensor tok = zeros(Shape{T, d.d});
-    lt.forward(S(), tok, cu, lods, p.inputs[1]);
+    lt.forward(S(), tok, cu, lods, hard.inputs[0]);
     return std::vector<Tensor>{tok};
   };
-  p.backward = [&](const std::vector<Tensor>& dout) {
-    p.forward();
+  hard.backward = [&](const std::vector<Tensor>& dout) {
+    hard.forward();
     t.zero_grads();
-    Tensor dF = zeros(Shape{B, N, d.d});
-    Tensor dr = accumulated(Shape{B, N}, [&](const Tensor& g) { lt.backward(S(), dF, g, dout[0]); });
-    std::vector<Tensor> g{dr, to_host(dF)};
+    Tensor dF = accumulated(Shape{B, N, d.d}, [&](const Tensor& g) { lt.backward(S(), g, zeros(Shape{B, N}), dout[0]); });
+    std::vector<Tensor> g{dF};
     for (Tensor& x : grads_of(t)) g.push_back(x);
     return g;
   };
-  gradcheck(p, 68);
+  gradcheck(hard, 68);
+  // r: the hard tokens' backward against finite differences of the surrogate.
+  GradProblem soft;
+  soft.inputs = {host(r0, Shape{B, N})};
+  soft.forward = [&] {
+    Tensor tok = zeros(Shape{T, d.d});
+    lt.forward(S(), tok, cu, surrogate(soft.inputs[0]), F);
+    return std::vector<Tensor>{tok};
+  };
+  soft.backward = [&](const std::vector<Tensor>& dout) {
+    Tensor tok = zeros(Shape{T, d.d});
+    lt.forward(S(), tok, cu, lods, F);
+    Tensor dF = zeros(Shape{B, N, d.d});
+    return std::vector<Tensor>{accumulated(Shape{B, N}, [&](const Tensor& g) { lt.backward(S(), dF, g, dout[0]); })};
+  };
+  gradcheck(soft, 69);
 }
 
 TEST(ScorerGrad, StageGivesEveryScorerAndTheBalancerAGradient) {
