@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# lod_ablation: the learned-level-of-detail experiment of docs/results.md ("Learned level of
-# detail"), in one command: builds the colour scenes (vlm data build --data.from colours)
+# lod_ablation: the learned-level-of-detail experiment of docs/lod-experiment.md, in one
+# command: builds the colour scenes (vlm data build --data.from colours)
 # and their tokenizer, then runs `vlm ablate` with configs/colours.cfg:
 #   seed 1: relevance, uniform and random at budgets 4 (every quadrant pooled), 7 (one
 #           quadrant at full detail) and 16 (full detail): 9 rows;
@@ -8,7 +8,7 @@
 #           and uniform at 16: 4 rows each.
 # Seeds 2 and 4 are not used: with them the shared full-detail prefix never leaves the
 # answers' prior (loss 0.76-0.78 per answer token through step 3,000, seed 2 through
-# step 11,000; docs/results.md, "Seeds that do not learn"), so every row of theirs
+# step 11,000; docs/lod-experiment.md, "Seeds that do not learn"), so every row of theirs
 # answers at chance whatever its allocation: the prefix is the same for every policy.
 # Every row trains 12,000 steps and answers ablate.eval_samples = 1000 test questions; the
 # rows of one seed share their first 7,200 steps (full detail: docs/ablations.md, "Shared
