@@ -73,6 +73,9 @@ TEST(ScorerOptions, BadCombinationsNameTheOption) {
   expect_one_line(error_of([] { read({"--lod.explore", "1.5"}); }), "lod.explore");
   expect_one_line(error_of([] { read({"--lod.order", "sideways"}); }), "lod.order");
   expect_one_line(error_of([] { read({"--lod.gate", "open"}); }), "lod.gate");
+  expect_one_line(refused({"--lod.gate", "soft"}), "lod.max_tokens=400 with lod.gate=soft: expected G*G = 1024");
+  EXPECT_EQ(refused({"--lod.gate", "soft", "--lod.max_tokens", "1024"}), "");
+  expect_one_line(error_of([] { read({"--lod.soft_temperature", "0"}); }), "lod.soft_temperature");
   expect_one_line(refused({"--scorers.placement", "tp2"}, 32, 3), "scorers.placement=tp2 needs an even parallel.tp");
   EXPECT_EQ(refused({"--scorers.placement", "tp2"}, 32, 4), "");
   expect_one_line(refused({"--scorers.placement", "tp2", "--scorers.hidden", "5"}, 32, 4), "scorers.hidden=5");
