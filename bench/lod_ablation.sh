@@ -13,7 +13,7 @@
 # Every row trains 12,000 steps and answers ablate.eval_samples = 1000 test questions; the
 # rows of one seed share their first 7,200 steps (full detail: docs/ablations.md, "Shared
 # prefix"). The two halves run side by side, one process per core (seed 1 in one, seeds
-# 3 and 5 in the other; about 45 minutes on 2 cores), each into its own folder; their
+# 3 and 5 in the other; about 48 minutes on 2 cores), each into its own folder; their
 # rows are then joined into <OUT>/ablation: ablation.csv/.md (rows, then their summary
 # over seeds: mean accuracy +- one standard error over seeds and questions),
 # ablation.png (accuracy against visual tokens with error bars) and training.png.
