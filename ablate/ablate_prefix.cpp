@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "ablate/ablate_table.h"
 #include "base/config.h"
 #include "base/error.h"
 #include "base/file_read.h"
@@ -60,26 +61,7 @@ TrainReport joined(const TrainReport& prefix, const TrainReport& rest) {
   return r;
 }
 
-namespace {
-
-// report.txt: one "name value" line per figure; a series is its values joined by ';'.
-std::string series_text(const std::vector<double>& v) {
-  std::ostringstream os;
-  os.precision(17);
-  for (size_t i = 0; i < v.size(); ++i) os << (i ? ";" : "") << v[i];
-  return os.str();
-}
-
-std::vector<double> series_values(const std::string& text) {
-  std::vector<double> v;
-  std::stringstream ss(text);
-  std::string w;
-  while (std::getline(ss, w, ';')) v.push_back(std::stod(w));
-  return v;
-}
-
-}  // namespace
-
+// report.txt: one "name value" line per figure; a series is one field (ablate_table.h).
 void SharedPrefixes::store(const std::string& key, int64_t steps) const {
   const TrainReport& r = done_.at(key);
   std::ostringstream os;
@@ -88,9 +70,9 @@ void SharedPrefixes::store(const std::string& key, int64_t steps) const {
      << "\ntrain_seconds " << r.train_seconds << "\nimages_per_s " << r.images_per_s << "\ntokens_per_s "
      << r.tokens_per_s << "\nloader_stall " << r.loader_stall << "\nvisual_tokens_per_image "
      << r.visual_tokens_per_image << "\ntp_bytes_per_step " << r.tp_bytes_per_step << "\ndp_bytes_per_step "
-     << r.dp_bytes_per_step << "\npeak_arena_bytes " << r.peak_arena_bytes << "\nlosses " << series_text(r.losses)
-     << "\nrelevance_precision " << series_text(r.relevance_precision) << "\nscorer_grad_norms "
-     << series_text(r.scorer_grad_norms) << "\n";
+     << r.dp_bytes_per_step << "\npeak_arena_bytes " << r.peak_arena_bytes << "\nlosses " << series_text(r.losses, 17)
+     << "\nrelevance_precision " << series_text(r.relevance_precision, 17) << "\nscorer_grad_norms "
+     << series_text(r.scorer_grad_norms, 17) << "\n";
   write_file_atomic(dir(key) + "/report.txt", os.str());
 }
 
@@ -114,9 +96,9 @@ bool SharedPrefixes::load(const std::string& key, int64_t steps) {
     r.tp_bytes_per_step = std::stod(f.at("tp_bytes_per_step"));
     r.dp_bytes_per_step = std::stod(f.at("dp_bytes_per_step"));
     r.peak_arena_bytes = size_t(std::stoull(f.at("peak_arena_bytes")));
-    r.losses = series_values(f.at("losses"));
-    r.relevance_precision = series_values(f.at("relevance_precision"));
-    r.scorer_grad_norms = series_values(f.at("scorer_grad_norms"));
+    r.losses = series_values(f.at("losses"), path, "losses");
+    r.relevance_precision = series_values(f.at("relevance_precision"), path, "relevance_precision");
+    r.scorer_grad_norms = series_values(f.at("scorer_grad_norms"), path, "scorer_grad_norms");
   } catch (const std::exception&) {
     return false;  // not a report this code wrote: the prefix is trained again
   }

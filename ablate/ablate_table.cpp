@@ -45,24 +45,6 @@ auto group_of(const AblationRow& r) { return std::tie(r.lod, r.budget, r.seed, r
 // Rows equal but for the seed share this.
 auto seeds_of(const AblationRow& r) { return std::tie(r.placement, r.lod, r.budget, r.tp, r.dp, r.steps); }
 
-std::string joined(const std::vector<double>& v, int digits) {
-  std::string s;
-  for (size_t k = 0; k < v.size(); ++k) s += (k ? ";" : "") + num(v[k], digits);
-  return s;
-}
-
-std::vector<double> numbers(const std::string& text, const std::string& where, const char* column) {
-  std::vector<double> out;
-  for (const std::string& x : split(text, ';')) {
-    if (x.empty()) continue;
-    double v = 0;
-    auto [p, ec] = std::from_chars(x.data(), x.data() + x.size(), v);
-    VLM_REQUIRE(ec == std::errc() && p == x.data() + x.size(), where, ": ", column, " holds '", x, "', not a number");
-    out.push_back(v);
-  }
-  return out;
-}
-
 // Element-wise mean of equal-length curves, entries < 0 left out (-1 where none).
 std::vector<double> mean_curve(const std::vector<const std::vector<double>*>& curves) {
   size_t n = 0;
@@ -84,6 +66,24 @@ double rel_diff(double a, double b) {
 }
 
 }  // namespace
+
+std::string series_text(const std::vector<double>& v, int digits) {
+  std::string s;
+  for (size_t k = 0; k < v.size(); ++k) s += (k ? ";" : "") + num(v[k], digits);
+  return s;
+}
+
+std::vector<double> series_values(const std::string& text, const std::string& where, const char* column) {
+  std::vector<double> out;
+  for (const std::string& x : split(text, ';')) {
+    if (x.empty()) continue;
+    double v = 0;
+    auto [p, ec] = std::from_chars(x.data(), x.data() + x.size(), v);
+    VLM_REQUIRE(ec == std::errc() && p == x.data() + x.size(), where, ": ", column, " holds '", x, "', not a number");
+    out.push_back(v);
+  }
+  return out;
+}
 
 std::string AblationRow::key() const {
   return placement + " " + lod + " " + std::to_string(budget) + " seed=" + std::to_string(seed) +
@@ -150,8 +150,8 @@ std::string ablation_csv(const std::vector<AblationRow>& rows) {
                                         num(r.precision_chance), num(r.step_ms), num(r.images_per_s), num(r.mem_mib),
                                         num(r.tp_bytes, 12), num(r.dp_bytes, 12), num(r.seconds), r.loss_check,
                                         r.early_diff < 0 ? "" : num(r.early_diff, 3),
-                                        r.val_diff < 0 ? "" : num(r.val_diff, 3), joined(r.early_losses, 17),
-                                        joined(r.train_precision, 9), joined(r.scorer_grad, 9)};
+                                        r.val_diff < 0 ? "" : num(r.val_diff, 3), series_text(r.early_losses, 17),
+                                        series_text(r.train_precision, 9), series_text(r.scorer_grad, 9)};
     for (size_t c = 0; c < v.size(); ++c) s += (c ? "," : "") + v[c];
     s += "\n";
   }
@@ -182,9 +182,9 @@ std::vector<AblationRow> parse_ablation_csv(const std::string& text, const std::
     r.loss = d(10), r.val_loss = d(11), r.accuracy = d(12), r.answered = int64_t(d(13)), r.precision = d(14);
     r.precision_random = d(15), r.precision_chance = d(16), r.step_ms = d(17), r.images_per_s = d(18);
     r.mem_mib = d(19), r.tp_bytes = d(20), r.dp_bytes = d(21), r.seconds = d(22), r.loss_check = f[23];
-    r.early_losses = numbers(f[26], where, "early_losses");
-    r.train_precision = numbers(f[27], where, "train_precision");
-    r.scorer_grad = numbers(f[28], where, "scorer_grad");
+    r.early_losses = series_values(f[26], where, "early_losses");
+    r.train_precision = series_values(f[27], where, "train_precision");
+    r.scorer_grad = series_values(f[28], where, "scorer_grad");
     rows.push_back(r);
   }
   return rows;

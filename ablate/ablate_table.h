@@ -76,6 +76,12 @@ std::vector<std::string> check_placements(std::vector<AblationRow>& rows, double
 // Fills precision_random of every row.
 void fill_random_precision(std::vector<AblationRow>& rows);
 
+// A series of numbers as one field: the values at `digits` significant digits joined by
+// ';' (17: read back exactly), and back (empty entries skipped; UserError naming `where`
+// and `column` on an entry that is not a number).
+std::string series_text(const std::vector<double>& v, int digits);
+std::vector<double> series_values(const std::string& text, const std::string& where, const char* column);
+
 std::string ablation_csv(const std::vector<AblationRow>& rows);
 // The rows of an ablation.csv's text (`path` names it in errors): UserError on a header
 // other than ablation_csv's or a malformed line.

@@ -22,21 +22,37 @@ int64_t LodAllocator::budget(double mean_r) const {
   return std::clamp(n, cfg_.min_tokens, cfg_.max_tokens);
 }
 
-void soft_mix(const double* r, int G, int R, double k, double tau, ImageLod& lod) {
+namespace {
+
+// The mean relevance of each R x R region of r[G*G], regions in raster order.
+std::vector<double> region_means(const double* r, int G, int R) {
   const int RG = G / R;
-  std::vector<double> rho(size_t(RG) * RG, 0.0);
+  std::vector<double> m(size_t(RG) * RG, 0.0);
   for (int y = 0; y < G; ++y)
-    for (int x = 0; x < G; ++x) rho[size_t((y / R) * RG + x / R)] += r[int64_t(y) * G + x] / double(R * R);
+    for (int x = 0; x < G; ++x) m[size_t((y / R) * RG + x / R)] += r[int64_t(y) * G + x] / double(R * R);
+  return m;
+}
+
+// The regions by descending relevance, ties in raster order.
+std::vector<int32_t> by_relevance(const std::vector<double>& rel) {
+  std::vector<int32_t> order(rel.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return rel[size_t(a)] > rel[size_t(b)]; });
+  return order;
+}
+
+}  // namespace
+
+void soft_mix(const double* r, int G, int R, double k, double tau, ImageLod& lod) {
+  const std::vector<double> rho = region_means(r, G, R);
   const double top = *std::max_element(rho.begin(), rho.end());
   double sum = 0;
   lod.share.resize(rho.size()), lod.mix.assign(rho.size(), 0.0);
   for (size_t j = 0; j < rho.size(); ++j) sum += lod.share[j] = std::exp((rho[j] - top) / tau);
   for (double& s : lod.share) s /= sum;
-  std::vector<size_t> order(rho.size());
-  std::iota(order.begin(), order.end(), size_t(0));
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rho[a] > rho[b]; });
+  const std::vector<int32_t> order = by_relevance(rho);
   double left = k;  // the most relevant regions first, each at most 1
-  for (size_t i = 0; i < order.size() && left > 0; ++i) lod.mix[order[i]] = std::min(1.0, left), left -= 1.0;
+  for (size_t i = 0; i < order.size() && left > 0; ++i) lod.mix[size_t(order[i])] = std::min(1.0, left), left -= 1.0;
   lod.k = k, lod.tau = tau;
 }
 
@@ -49,18 +65,15 @@ ImageLod LodAllocator::allocate(const float* r, uint64_t seed, const LodConfig::
 // tokens they emit.
 int64_t LodAllocator::upgrade_regions(const double* r, uint64_t seed, const LodConfig::Step& step,
                                       ImageLod& out) const {
-  const int R = cfg_.region, RG = G_ / R, L = levels();
+  const int L = levels();
   const int64_t nreg = regions();
-  std::vector<double> rel(static_cast<size_t>(nreg), 0.0);
-  for (int y = 0; y < G_; ++y)
-    for (int x = 0; x < G_; ++x) rel[size_t((y / R) * RG + x / R)] += r[int64_t(y) * G_ + x];
   std::vector<int32_t> order(static_cast<size_t>(nreg));
   std::iota(order.begin(), order.end(), 0);
   // Exploration: with probability step.explore the relevance policy takes the random order.
   const bool explored = cfg_.policy == LodPolicy::Relevance && step.explore > 0 &&
                         double(std::mt19937_64(seed ^ 0xA5A5F00DC0FFEE11ull)() >> 11) * 0x1.0p-53 < step.explore;
   if (cfg_.policy == LodPolicy::Relevance && !explored) {
-    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return rel[size_t(a)] > rel[size_t(b)]; });
+    order = by_relevance(region_means(r, G_, cfg_.region));
   } else if (cfg_.policy != LodPolicy::Uniform) {
     std::mt19937_64 g(seed);  // Fisher-Yates with g() % n: the same on every platform
     for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[size_t(g() % i)]);
