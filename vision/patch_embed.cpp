@@ -25,7 +25,10 @@ namespace {
 // Stem layer l: input channels, output channels, output side (S >> (l + 1)).
 int64_t stem_in(const VisionConfig& c, int l) { return l == 0 ? 3 : c.stem_width(l - 1); }
 int64_t stem_side(const VisionConfig& c, int l) { return int64_t(c.image_size) >> (l + 1); }
-float fan_in_std(int64_t fan_in) { return float(1.0 / std::sqrt(3.0 * double(fan_in))); }
+// The std of a stem weight of fan_in inputs (vision/vision_config.h, StemInit).
+float fan_in_std(StemInit init, int64_t fan_in) {
+  return float(std::sqrt((init == StemInit::He ? 2.0 : 1.0 / 3.0) / double(fan_in)));
+}
 
 }  // namespace
 
@@ -37,13 +40,14 @@ std::vector<ParamSpec> PatchEmbed::param_specs(float init_std) const {
   const int L = cfg_.stem_layers();
   for (int l = 0; l < L; ++l) {
     const int64_t cin = stem_in(cfg_, l), cout = cfg_.stem_width(l);
-    v.push_back(param_spec(stem_weight_name(l), Shape{cout, cin, 3, 3}, -1, InitKind::Normal, fan_in_std(cin * 9)));
+    v.push_back(param_spec(stem_weight_name(l), Shape{cout, cin, 3, 3}, -1, InitKind::Normal,
+                           fan_in_std(cfg_.stem_init, cin * 9)));
     v.back().f32_reads = true;  // the stem's convolution reads f32 weights
     v.push_back(param_spec(stem_bias_name(l), Shape{cout}, -1, InitKind::Zeros));
   }
   if (L > 0) {
     const int64_t c = cfg_.stem_width(L - 1);
-    v.push_back(param_spec(kPatchWeight, Shape{d, c, 1, 1}, -1, InitKind::Normal, fan_in_std(c)));
+    v.push_back(param_spec(kPatchWeight, Shape{d, c, 1, 1}, -1, InitKind::Normal, fan_in_std(cfg_.stem_init, c)));
   } else {
     v.push_back(param_spec(kPatchWeight, Shape{d, 3, P, P}, -1, InitKind::Normal, init_std));
   }

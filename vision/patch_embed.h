@@ -48,7 +48,8 @@ class PatchEmbed {
 
   // The parameters above (replicated): patch weight and positions N(0, init_std), patch
   // bias 0, texture weight 0 (only when cfg.texture). With a stem, its convolutions and
-  // the 1x1 projection are N(0, 1/(3 fan_in)) (the std of PyTorch's default conv init),
+  // the 1x1 projection are N(0, 1/(3 fan_in)) (the std of PyTorch's default conv init)
+  // or, with vision.stem_init=he, N(0, 2/fan_in) (vision/vision_config.h, StemInit),
   // their biases 0.
   std::vector<ParamSpec> param_specs(float init_std) const;
   void bind(const ParamTable& t);

@@ -56,6 +56,8 @@ void VisionConfig::validate(const VisionKeys& k) const {
     VLM_REQUIRE(hf_dir.empty(), "vision.conv_stem=", conv_stem, " with vision.hf=", hf_dir,
                 ": a SigLIP checkpoint has no convolutional stem (set vision.conv_stem=0)");
   }
+  VLM_REQUIRE(conv_stem > 0 || stem_init == StemInit::Torch,
+              "vision.stem_init=he with vision.conv_stem=0: there is no stem to initialise");
   VLM_REQUIRE(init_std >= 0 && std::isfinite(init_std), "vision.init_std=", init_std, ": expected >= 0");
   for (int c = 0; c < 3; ++c)
     VLM_REQUIRE(image_std[c] > 0 && std::isfinite(image_std[c]) && std::isfinite(image_mean[c]),
@@ -75,7 +77,8 @@ int64_t VisionConfig::stem_width(int layer) const { return conv_stem << layer; }
 std::string VisionConfig::str() const {
   return cat("S=", image_size, " P=", patch, " G=", grid(), " d=", d_model, " L=", n_layers, " NH=", n_heads,
              " F=", d_ff, " eps=", norm_eps, " act=", activation_name(activation),
-             texture ? " texture" : " no-texture", conv_stem > 0 ? cat(" stem=", conv_stem, "x", stem_layers()) : "",
+             texture ? " texture" : " no-texture", conv_stem > 0 ? cat(" stem=", conv_stem, "x", stem_layers(), stem_init == StemInit::He ? " he" : "")
+                           : "",
              hf_dir.empty() ? "" : cat(" hf=", hf_dir));
 }
 
@@ -98,6 +101,10 @@ const OptionSet<VisionConfig>& vision_options() {
              "channels C of a convolutional stem in place of the patch convolution: log2(vision.patch) stride-2 "
              "3x3 convolutions with C, 2C, ... channels and GELU, then a 1x1 projection (0 = none, as SigLIP)")
         .range(0, kMaxVisionWidth);
+    s.option("vision.stem_init", &VisionConfig::stem_init,
+             "initialisation of the stem's convolutions: torch = N(0, 1/(3 fan_in)), PyTorch's default; he = "
+             "N(0, 2/fan_in), which keeps the signal's scale through the stem's GELUs")
+        .choices({{"torch", StemInit::Torch}, {"he", StemInit::He}});
     s.option("vision.hf", &VisionConfig::hf_dir,
              "Hugging Face SigLIP checkpoint directory (SiglipVisionModel, SiglipModel, LLaVA or PaliGemma); "
              "its config.json sets the encoder's shape; empty = random init");

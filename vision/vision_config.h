@@ -38,6 +38,13 @@ inline constexpr int kMaxVisionHeads = 1024;
 // The op library's GELU is the tanh approximation (core/ops/elementwise.inc), which is
 // what SigLIP uses (hidden_act gelu_pytorch_tanh).
 enum class VisionActivation { GeluTanh };
+// The initialisation of the stem's convolutions and its 1x1 projection (vision/patch_embed.h):
+// Torch = N(0, 1/(3 fan_in)), the std of PyTorch's default conv init, under which each
+// layer scales a signal by about sqrt(1/3) and GELU about halves it again (the four
+// stages of a 16-pixel patch put out a few thousandths of their input, and pass back as
+// little gradient); He = N(0, 2/fan_in), which keeps the scale through the GELUs (He et
+// al.'s rule for rectifiers). Only with a stem (conv_stem > 0).
+enum class StemInit { Torch, He };
 const char* activation_name(VisionActivation a);  // the Hugging Face hidden_act name
 
 // The names validate() puts in its messages: the `vision.*` options by default, or the
@@ -58,6 +65,7 @@ struct VisionConfig {
   int64_t d_ff = 3072;    // MLP hidden width
   bool texture = true;    // add the zero-initialised linear of the 13 texture channels
   int64_t conv_stem = 0;  // C: channels of the first stem convolution; 0 = no stem
+  StemInit stem_init = StemInit::Torch;  // the stem's initialisation (above)
   std::string hf_dir;     // Hugging Face checkpoint directory; empty = random init
   float init_std = 0.02f; // std of the normal initialisation (no checkpoint)
   float norm_eps = 1e-6f; // LayerNorm epsilon

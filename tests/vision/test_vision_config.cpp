@@ -135,6 +135,13 @@ TEST(VisionOptions, ValidateNamesTheOption) {
               v.hf_dir = "ckpt";
             }),
             "vision.conv_stem=8 with vision.hf=ckpt: a SigLIP checkpoint has no convolutional stem (set vision.conv_stem=0)");
+  EXPECT_EQ(err([](VisionConfig& v) { v.stem_init = StemInit::He; }),
+            "vision.stem_init=he with vision.conv_stem=0: there is no stem to initialise");
+  EXPECT_EQ(err([](VisionConfig& v) {
+              v.conv_stem = 32;
+              v.stem_init = StemInit::He;
+            }),
+            "");
   EXPECT_EQ(err([](VisionConfig& v) { v.conv_stem = 40000; }),
             "vision.conv_stem=40000: its last layer has 320000 channels, expected at most 65536");
   {

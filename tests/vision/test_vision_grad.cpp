@@ -10,6 +10,8 @@
 //  - The convolutional stem (vision.conv_stem): finite differences of every parameter
 //    (stem convolutions, 1x1 projection, positions, texture map), and its forward against
 //    conv2d -> GELU (tanh formula in double) -> conv2d -> GELU -> 1x1 of the NCHW image.
+//  - vision.stem_init: the drawn stem weights have their rule's std, and the features of
+//    the 4-stage stem keep the image's scale under He's rule, not under PyTorch's.
 //  - The zero-initialised texture map leaves the encoder's features unchanged, and a
 //    texture change then moves no feature (while it does once the map is non-zero).
 #include <gtest/gtest.h>
@@ -18,6 +20,7 @@
 
 #include <memory>
 
+#include "nn/init.h"
 #include "tests/core/gradcheck.h"
 #include "tests/support/mpi.h"
 #include "vision/encoder.h"
@@ -216,6 +219,50 @@ TEST(VisionGrad, ConvStemMatchesReference) {
         want[size_t((b * G * G + cell) * d + j)] = acc;
       }
   EXPECT_CLOSE(got, want, 1e-12);
+}
+
+// vision.stem_init: the stem's weights are drawn at the std of their rule (1/(3 fan_in) or
+// 2/fan_in, measured over the drawn values), and the rule shows in the features: with the
+// 4-stage stem of configs/colours.cfg (64-pixel images, P = 16, C = 16), He's keeps the
+// features' scale within a factor of 4 of the normalised image's, PyTorch's shrinks it
+// more than a hundredfold (the formula: about (1/3)^(1/2) per convolution, GELU halving).
+double stem_feature_scale(StemInit init) {
+  VisionConfig v;
+  v.image_size = 64, v.patch = 16, v.d_model = 64, v.n_layers = 1, v.n_heads = 2, v.d_ff = 128;
+  v.conv_stem = 16, v.stem_init = init, v.texture = false;
+  v.validate();
+  PatchEmbed embed(v);
+  ParamTable table(embed.param_specs(0.f), 1, 0, DType::F64);  // positions 0: the features alone
+  table.allocate(cpu_backend());
+  init_params(table, 7);
+  for (int l = 0; l < v.stem_layers(); ++l) {
+    const Vec w = to_vector_f64(table.get(stem_weight_name(l)).value);
+    const double fan_in = double(l == 0 ? 3 : v.stem_width(l - 1)) * 9;
+    double sq = 0;
+    for (double e : w) sq += e * e;
+    const double want = init == StemInit::He ? std::sqrt(2 / fan_in) : std::sqrt(1 / (3 * fan_in));
+    EXPECT_NEAR(std::sqrt(sq / double(w.size())), want, 0.1 * want) << "stem layer " << l;
+  }
+  embed.bind(table);
+  ActPlan plan;
+  embed.plan(plan);
+  Tensor out;
+  plan.add(&out, ActPlan::Rows::T, {v.d_model});
+  const int64_t T = kImages * v.tokens();
+  plan.allocate(cpu_backend(), T, T, DType::F64);
+  embed.forward(cpu_stream(), out, random_pixels(3, kImages, v.image_size), Tensor());
+  double sq = 0;
+  const Vec y = to_vector_f64(out);
+  for (double e : y) sq += e * e;
+  // Over the image's scale: uniform pixels normalised to [-1, 1] have std 1/sqrt(3).
+  return std::sqrt(sq / double(y.size()) * 3.0);
+}
+
+TEST(VisionGrad, StemInitKeepsTheFeaturesScale) {
+  const double he = stem_feature_scale(StemInit::He), torch = stem_feature_scale(StemInit::Torch);
+  EXPECT_GT(he, 0.25) << "he " << he;
+  EXPECT_LT(he, 4.0) << "he " << he;
+  EXPECT_LT(torch, 0.01) << "torch " << torch;
 }
 
 // An encoder in f64 with random parameters and inputs.
