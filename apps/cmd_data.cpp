@@ -76,11 +76,12 @@ const OptionSet<DataTool>& data_tool() {
              "build colours: the items, digits 0-9 or Fashion-MNIST's 10 classes")
         .choices({{"digits", ColourClasses::Digits}, {"fashion", ColourClasses::Fashion}});
     s.option("data.colour_items", colour(&ColourSceneOptions::max_items),
-             "build colours: most items per scene (each in its own colour; at least 2)")
-        .range(2, kColourPaletteSize);
+             "build colours: most items per scene (each in its own colour)")
+        .range(kColourMinItems, kColourPaletteSize);
     s.option("data.colour_min_items", colour(&ColourSceneOptions::min_items),
-             "build colours: fewest items per scene (the count is uniform in [this, data.colour_items])")
-        .range(2, kColourPaletteSize);
+             "build colours: fewest items per scene (the count is uniform in [this, data.colour_items]; 1 makes "
+             "scenes whose question needs no search, for a curriculum: docs/lod-experiment.md)")
+        .range(kColourMinItems, kColourPaletteSize);
     s.option("data.colour_block_items", colour(&ColourSceneOptions::block_items),
              "build colours: 0 = items anywhere; K in 2..4 = items K to a block of 2 x 2 slots, so that pooling a "
              "block always mixes K of them (an even grid, item counts multiples of K)")

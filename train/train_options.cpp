@@ -48,6 +48,12 @@ const OptionSet<DataOptions>& data_options() {
     s.option("data.shift", at(&DataOptions::augment, &AugmentOptions::shift),
              "shift training images by up to this many pixels per axis, filling with the background")
         .range(0, 4096);
+    s.option("data.curriculum", &DataOptions::curriculum,
+             "image-text HDF5 file whose train split the first data.curriculum_steps steps read, before data.path's "
+             "(an easier task first, e.g. colour scenes of one item: docs/training.md, \"Curriculum\")");
+    s.option("data.curriculum_steps", &DataOptions::curriculum_steps,
+             "optimizer steps that read data.curriculum (0 = none)")
+        .range(0, int64_t(1) << 40);
   });
   return set;
 }

@@ -30,6 +30,11 @@ struct DataOptions {
   std::string train_split = "train", val_split = "val";
   int threads = 2, prefetch = 4;
   AugmentOptions augment;  // data.flip, data.shift: the training split's batches only
+  // A curriculum: the first curriculum_steps optimizer steps read the train split of
+  // `curriculum` (an easier image-text file with the same tokenizer), the later ones
+  // data.path's; validation and evaluation read data.path. Both set or neither.
+  std::string curriculum;
+  int64_t curriculum_steps = 0;
 };
 
 struct EvalOptions {

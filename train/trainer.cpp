@@ -51,6 +51,14 @@ Trainer::Trainer(const Config& cfg, Runtime& rt) : st_(std::make_unique<State>(c
     VLM_REQUIRE(ds.num_captions() > 0, S.data.path, ": the dataset has no captions to train on");
     VLM_REQUIRE(!ds.split_captions(S.data.train_split).empty(), S.data.path, ": split '", S.data.train_split,
                 "' has no captions (--data.train_split)");
+    VLM_REQUIRE(S.data.curriculum.empty() == (S.data.curriculum_steps == 0), "--data.curriculum_steps: ",
+                S.data.curriculum_steps, " with --data.curriculum '", S.data.curriculum,
+                "' (expected both set, a file and steps >= 1, or neither)");
+    if (!S.data.curriculum.empty()) {
+      DatasetReader cur(S.data.curriculum);
+      VLM_REQUIRE(!cur.split_captions(S.data.train_split).empty(), S.data.curriculum, ": split '", S.data.train_split,
+                  "' has no captions (--data.curriculum, --data.train_split)");
+    }
     S.tok = find_tokenizer(S.data, ds);
     S.vcfg = resolve_vlm_config(cfg, S.train, *S.tok, tp);
     S.vcfg.sharding = DpSharding{S.train.zero, dp, rt.groups().dp().rank()};  // nn/param_layout.h
@@ -92,6 +100,13 @@ Trainer::Trainer(const Config& cfg, Runtime& rt) : st_(std::make_unique<State>(c
   train_lo.augment = S.data.augment;  // the training batches only, never validation or evaluation
   S.loader = std::make_unique<Loader>(train_lo);
   S.total = S.train.total_steps(S.loader->steps_per_epoch());
+  if (!S.data.curriculum.empty()) {
+    VLM_REQUIRE(S.data.curriculum_steps < S.total, "--data.curriculum_steps: ", S.data.curriculum_steps,
+                " leaves none of the run's ", S.total, " steps to ", S.data.path, " (expected fewer)");
+    LoaderOptions lo = train_lo;
+    lo.path = S.data.curriculum;
+    S.curriculum = std::make_unique<Loader>(lo);
+  }
   S.log = std::make_unique<RunLog>(S.train.out_dir + "/" + S.train.run, rt.root(), cfg.dump_ini());
   if (!S.train.resume.empty()) S.resume();
   S.model->refresh_working_weights();  // bf16 copies of the initial weights (no-op at fp32)
@@ -159,6 +174,9 @@ void Trainer::State::print_header() const {
   std::printf("vlm train: %s | tp=%d dp=%d | %lld steps%s of %d x %d x %d images | %s\n",
               rt.backend().description().c_str(), rt.topology().tp(), rt.topology().dp(), (long long)total,
               stop.c_str(), rt.topology().dp(), train.micro_batches, train.batch, sched::mode_name(sched.mode));
+  if (curriculum)
+    std::printf("  curriculum: steps 1..%lld read %s, then %s\n", (long long)data.curriculum_steps,
+                data.curriculum.c_str(), data.path.c_str());
   std::printf("  vision %s\n  llm    %s\n  precision %s | memory (rank 0, planned): %s\n", vcfg.vision.str().c_str(),
               vcfg.llm.str().c_str(), vcfg.precision == Precision::BF16 ? "bf16" : "fp32", plan.memory.str().c_str());
   if (!peak.note.empty()) std::printf("  %s\n", peak.note.c_str());
@@ -180,7 +198,7 @@ RunStats::Step Trainer::State::train_step(int64_t n, sched::Trace& trace, double
   double counted = 0;
   for (int m = 0; m < M; ++m) {
     const auto tw = TrainClock::now();
-    batches[size_t(m)] = loader->next();
+    batches[size_t(m)] = loader_at(n).next();
     st.data_wait += seconds_since(tw);
     mbs.push_back(make_micro_batch(batches[size_t(m)], rule, seed ^ uint64_t(n * M + m)));
     mbs.back().lod = vcfg.scorers.lod.step_at(n, total);

@@ -35,7 +35,7 @@ void Trainer::State::resume() {
     read = ck.store().bytes_read(), stored = ck.store().data_bytes();
   });
   if (path.empty()) return;
-  loader->restore(c.sampler);
+  loader_at(c.step).restore(c.sampler);
   start = c.step + 1;
   if (rt.root()) {
     std::printf("resumed from %s: step %lld of %lld (saved at tp=%d dp=%d%s); rank 0 read %llu bytes of tensor data",
@@ -49,7 +49,7 @@ void Trainer::State::resume() {
 void Trainer::State::save(int64_t step) {
   const auto t0 = TrainClock::now();
   CheckpointState c;
-  c.step = step, c.sampler = loader->state(), c.seed = seed;
+  c.step = step, c.sampler = loader_at(step).state(), c.seed = seed;
   c.saved_tp = rt.topology().tp(), c.saved_dp = rt.topology().dp(), c.zero = dpg->zero();
   c.micro_batches = train.micro_batches, c.global_batch = int64_t(c.saved_dp) * train.micro_batches * train.batch;
   const SaveReport r = save_checkpoint(train.ckpt_dir, train.keep_last, c, cfg, *tok, *model, trainable, *opt, rt);
@@ -57,6 +57,10 @@ void Trainer::State::save(int64_t step) {
     std::printf("checkpoint: %s (%s of tensor data in %d shards, at most %s from one rank; %.2f s)\n", r.path.c_str(),
                 format_bytes(double(r.total_bytes)).c_str(), r.shards, format_bytes(double(r.max_rank_bytes)).c_str(),
                 seconds_since(t0));
+}
+
+Loader& Trainer::State::loader_at(int64_t n) const {
+  return curriculum && n <= data.curriculum_steps ? *curriculum : *loader;
 }
 
 LoaderOptions Trainer::State::loader_options(const std::string& split) const {

@@ -58,6 +58,7 @@ struct Trainer::State {
   std::unique_ptr<VlmStep> step;
   std::unique_ptr<AdamW> opt;
   std::unique_ptr<Loader> loader;
+  std::unique_ptr<Loader> curriculum;  // data.curriculum's train split, steps 1..data.curriculum_steps
   std::unique_ptr<RunLog> log;
   std::vector<bool> trainable;
   int64_t total = 0, start = 1;  // steps of the run; the first this process runs (after a resume)
@@ -65,6 +66,9 @@ struct Trainer::State {
 
   State(const Config& c, Runtime& r) : cfg(c), rt(r) {}
   LoaderOptions loader_options(const std::string& split) const;
+  // The loader of step n's batches: the curriculum's up to data.curriculum_steps, then
+  // data.path's. A checkpoint of step n holds its sampler state.
+  Loader& loader_at(int64_t n) const;
   void resume();
   void save(int64_t step);
   // The one-line message of an allocation that failed `when` ("building the model"),

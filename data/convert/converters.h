@@ -96,12 +96,12 @@ BuildReport build_scenes(const SceneOptions& scene, const BuildOptions& opt);
 // What the items are: the digits 0-9 (drawn by data/image/glyph.h) or Fashion-MNIST's 10
 // classes.
 enum class ColourClasses { Digits, Fashion };
-inline constexpr int kColourMinItems = 2;  // the fewest items a scene may have
+inline constexpr int kColourMinItems = 1;  // the fewest items a scene may have
 struct ColourSceneOptions {
   int size = 64;      // side of the square scene, a multiple of grid
   int grid = 4;       // slots per side (size / grid >= kColourMinSlot pixels each)
-  int min_items = kColourMinItems;  // items per scene at least (2..max_items)
-  int max_items = 4;  // items per scene at most (2..min(palette, grid^2))
+  int min_items = 2;  // items per scene at least (kColourMinItems..max_items)
+  int max_items = 4;  // items per scene at most (kColourMinItems..min(palette, grid^2))
   // 0: the items' slots are drawn anywhere; K in 2..4: the items fill n / K blocks of 2 x 2
   // slots, K in each (an even grid; min_items and max_items multiples of K), so that
   // pooling a block always mixes K items.

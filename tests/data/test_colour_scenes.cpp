@@ -59,7 +59,8 @@ const std::vector<std::string> kDigitNames = {"zero", "one", "two", "three", "fo
                                               "five", "six", "seven", "eight", "nine"};
 
 std::string build(const std::string& out, int64_t n, uint64_t seed, int size, int grid, int items,
-                  ColourClasses classes = ColourClasses::Digits, int min_items = kColourMinItems, int block_items = 0) {
+                  ColourClasses classes = ColourClasses::Digits, int min_items = ColourSceneOptions{}.min_items,
+                  int block_items = 0) {
   ColourSceneOptions so;
   so.size = size, so.grid = grid, so.min_items = min_items, so.max_items = items, so.classes = classes;
   so.block_items = block_items;
@@ -114,7 +115,7 @@ int nearest_digit(const cv::Mat& m, const CaptionBox& b, int bg) {
 }
 
 void check_file(const std::string& path, int size, int grid, int max_items, int64_t* captions = nullptr,
-                int min_items = kColourMinItems) {
+                int min_items = ColourSceneOptions{}.min_items) {
   int64_t digit_items = 0, digit_matches = 0;
   DatasetReader r(path);
   EXPECT_EQ(r.version(), 2);
@@ -261,6 +262,14 @@ TEST_F(ColourScenes, FixedItemCount) {
   EXPECT_EQ(m, 20 * 6);
 }
 
+// One item per scene (--data.colour_items 1 --data.colour_min_items 1, the curriculum of
+// configs/colours.cfg): one question per scene, every check above.
+TEST_F(ColourScenes, OneItemPerScene) {
+  int64_t m = 0;
+  check_file(build(dir_ + "/one.h5", 20, 9, 64, 4, 1, ColourClasses::Digits, 1), 64, 4, 1, &m, 1);
+  EXPECT_EQ(m, 20);
+}
+
 // --data.colour_block_items 2: every block of 2 x 2 slots holds 0 or 2 items (their
 // boxes' slots), and the file passes every other check.
 TEST_F(ColourScenes, ItemsTwoToABlock) {
@@ -338,8 +347,8 @@ TEST_F(ColourScenes, BadOptionsAreRefused) {
   for (const Case& c :
        {Case{64, 5, 4, 2, "--data.scene_size"}, Case{32, 8, 4, 2, "--data.scene_size"},
         Case{64, 4, 7, 2, "--data.colour_items"}, Case{64, 1, 2, 2, "--data.colour_items"},
-        Case{64, 4, 1, 2, "--data.colour_items"}, Case{64, 4, 4, 5, "--data.colour_min_items"},
-        Case{64, 4, 4, 1, "--data.colour_min_items"}, Case{64, 4, 3, 2, "--data.colour_block_items", 2},
+        Case{64, 4, 0, 1, "--data.colour_items"}, Case{64, 4, 4, 5, "--data.colour_min_items"},
+        Case{64, 4, 4, 0, "--data.colour_min_items"}, Case{64, 4, 1, 2, "--data.colour_min_items"}, Case{64, 4, 3, 2, "--data.colour_block_items", 2},
         Case{64, 4, 4, 2, "--data.colour_block_items", 5}, Case{48, 3, 4, 2, "--data.colour_block_items", 2},
         Case{32, 2, 4, 4, "--data.colour_items", 2}}) {
     SCOPED_TRACE(c.what);

@@ -9,9 +9,13 @@
 //  - with train.peak_tflops the MFU (train/mfu.h) of every step is the model FLOPs at the
 //    step's real shape over its time and the peak, in metrics.jsonl and on the progress
 //    line; without it on the CPU there is none;
-//  - bad runs exit 2 with one line naming the problem: a missing file, a negative
-//    train.peak_tflops, a dataset without captions, a tokenizer larger than the model's vocabulary, an inconsistent
-//    train.global_batch, a TP size that does not divide the heads; under mpirun, a file
+//  - data.curriculum: its steps train on the batches of the curriculum file alone, the
+//    later ones on data.path's, and a resume inside, at the end of or after it is exact;
+//  - bad runs exit 2 with one line naming the problem: a missing file, a curriculum
+//    without its steps (or the other way round) or one that leaves no step to
+//    data.path, a negative train.peak_tflops, a dataset without captions, a tokenizer
+//    larger than the model's vocabulary, an inconsistent train.global_batch, a TP size
+//    that does not divide the heads; under mpirun, a file
 //    only rank 1 is given (a garbage dataset) is reported by rank 1 alone, and both
 //    ranks end with status 2.
 #include <gtest/gtest.h>
@@ -202,6 +206,38 @@ TEST_F(TrainCli, MfuOfTheRealShape) {
   EXPECT_TRUE(test::jsonl_values(dir_ + "/runs/nomfu/metrics.jsonl", "mfu").empty());
 }
 
+// data.curriculum: its steps are the batches a run on the curriculum file alone trains on
+// (bitwise the same losses), the later ones are not; a checkpoint inside the curriculum,
+// at its last step or after it resumes bitwise to the uninterrupted run.
+TEST_F(TrainCli, CurriculumReadsItsFileFirstAndResumesExactly) {
+  const std::string easy_dir = dir_ + "/curriculum";
+  std::filesystem::create_directories(easy_dir);
+  const test::FashionSubset easy = test::fashion_subset(vlm(), easy_dir, 200);
+  const std::string steps = "--train.steps 6 --eval.split '' ";
+  const std::string cur = steps + "--data.curriculum " + easy.data + " --data.curriculum_steps 3";
+  const Result r = test::run_command(train("cur", cur + " --train.save_every 1 --train.keep_last 0"), dir_);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("curriculum: steps 1..3 read " + easy.data + ", then " + data_), std::string::npos) << r.out;
+  const Result e = test::run_command(train("easy", steps + "--data.path " + easy.data), dir_);
+  ASSERT_EQ(e.status, 0) << e.out << e.err;
+  const std::vector<double> ref = losses("cur"), alone = losses("easy");
+  ASSERT_EQ(ref.size(), 6u);
+  ASSERT_EQ(alone.size(), 6u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(ref[i], alone[i]) << "step " << i + 1;
+  int differ = 0;
+  for (size_t i = 3; i < 6; ++i) differ += ref[i] != alone[i];
+  EXPECT_EQ(differ, 3) << "steps 4..6 read data.path";
+  for (int k : {2, 3, 4}) {
+    const std::string run = "cur_from" + std::to_string(k);
+    const std::string from = dir_ + "/runs/cur/checkpoints/step_" + std::to_string(k);
+    const Result c = test::run_command(train(run, cur + " --train.resume " + from), dir_);
+    ASSERT_EQ(c.status, 0) << c.out << c.err;
+    const std::vector<double> l = losses(run);
+    ASSERT_EQ(l.size(), size_t(6 - k)) << run;
+    for (size_t i = 0; i < l.size(); ++i) EXPECT_EQ(l[i], ref[size_t(k) + i]) << run << " step " << k + 1 + int(i);
+  }
+}
+
 void expect_refused(const Result& r, const std::string& what) { test::expect_one_error_line(r, "vlm train", what); }
 
 TEST_F(TrainCli, BadRunsExitWithOneLine) {
@@ -222,6 +258,14 @@ TEST_F(TrainCli, BadRunsExitWithOneLine) {
   expect_refused(test::run_command(train("bad", "--train.global_batch 7"), dir_), "--train.global_batch=7 must equal");
   expect_refused(test::run_command(mpirun(8) + train("bad", "--tp 8"), dir_), "n_heads");
   expect_refused(test::run_command(train("bad", "--train.freeze vision,eyes"), dir_), "--train.freeze: unknown module 'eyes'");
+  expect_refused(test::run_command(train("bad", "--data.curriculum_steps 3"), dir_),
+                 "--data.curriculum_steps: 3 with --data.curriculum '' (expected both set");
+  expect_refused(test::run_command(train("bad", "--data.curriculum " + dir_ + "/missing.h5 --data.curriculum_steps 3"),
+                                   dir_),
+                 dir_ + "/missing.h5");
+  expect_refused(test::run_command(train("bad", "--train.steps 4 --data.curriculum " + data_ + " --data.curriculum_steps 4"),
+                                   dir_),
+                 "--data.curriculum_steps: 4 leaves none of the run's 4 steps to " + data_);
 }
 
 TEST_F(TrainCli, ARankLocalBadFileEndsEveryRank) {
