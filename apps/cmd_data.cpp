@@ -82,6 +82,10 @@ const OptionSet<DataTool>& data_tool() {
              "build colours: fewest items per scene (the count is uniform in [this, data.colour_items]; 1 makes "
              "scenes whose question needs no search, for a curriculum: docs/lod-experiment.md)")
         .range(kColourMinItems, kColourPaletteSize);
+    s.option("data.colour_question", colour(&ColourSceneOptions::question),
+             "build colours: sentence = \"what is the red item?\" or \"which item is red?\" -> \"a seven\"; "
+             "colour_last = \"which item is red\" -> \"seven\" (the colour's row predicts the class)")
+        .choices({{"sentence", ColourQuestion::Sentence}, {"colour_last", ColourQuestion::ColourLast}});
     s.option("data.colour_block_items", colour(&ColourSceneOptions::block_items),
              "build colours: 0 = items anywhere; K in 2..4 = items K to a block of 2 x 2 slots, so that pooling a "
              "block always mixes K of them (an even grid, item counts multiples of K)")

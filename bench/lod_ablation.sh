@@ -1,23 +1,20 @@
 #!/usr/bin/env bash
 # lod_ablation: the learned-level-of-detail experiment of docs/lod-experiment.md, in one
-# command: builds the colour scenes (vlm data build --data.from colours)
-# and their tokenizer, then runs `vlm ablate` with configs/colours.cfg:
+# command: builds the colour scenes (vlm data build --data.from colours, colour-last
+# questions), the curriculum's scenes of one item and the tokenizer, then runs `vlm
+# ablate` with configs/colours.cfg:
 #   seed 1: relevance, uniform and random at budgets 4 (every quadrant pooled), 7 (one
 #           quadrant at full detail) and 16 (full detail): 9 rows;
 #   seeds 3 and 5: the rows that decide the headline, relevance, uniform and random at 7
 #           and uniform at 16: 4 rows each.
-# Seeds 2 and 4 are not used: with them the shared full-detail prefix never leaves the
-# answers' prior (loss 0.76-0.78 per answer token through step 3,000, seed 2 through
-# step 11,000; docs/lod-experiment.md, "Seeds that do not learn"), so every row of theirs
-# answers at chance whatever its allocation: the prefix is the same for every policy.
-# Every row trains 12,000 steps and answers ablate.eval_samples = 1000 test questions; the
-# rows of one seed share their first 7,200 steps (full detail: docs/ablations.md, "Shared
-# prefix"). The two halves run side by side, one process per core (seed 1 in one, seeds
-# 3 and 5 in the other; about 48 minutes on 2 cores), each into its own folder; their
-# rows are then joined into <OUT>/ablation: ablation.csv/.md (rows, then their summary
-# over seeds: mean accuracy +- one standard error over seeds and questions),
-# ablation.png (accuracy against visual tokens with error bars) and training.png.
-# Resumable: a rerun skips the rows already done.
+# Every row trains 8,000 steps (the first 1,500 on the curriculum) and answers
+# ablate.eval_samples = 1000 test questions; the rows of one seed share their first 4,800
+# steps (full detail: docs/ablations.md, "Shared prefix"). The two halves run side by
+# side, one process per core (seed 1 in one, seeds 3 and 5 in the other), each into its
+# own folder; their rows are then joined into <OUT>/ablation: ablation.csv/.md (rows,
+# then their summary over seeds: mean accuracy +- one standard error over seeds and
+# questions), ablation.png (accuracy against visual tokens with error bars) and
+# training.png. Resumable: a rerun skips the rows already done.
 #   bench/lod_ablation.sh [extra vlm ablate options, e.g. --steps 300]
 # Environment: VLM (default build-cpu/apps/vlm), OUT (default out/colours), SCENES
 # (default 20000).
@@ -31,9 +28,15 @@ export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 mkdir -p "$OUT"
 start=$(date +%s)
 echo "lod_ablation: $(nproc --all) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-DATA="$OUT/digits64_20k.h5" TOK="$OUT/digits64_20k_tok.json"
+# The task (colour-last questions: "which item is red" -> "seven") and the curriculum of
+# configs/colours.cfg (one item per scene, other scenes: seed 2).
+DATA="$OUT/colourlast_20k.h5" TOK="$OUT/colourlast_20k_tok.json" ONE="$OUT/colourlast_one20k.h5"
 if [ ! -f "$DATA" ]; then
-  "$VLM" data build --data.from colours --data.limit "$SCENES" --data.out "$DATA"
+  "$VLM" data build --data.from colours --data.colour_question colour_last --data.limit "$SCENES" --data.out "$DATA"
+fi
+if [ ! -f "$ONE" ]; then
+  "$VLM" data build --data.from colours --data.colour_question colour_last --data.colour_min_items 1 \
+    --data.colour_items 1 --data.seed 2 --data.limit "$SCENES" --data.out "$ONE"
 fi
 if [ ! -f "$TOK" ]; then
   "$VLM" data tokenizer --data.train "$DATA" --data.vocab 512 --data.out "$TOK"
@@ -41,7 +44,8 @@ fi
 ablate() {  # ablate <folder> <vlm ablate options...>
   local dir=$1
   shift
-  "$VLM" ablate --config configs/colours.cfg --data.path "$DATA" --data.tokenizer "$TOK" --out "$dir" "$@"
+  "$VLM" ablate --config configs/colours.cfg --data.path "$DATA" --data.tokenizer "$TOK" --data.curriculum "$ONE" \
+    --out "$dir" "$@"
 }
 EXTRA=("$@")
 first() {

@@ -1,12 +1,13 @@
 // The colour-scenes converter (converters.h build_colour_scenes; docs/dataset-format.md,
 // "Colour scenes"): scenes of digits or Fashion-MNIST items in distinct named colours on
 // grey clutter (colour_compose.h), each item asked about once: "what is the <colour>
-// item?" (or "which item is <colour>?") -> its class noun ("a seven", "a sneaker"). The colour survives
-// pooling, so the place is findable at coarse detail; the class needs the item at full
-// detail. Every question is a caption (prompt = question, text = answer) with the item's
-// box and class (schema version 2), as the scenes converter stores them. Scenes are PNG;
-// scene i is drawn from SceneRng(seed, i), its split from random_splits, so a seed gives
-// a byte-identical file.
+// item?" (or "which item is <colour>?") -> its class noun ("a seven", "a sneaker"), or
+// with ColourQuestion::ColourLast "which item is <colour>" -> its class name ("seven",
+// "sneaker"), the scenes unchanged. The colour survives pooling, so the place is
+// findable at coarse detail; the class needs the item at full detail. Every question is
+// a caption (prompt = question, text = answer) with the item's box and class (schema
+// version 2), as the scenes converter stores them. Scenes are PNG; scene i is drawn from
+// SceneRng(seed, i), its split from random_splits, so a seed gives a byte-identical file.
 #include <algorithm>
 #include <iterator>
 #include <memory>
@@ -71,7 +72,8 @@ BuildReport build_colour_scenes(const ColourSceneOptions& sc, const BuildOptions
   DatasetWriter w = DatasetWriter::encoded(opt.out);
   w.set_source(cat("colours: size ", sc.size, ", grid ", sc.grid, ", items ", sc.min_items, "..", sc.max_items,
                    K ? cat(" (", K, " per block of 2 x 2 slots)") : std::string(),
-                   ", seed ", opt.seed, fashion ? ", fashion-mnist " + sc.fashion_dir : std::string(", digits")));
+                   sc.question == ColourQuestion::ColourLast ? ", colour-last questions" : "", ", seed ", opt.seed,
+                   fashion ? ", fashion-mnist " + sc.fashion_dir : std::string(", digits")));
   w.set_tokenizer(opt.tokenizer_name);
   std::vector<int32_t> boxes, labels;
   for (int64_t i = 0; i < n; ++i) {
@@ -82,9 +84,12 @@ BuildReport build_colour_scenes(const ColourSceneOptions& sc, const BuildOptions
     const int64_t image =
         w.add_encoded(reinterpret_cast<const uint8_t*>(png.data()), png.size(), sc.size, sc.size, 3);
     for (const ColourItem& it : s.items) {
-      std::string q = kAsk[rng.range(0, int64_t(std::size(kAsk)) - 1)];
+      std::string q = kAsk[rng.range(0, int64_t(std::size(kAsk)) - 1)];  // drawn either way: the same scenes
       q.replace(q.find("{}"), 2, kColourPalette[it.colour].name);
-      add_caption_checked(w, image, classes[size_t(it.class_id)].a_noun, q, cat("scene ", i), opt);
+      const SceneClass& c = classes[size_t(it.class_id)];
+      if (sc.question == ColourQuestion::ColourLast) q = cat("which item is ", kColourPalette[it.colour].name);
+      add_caption_checked(w, image, sc.question == ColourQuestion::ColourLast ? c.name : c.a_noun, q,
+                          cat("scene ", i), opt);
       boxes.insert(boxes.end(), {it.box.x0, it.box.y0, it.box.x1, it.box.y1});
       labels.push_back(it.class_id);
     }

@@ -96,6 +96,12 @@ BuildReport build_scenes(const SceneOptions& scene, const BuildOptions& opt);
 // What the items are: the digits 0-9 (drawn by data/image/glyph.h) or Fashion-MNIST's 10
 // classes.
 enum class ColourClasses { Digits, Fashion };
+// How an item is asked about: Sentence, "what is the red item?" or "which item is red?" ->
+// "a seven"; ColourLast, "which item is red" -> "seven": the prompt ends with the colour
+// and the answer starts with the class, so the row of the colour predicts the class and
+// one attention from it can find the item (docs/lod-experiment.md, "Asking with the
+// colour last").
+enum class ColourQuestion { Sentence, ColourLast };
 inline constexpr int kColourMinItems = 1;  // the fewest items a scene may have
 struct ColourSceneOptions {
   int size = 64;      // side of the square scene, a multiple of grid
@@ -107,6 +113,7 @@ struct ColourSceneOptions {
   // pooling a block always mixes K items.
   int block_items = 0;
   ColourClasses classes = ColourClasses::Digits;
+  ColourQuestion question = ColourQuestion::Sentence;
   std::string fashion_dir = "/usr/share/datasets/fashion-mnist";
 };
 BuildReport build_colour_scenes(const ColourSceneOptions& scene, const BuildOptions& opt);

@@ -14,6 +14,9 @@
 //    (the digits' or Fashion-MNIST's 10 classes), min_items..max_items questions per scene, one
 //    per item; digit items show the digit their label names (their pixels against every
 //    digit's drawings at 16 x 16: the label's is the nearest for at least 95% of them);
+//  - colour-last questions ("which item is red" -> "seven") pass the same checks and
+//    keep the scenes, boxes, labels and splits of the sentence questions;
+//  - scenes of one item;
 //  - splits disjoint and covering; the loader delivers boxes, labels and prompts;
 //  - bad options (a grid that does not divide the size, too many or too few items) are refused.
 #include <gtest/gtest.h>
@@ -60,10 +63,10 @@ const std::vector<std::string> kDigitNames = {"zero", "one", "two", "three", "fo
 
 std::string build(const std::string& out, int64_t n, uint64_t seed, int size, int grid, int items,
                   ColourClasses classes = ColourClasses::Digits, int min_items = ColourSceneOptions{}.min_items,
-                  int block_items = 0) {
+                  int block_items = 0, ColourQuestion question = ColourQuestion::Sentence) {
   ColourSceneOptions so;
   so.size = size, so.grid = grid, so.min_items = min_items, so.max_items = items, so.classes = classes;
-  so.block_items = block_items;
+  so.block_items = block_items, so.question = question;
   so.fashion_dir = test::kFashionDir;
   const BuildReport r = build_colour_scenes(so, test::small_build(out, n, seed));
   EXPECT_EQ(r.images, n);
@@ -115,7 +118,8 @@ int nearest_digit(const cv::Mat& m, const CaptionBox& b, int bg) {
 }
 
 void check_file(const std::string& path, int size, int grid, int max_items, int64_t* captions = nullptr,
-                int min_items = ColourSceneOptions{}.min_items) {
+                int min_items = ColourSceneOptions{}.min_items, ColourQuestion question = ColourQuestion::Sentence) {
+  const bool last = question == ColourQuestion::ColourLast;
   int64_t digit_items = 0, digit_matches = 0;
   DatasetReader r(path);
   EXPECT_EQ(r.version(), 2);
@@ -183,15 +187,17 @@ void check_file(const std::string& path, int size, int grid, int max_items, int6
       // The colour the question names is the item's.
       int named = -1;
       for (size_t k = 0; k < kPalette.size(); ++k)
-        if (prompt == "what is the " + kPalette[k].name + " item?" || prompt == "which item is " + kPalette[k].name + "?")
+        if (last ? prompt == "which item is " + kPalette[k].name
+                 : prompt == "what is the " + kPalette[k].name + " item?" ||
+                       prompt == "which item is " + kPalette[k].name + "?")
           named = int(k);
       ASSERT_GE(named, 0) << "caption " << j << ": " << prompt;
       EXPECT_EQ(nearest_colour(brightest), named) << "caption " << j << ": " << prompt;
       EXPECT_TRUE(colours.insert(named).second) << "two items of one colour";
-      // The answer is the label's noun.
+      // The answer is the label's noun (its name with colour-last questions).
       const int label = labels[size_t(j)];
       ASSERT_TRUE(label >= 0 && label < 10);
-      EXPECT_EQ(answer, nouns[size_t(label)]);
+      EXPECT_EQ(answer, last ? names[size_t(label)] : nouns[size_t(label)]);
       if (digits) ++digit_items, digit_matches += nearest_digit(m, b, bg[0]) == label;
     }
     for (int y = 0; y < size; ++y)
@@ -262,12 +268,32 @@ TEST_F(ColourScenes, FixedItemCount) {
   EXPECT_EQ(m, 20 * 6);
 }
 
-// One item per scene (--data.colour_items 1 --data.colour_min_items 1, the curriculum of
-// configs/colours.cfg): one question per scene, every check above.
+// One item per scene (--data.colour_items 1 --data.colour_min_items 1, a curriculum for
+// the colour scenes: docs/lod-experiment.md): one question per scene, every check above.
 TEST_F(ColourScenes, OneItemPerScene) {
   int64_t m = 0;
   check_file(build(dir_ + "/one.h5", 20, 9, 64, 4, 1, ColourClasses::Digits, 1), 64, 4, 1, &m, 1);
   EXPECT_EQ(m, 20);
+}
+
+// --data.colour_question colour_last: "which item is red" -> "seven", every check above,
+// and the scenes, boxes and labels of the sentence questions' file of the same seed.
+TEST_F(ColourScenes, ColourLastQuestions) {
+  int64_t m = 0;
+  const std::string p = build(dir_ + "/last.h5", 60, 3, 64, 4, 4, ColourClasses::Digits, ColourSceneOptions{}.min_items,
+                              0, ColourQuestion::ColourLast);
+  check_file(p, 64, 4, 4, &m, ColourSceneOptions{}.min_items, ColourQuestion::ColourLast);
+  const DatasetReader last(p), sentence(dir_ + "/a.h5");
+  ASSERT_EQ(last.num_images(), sentence.num_images());
+  ASSERT_EQ(last.num_captions(), sentence.num_captions());
+  for (int64_t i = 0; i < last.num_images(); ++i) EXPECT_EQ(last.image_data(i), sentence.image_data(i)) << i;
+  EXPECT_EQ(last.caption_labels(), sentence.caption_labels());
+  for (const char* split : {"train", "val", "test"}) EXPECT_EQ(last.split(split), sentence.split(split)) << split;
+  for (int64_t j = 0; j < last.num_captions(); ++j) {
+    EXPECT_EQ(last.caption_image(j), sentence.caption_image(j));
+    EXPECT_EQ(last.box(j).x0, sentence.box(j).x0);
+    EXPECT_EQ(last.box(j).y1, sentence.box(j).y1);
+  }
 }
 
 // --data.colour_block_items 2: every block of 2 x 2 slots holds 0 or 2 items (their
