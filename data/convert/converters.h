@@ -99,7 +99,7 @@ enum class ColourClasses { Digits, Fashion };
 // How an item is asked about: Sentence, "what is the red item?" or "which item is red?" ->
 // "a seven"; ColourLast, "which item is red" -> "seven": the prompt ends with the colour
 // and the answer starts with the class, so the row of the colour predicts the class and
-// one attention from it can find the item (docs/lod-experiment.md, "Asking with the
+// one attention from it can find the item (docs/lod-recipe.md, "Asking with the
 // colour last").
 enum class ColourQuestion { Sentence, ColourLast };
 inline constexpr int kColourMinItems = 1;  // the fewest items a scene may have
