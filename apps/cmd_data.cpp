@@ -80,7 +80,7 @@ const OptionSet<DataTool>& data_tool() {
         .range(kColourMinItems, kColourPaletteSize);
     s.option("data.colour_min_items", colour(&ColourSceneOptions::min_items),
              "build colours: fewest items per scene (the count is uniform in [this, data.colour_items]; 1 makes "
-             "scenes whose question needs no search, for a curriculum: docs/lod-experiment.md)")
+             "scenes whose question needs no search, for a curriculum: docs/lod-recipe.md)")
         .range(kColourMinItems, kColourPaletteSize);
     s.option("data.colour_question", colour(&ColourSceneOptions::question),
              "build colours: sentence = \"what is the red item?\" or \"which item is red?\" -> \"a seven\"; "
