@@ -366,6 +366,7 @@ int run_ablation(const Config& cfg, Runtime& rt) {
     r.first_loss = rep.first_loss, r.loss = rep.last_loss, r.val_loss = rep.val_loss;
     r.accuracy = ans.accuracy(), r.answered = ans.samples;
     r.precision = ans.precision(), r.precision_chance = ans.chance();
+    r.detail = ans.detail.detail(), r.detailed_accuracy = ans.detailed_accuracy();
     r.step_ms = 1e3 * rep.step_seconds, r.images_per_s = rep.images_per_s;
     r.mem_mib = mx[0] / (1 << 20), r.tp_bytes = mx[1], r.dp_bytes = mx[2];
     r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -375,9 +376,9 @@ int run_ablation(const Config& cfg, Runtime& rt) {
       const double el = std::chrono::duration<double>(Clock::now() - t_all).count();
       const double eta = el / double(i + 1) * double(todo.size() - i - 1);
       std::printf("vlm ablate: row %zu/%zu done in %s: %s | %.1f tok/img | val loss %.4f | accuracy %.1f%% | "
-                  "relevance precision %.3f (chance %.3f) | ETA %s\n",
+                  "relevance precision %.3f (chance %.3f) | detail %.3f | ETA %s\n",
                   i + 1, todo.size(), format_duration(r.seconds).c_str(), r.key().c_str(), r.tokens_per_image,
-                  r.val_loss, 100.0 * r.accuracy, r.precision, r.precision_chance, format_duration(eta).c_str());
+                  r.val_loss, 100.0 * r.accuracy, r.precision, r.precision_chance, r.detail, format_duration(eta).c_str());
       std::fflush(stdout);
     }
   }

@@ -4,7 +4,10 @@
 //  - answer accuracy: the greedy answer to the sample's question (model/generate.h, at
 //    most max_new tokens) equals the sample's own caption text exactly;
 //  - relevance precision (scorers/relevance_precision.h) of the relevance map of each
-//    sample's image against the box its question is about.
+//    sample's image against the box its question is about, and detail precision (same
+//    file) of its level-of-detail allocation against that box;
+//  - the accuracy on the samples whose box is wholly at full detail (what the answers
+//    lose where the allocation was right: the rest is what they lose where it was not).
 // Padding repeats of the sampler are not counted; every sum is all-reduced over DP.
 #pragma once
 #include <cstdint>
@@ -22,8 +25,11 @@ namespace vlm {
 struct AnswerReport : RelevancePrecision {
   int64_t samples = 0, correct = 0;   // answered samples, exact answers
   int64_t visual_tokens = 0;          // the answered samples' visual tokens (their allocations)
+  DetailPrecision detail;
+  int64_t detailed = 0, detailed_correct = 0;  // samples whose box is wholly at full detail, their exact answers
   double tokens_per_image() const { return samples ? double(visual_tokens) / double(samples) : 0.0; }
   double accuracy() const { return samples ? double(correct) / double(samples) : 0.0; }
+  double detailed_accuracy() const { return detailed ? double(detailed_correct) / double(detailed) : -1.0; }
 };
 
 // Every sample of `loader` (one epoch; the split cut by LoaderOptions::limit when set).

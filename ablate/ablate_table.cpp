@@ -18,7 +18,7 @@ namespace {
 
 const char* const kColumns[] = {"placement", "lod", "budget", "seed", "tp", "dp", "steps", "config", "tokens_per_image",
                                 "first_loss", "loss", "val_loss", "accuracy", "answered", "precision",
-                                "precision_random", "precision_chance", "step_ms", "images_per_s", "mem_mib_per_rank",
+                                "precision_random", "precision_chance", "detail", "detailed_accuracy", "step_ms", "images_per_s", "mem_mib_per_rank",
                                 "tp_bytes_per_step", "dp_bytes_per_step", "seconds", "loss_check",
                                 "early_diff", "val_diff", "early_losses", "train_precision", "scorer_grad"};
 constexpr size_t kNumColumns = sizeof kColumns / sizeof kColumns[0];
@@ -60,6 +60,14 @@ std::vector<double> mean_curve(const std::vector<const std::vector<double>*>& cu
   return out;
 }
 
+// A fraction as a percentage with one decimal, "-" when negative (none measured).
+std::string percent(double v) {
+  if (v < 0) return "-";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f%%", 100.0 * v);
+  return b;
+}
+
 double rel_diff(double a, double b) {
   const double m = std::max(std::abs(a), std::abs(b));
   return m > 0 ? std::abs(a - b) / m : 0.0;
@@ -69,7 +77,10 @@ double rel_diff(double a, double b) {
 
 std::string series_text(const std::vector<double>& v, int digits) {
   std::string s;
-  for (size_t k = 0; k < v.size(); ++k) s += (k ? ";" : "") + num(v[k], digits);
+  for (size_t k = 0; k < v.size(); ++k) {
+    if (k) s += ';';
+    s += num(v[k], digits);
+  }
   return s;
 }
 
@@ -147,7 +158,8 @@ std::string ablation_csv(const std::vector<AblationRow>& rows) {
                                         num(r.tokens_per_image), num(r.first_loss, 17), num(r.loss, 17),
                                         num(r.val_loss, 17), num(r.accuracy), std::to_string(r.answered),
                                         num(r.precision), r.precision_random < 0 ? "" : num(r.precision_random),
-                                        num(r.precision_chance), num(r.step_ms), num(r.images_per_s), num(r.mem_mib),
+                                        num(r.precision_chance), num(r.detail),
+                                        r.detailed_accuracy < 0 ? "" : num(r.detailed_accuracy), num(r.step_ms), num(r.images_per_s), num(r.mem_mib),
                                         num(r.tp_bytes, 12), num(r.dp_bytes, 12), num(r.seconds), r.loss_check,
                                         r.early_diff < 0 ? "" : num(r.early_diff, 3),
                                         r.val_diff < 0 ? "" : num(r.val_diff, 3), series_text(r.early_losses, 17),
@@ -180,11 +192,12 @@ std::vector<AblationRow> parse_ablation_csv(const std::string& text, const std::
     r.placement = f[0], r.lod = f[1], r.budget = int64_t(d(2)), r.seed = int64_t(d(3)), r.tp = int(d(4));
     r.dp = int(d(5)), r.steps = int64_t(d(6)), r.config = f[7], r.tokens_per_image = d(8), r.first_loss = d(9);
     r.loss = d(10), r.val_loss = d(11), r.accuracy = d(12), r.answered = int64_t(d(13)), r.precision = d(14);
-    r.precision_random = d(15), r.precision_chance = d(16), r.step_ms = d(17), r.images_per_s = d(18);
-    r.mem_mib = d(19), r.tp_bytes = d(20), r.dp_bytes = d(21), r.seconds = d(22), r.loss_check = f[23];
-    r.early_losses = series_values(f[26], where, "early_losses");
-    r.train_precision = series_values(f[27], where, "train_precision");
-    r.scorer_grad = series_values(f[28], where, "scorer_grad");
+    r.precision_random = d(15), r.precision_chance = d(16), r.detail = d(17), r.detailed_accuracy = d(18);
+    r.step_ms = d(19), r.images_per_s = d(20);
+    r.mem_mib = d(21), r.tp_bytes = d(22), r.dp_bytes = d(23), r.seconds = d(24), r.loss_check = f[25];
+    r.early_losses = series_values(f[28], where, "early_losses");
+    r.train_precision = series_values(f[29], where, "train_precision");
+    r.scorer_grad = series_values(f[30], where, "scorer_grad");
     rows.push_back(r);
   }
   return rows;
@@ -203,24 +216,28 @@ std::vector<AblationSummary> summarize(const std::vector<AblationRow>& rows) {
     m.placement = f.placement, m.lod = f.lod, m.budget = f.budget, m.steps = f.steps, m.tp = f.tp, m.dp = f.dp;
     m.seeds = int(g.size()), m.answered = f.answered, m.precision_chance = f.precision_chance;
     const double S = double(g.size());
-    double rand = 0;
-    int nrand = 0;
+    double rand = 0, da = 0;
+    int nrand = 0, nda = 0;
     std::vector<const std::vector<double>*> tp, sg;
     for (const AblationRow* r : g) {
       m.tokens_per_image += r->tokens_per_image / S, m.val_loss += r->val_loss / S;
-      m.accuracy += r->accuracy / S, m.precision += r->precision / S;
+      m.accuracy += r->accuracy / S, m.precision += r->precision / S, m.detail += r->detail / S;
+      if (r->detailed_accuracy >= 0) da += r->detailed_accuracy, ++nda;
       m.answered = std::min(m.answered, r->answered);
       if (r->precision_random >= 0) rand += r->precision_random, ++nrand;
       tp.push_back(&r->train_precision), sg.push_back(&r->scorer_grad);
     }
     m.precision_random = nrand ? rand / nrand : -1.0;
-    double va = 0, vp = 0;
-    for (const AblationRow* r : g)
+    m.detailed_accuracy = nda ? da / nda : -1.0;
+    double va = 0, vp = 0, vd = 0;
+    for (const AblationRow* r : g) {
       va += (r->accuracy - m.accuracy) * (r->accuracy - m.accuracy), vp += (r->precision - m.precision) * (r->precision - m.precision);
-    va = g.size() > 1 ? va / (S - 1) : 0.0, vp = g.size() > 1 ? vp / (S - 1) : 0.0;
+      vd += (r->detail - m.detail) * (r->detail - m.detail);
+    }
+    va = g.size() > 1 ? va / (S - 1) : 0.0, vp = g.size() > 1 ? vp / (S - 1) : 0.0, vd = g.size() > 1 ? vd / (S - 1) : 0.0;
     const double p = m.accuracy, n = double(std::max<int64_t>(1, m.answered));
     m.accuracy_se = std::sqrt(va / S + p * (1 - p) / n);
-    m.precision_se = std::sqrt(vp / S);
+    m.precision_se = std::sqrt(vp / S), m.detail_se = std::sqrt(vd / S);
     m.train_precision = mean_curve(tp), m.scorer_grad = mean_curve(sg);
     out.push_back(m);
   }
@@ -230,18 +247,19 @@ std::vector<AblationSummary> summarize(const std::vector<AblationRow>& rows) {
 std::string ablation_markdown(const std::vector<AblationRow>& rows, const std::string& command, double tol) {
   std::ostringstream os;
   os << "| placement | lod | budget | seed | tp x dp | steps | tokens/img | val loss | accuracy | rel. precision "
-        "(random row / chance) | ms/step | img/s | MiB/rank | TP B/step | DP B/step | loss check (early / val diff) |\n"
-     << "|---|---|---:|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|\n";
+        "(random row / chance) | detail (accuracy there) | ms/step | img/s | MiB/rank | TP B/step | DP B/step | "
+        "loss check (early / val diff) |\n"
+     << "|---|---|---:|---:|---|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---|\n";
   char b[512];
   for (const AblationRow& r : rows) {
     const std::string diffs = r.early_diff < 0 ? "" : " (" + num(r.early_diff, 2) + " / " + num(r.val_diff, 2) + ")";
     std::snprintf(b, sizeof b,
-                  "| %s | %s | %lld | %lld | %d x %d | %lld | %.1f | %.4f | %.1f%% (%lld) | %.3f (%s / %.3f) | %.0f | "
-                  "%.1f | %.1f | %.3g | %.3g | %s%s |\n",
+                  "| %s | %s | %lld | %lld | %d x %d | %lld | %.1f | %.4f | %.1f%% (%lld) | %.3f (%s / %.3f) | %.3f (%s) | "
+                  "%.0f | %.1f | %.1f | %.3g | %.3g | %s%s |\n",
                   r.placement.c_str(), r.lod.c_str(), (long long)r.budget, (long long)r.seed, r.tp, r.dp,
                   (long long)r.steps, r.tokens_per_image, r.val_loss, 100.0 * r.accuracy, (long long)r.answered,
                   r.precision, r.precision_random < 0 ? "-" : num(r.precision_random, 3).c_str(), r.precision_chance,
-                  r.step_ms, r.images_per_s, r.mem_mib, r.tp_bytes, r.dp_bytes,
+                  r.detail, percent(r.detailed_accuracy).c_str(), r.step_ms, r.images_per_s, r.mem_mib, r.tp_bytes, r.dp_bytes,
                   r.loss_check == "MISMATCH" ? "**MISMATCH**" : r.loss_check.c_str(), diffs.c_str());
     os << b;
   }
@@ -249,14 +267,17 @@ std::string ablation_markdown(const std::vector<AblationRow>& rows, const std::s
      << num(tol, 3) << " relative (ref = the group's reference row); the relative differences of those steps and of "
      << "the final validation loss are in brackets.\n";
   os << "\nOver seeds (mean; accuracy +- one standard error over seeds and questions, sqrt(var_seeds / S + "
-        "p (1 - p) / n); precision +- its standard error over seeds):\n\n"
+        "p (1 - p) / n); precisions +- their standard error over seeds):\n\n"
      << "| placement | lod | budget | tp x dp | seeds | tokens/img | val loss | accuracy | rel. precision | "
-        "random row | chance |\n|---|---|---:|---|---:|---:|---:|---:|---|---:|---:|\n";
+        "random row | chance | detail | accuracy there |\n|---|---|---:|---|---:|---:|---:|---:|---|---:|---:|---|---:|\n";
   for (const AblationSummary& m : summarize(rows)) {
-    std::snprintf(b, sizeof b, "| %s | %s | %lld | %d x %d | %d | %.1f | %.4f | %.1f%% +- %.1f | %.3f +- %.3f | %s | %.3f |\n",
+    std::snprintf(b, sizeof b,
+                  "| %s | %s | %lld | %d x %d | %d | %.1f | %.4f | %.1f%% +- %.1f | %.3f +- %.3f | %s | %.3f | "
+                  "%.3f +- %.3f | %s |\n",
                   m.placement.c_str(), m.lod.c_str(), (long long)m.budget, m.tp, m.dp, m.seeds, m.tokens_per_image,
                   m.val_loss, 100.0 * m.accuracy, 100.0 * m.accuracy_se, m.precision, m.precision_se,
-                  m.precision_random < 0 ? "-" : num(m.precision_random, 3).c_str(), m.precision_chance);
+                  m.precision_random < 0 ? "-" : num(m.precision_random, 3).c_str(), m.precision_chance, m.detail,
+                  m.detail_se, percent(m.detailed_accuracy).c_str());
     os << b;
   }
   if (!command.empty()) os << "\nCommand: `" << command << "`\n";

@@ -36,6 +36,9 @@ struct AblationRow {
   double accuracy = 0;
   int64_t answered = 0;
   double precision = 0, precision_chance = 0;
+  // Detail precision (scorers/relevance_precision.h) and the accuracy on the questions
+  // whose box was wholly at full detail (-1: none was).
+  double detail = 0, detailed_accuracy = -1;
   double step_ms = 0, images_per_s = 0, mem_mib = 0, tp_bytes = 0, dp_bytes = 0, seconds = 0;
   std::vector<double> early_losses;  // the losses of the first steps (ablate.check_steps)
   // Over kTrainingParts equal parts of the steps (train/lod_metrics.h): the mean
@@ -59,6 +62,8 @@ struct AblationSummary {
   double accuracy = 0, accuracy_se = 0;      // mean over seeds; se over seeds and questions (above)
   double precision = 0, precision_se = 0;    // mean over seeds; se over seeds (0 for one seed)
   double precision_random = -1, precision_chance = 0;
+  double detail = 0, detail_se = 0;          // mean over seeds; se over seeds
+  double detailed_accuracy = -1;             // mean over the seeds that have one (-1: none)
   std::vector<double> train_precision, scorer_grad;  // means over seeds, per part
 };
 // Groups in order of first appearance.

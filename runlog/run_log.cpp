@@ -71,6 +71,11 @@ void RunLog::scalars(int64_t step, const std::vector<std::pair<std::string, doub
   jsonl_->append(line);
 }
 
+double eta_seconds(const StepLine& s) {
+  const double per_step = s.elapsed_s / double(std::max<int64_t>(1, s.step - s.first + 1));
+  return per_step * double(std::max<int64_t>(0, s.total - s.step));
+}
+
 void RunLog::step(const StepLine& s, bool print) {
   if (!root_) return;
   std::vector<std::pair<std::string, double>> v = {{"loss", s.loss},
@@ -83,13 +88,12 @@ void RunLog::step(const StepLine& s, bool print) {
   if (s.mfu) v.push_back({"mfu", *s.mfu});
   scalars(s.step, v);
   if (!print) return;
-  const double per_step = s.elapsed_s / double(std::max<int64_t>(1, s.step));
   char mfu[32] = "";
   if (s.mfu) std::snprintf(mfu, sizeof mfu, " | MFU %.1f%%", 100.0 * *s.mfu);
   std::printf("step %lld/%lld | loss %.4f | lr %.2e | gnorm %.3f | %.0f tok/s | %.1f img/s | %.1f vis tok/img | "
               "%.0f ms/step | ETA %s | mem %.2f GiB%s\n",
               (long long)s.step, (long long)s.total, s.loss, s.lr, s.grad_norm, s.tokens_per_s, s.images_per_s,
-              s.visual_per_image, s.step_s * 1e3, format_duration(per_step * double(s.total - s.step)).c_str(),
+              s.visual_per_image, s.step_s * 1e3, format_duration(eta_seconds(s)).c_str(),
               s.mem_bytes / double(1 << 30), mfu);
   std::fflush(stdout);
 }

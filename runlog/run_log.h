@@ -32,14 +32,17 @@ class EventWriter;
 struct StepLine {
   int64_t step = 0, total = 0;
   double loss = 0, lr = 0, grad_norm = 0;
-  double step_s = 0, elapsed_s = 0;  // this step; since the first step
+  double step_s = 0, elapsed_s = 0;  // this step; since this process's first step began
   double tokens_per_s = 0, images_per_s = 0, visual_per_image = 0;
   double mem_bytes = 0;  // peak RSS on CPU, peak device arena bytes on a GPU
   std::optional<double> mfu;  // a fraction; none when no peak is known (train/mfu.h)
+  int64_t first = 1;          // this process's first step (after a checkpoint's when resumed)
 };
 
 // "2m39s", "1h02m", "45s".
 std::string format_duration(double seconds);
+// The time left: the mean time of this process's steps so far times the steps to `total`.
+double eta_seconds(const StepLine& s);
 // Peak resident set size of this process in bytes (getrusage).
 double peak_rss_bytes();
 

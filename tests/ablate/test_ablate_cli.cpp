@@ -18,7 +18,10 @@
 //    the times equals that of the rows trained from step 1 (--ablate.share_prefix=false),
 //    also for rows added by a later command, which reuses the prefix;
 //  - bad arguments exit 2 with one line;
-//  - the relevance precision of hand-made relevance maps (ablate/ablate_eval.h); the
+//  - detail precision: 0 at the smallest budget, 1 at G*G (where the accuracy on the
+//    detailed questions is the accuracy);
+//  - the relevance and detail precision of hand-made maps and allocations
+//    (ablate/ablate_eval.h); the
 //    equal-loss check and the CSV reader on hand-made rows (ablate/ablate_table.h).
 #include <gtest/gtest.h>
 
@@ -99,7 +102,7 @@ TEST_F(AblateCli, PlacementsGiveEqualLossesAndRerunsSkipFinishedRows) {
   ASSERT_EQ(rows.size(), 24u);
   for (const char* c : {"placement", "lod", "budget", "tp", "dp", "steps", "tokens_per_image", "first_loss", "loss",
                         "val_loss", "accuracy", "answered", "precision", "precision_random", "precision_chance",
-                        "step_ms", "images_per_s", "mem_mib_per_rank", "tp_bytes_per_step", "dp_bytes_per_step",
+                        "detail", "detailed_accuracy", "step_ms", "images_per_s", "mem_mib_per_rank", "tp_bytes_per_step", "dp_bytes_per_step",
                         "loss_check", "early_diff", "val_diff", "early_losses"})
     EXPECT_TRUE(rows[0].count(c)) << "column " << c;
   std::map<std::string, const std::map<std::string, std::string>*> ref;  // lod/budget -> replicated row
@@ -116,6 +119,17 @@ TEST_F(AblateCli, PlacementsGiveEqualLossesAndRerunsSkipFinishedRows) {
     const double acc = std::stod(row.at("accuracy")), prec = std::stod(row.at("precision"));
     EXPECT_TRUE(acc >= 0 && acc <= 1 && prec >= 0 && prec <= 1) << key;
     EXPECT_FALSE(row.at("precision_random").empty()) << key;
+    // Detail precision: nothing at full detail at the smallest budget, everything at G*G.
+    const double detail = std::stod(row.at("detail"));
+    if (B == 4) {
+      EXPECT_EQ(detail, 0.0) << key;
+      EXPECT_EQ(row.at("detailed_accuracy"), "") << key;
+    }
+    if (B == 16) {
+      EXPECT_EQ(detail, 1.0) << key;
+      EXPECT_EQ(row.at("detailed_accuracy"), row.at("accuracy")) << key;
+    }
+    EXPECT_TRUE(detail >= 0 && detail <= 1) << key;
     const auto& R = *ref.at(row.at("lod") + "/" + row.at("budget"));
     EXPECT_EQ(row.at("loss_check"), &row == &R ? "ref" : "ok") << key;
     for (const char* c : {"first_loss", "loss", "val_loss"})
@@ -232,9 +246,11 @@ TEST_F(AblateCli, SharedPrefixGivesTheFiguresOfRowsTrainedFromTheStart) {
   for (const auto& r : b) by_key[key(r)] = &r;
   for (const auto& r : a) {
     ASSERT_TRUE(by_key.count(key(r))) << key(r);
-    for (const auto& [column, value] : r)
-      if (column != "step_ms" && column != "images_per_s" && column != "seconds")
+    for (const auto& [column, value] : r) {
+      if (column != "step_ms" && column != "images_per_s" && column != "seconds") {
         EXPECT_EQ(by_key.at(key(r))->at(column), value) << key(r) << " " << column;
+      }
+    }
   }
   // The rows' own losses (metrics.jsonl) are the steps after the prefix, equal to the whole row's.
   const std::vector<double> w = test::jsonl_values(dir_ + "/whole/runs/replicated-relevance-7-s1-tp1dp1/metrics.jsonl",
@@ -253,6 +269,7 @@ TEST(AblateTable, SummaryOverSeeds) {
     AblationRow r;
     r.placement = "replicated", r.lod = "relevance", r.budget = 31, r.seed = s, r.steps = 10, r.answered = 1000;
     r.accuracy = 0.5 + 0.1 * s, r.precision = 0.2 + 0.1 * s, r.tokens_per_image = 31;
+    r.detail = 0.6 + 0.2 * s, r.detailed_accuracy = s == 1 ? -1.0 : 0.9 + 0.05 * s;  // seed 1: none detailed
     r.train_precision = {0.1 * s, -1.0};
     rows.push_back(r);
   }
@@ -265,6 +282,9 @@ TEST(AblateTable, SummaryOverSeeds) {
   EXPECT_NEAR(m[0].accuracy, 0.6, 1e-12);
   EXPECT_NEAR(m[0].accuracy_se, std::sqrt(0.01 / 3 + 0.6 * 0.4 / 1000), 1e-12);  // var_seeds = 0.01
   EXPECT_NEAR(m[0].precision_se, std::sqrt(0.01 / 3), 1e-12);
+  EXPECT_NEAR(m[0].detail, 0.8, 1e-12);
+  EXPECT_NEAR(m[0].detail_se, std::sqrt(0.04 / 3), 1e-12);
+  EXPECT_NEAR(m[0].detailed_accuracy, (0.9 + 1.0) / 2, 1e-12);  // over the seeds that have one
   ASSERT_EQ(m[0].train_precision.size(), 2u);
   EXPECT_NEAR(m[0].train_precision[0], 0.1, 1e-12);
   EXPECT_EQ(m[0].train_precision[1], -1.0);  // no measured part
@@ -311,6 +331,41 @@ TEST(AblateEval, RelevancePrecisionOfHandMadeMaps) {
   add_relevance_precision(inside.data(), 4, 16, tiny, d);
   EXPECT_EQ(d.boxed, 0);
   EXPECT_EQ(d.top_cells, 0.0);
+}
+
+// Detail precision on the same 4x4 grid, regions of 2x2 cells (quadrants; finest level
+// 1): hand-made levels, then an allocation of the LOD allocator itself.
+TEST(AblateEval, DetailPrecisionOfHandMadeAllocations) {
+  const float middle[4] = {4, 4, 12, 12};  // cells 5, 6, 9, 10: one in each quadrant
+  const float corner[4] = {0, 0, 8, 8};    // cells 0, 1, 4, 5: the first quadrant
+  ImageLod one, all;
+  one.level = {1, 0, 0, 0}, all.level = {1, 1, 1, 1};
+  DetailPrecision a, b, c;
+  EXPECT_FALSE(add_detail_precision(one, 4, 2, 16, middle, a));
+  EXPECT_EQ(a.box_cells, 4.0);
+  EXPECT_EQ(a.detail(), 0.25);
+  EXPECT_TRUE(add_detail_precision(all, 4, 2, 16, middle, b));
+  EXPECT_EQ(b.detail(), 1.0);
+  EXPECT_TRUE(add_detail_precision(one, 4, 2, 16, corner, c));  // adds up over images
+  EXPECT_FALSE(add_detail_precision(one, 4, 2, 16, middle, c));
+  EXPECT_EQ(c.detail(), 5.0 / 8.0);
+  const float tiny[4] = {3, 3, 5, 5};  // no cell centre: not counted
+  DetailPrecision d;
+  EXPECT_FALSE(add_detail_precision(all, 4, 2, 16, tiny, d));
+  EXPECT_EQ(d.box_cells, 0.0);
+  // The allocator at budget 7 in depth order details the quadrant of the most relevant
+  // cell (15: the last quadrant) and nothing else.
+  LodConfig cfg;
+  cfg.region = 2, cfg.min_tokens = 4, cfg.max_tokens = 16, cfg.fixed_budget = 7, cfg.order = LodOrder::Depth;
+  std::vector<float> r(16, 0.1f);
+  r[15] = 0.9f;
+  const ImageLod lod = LodAllocator(cfg, 4).allocate(r.data(), 0);
+  const float last[4] = {12, 12, 16, 16}, first[4] = {0, 0, 4, 4};
+  DetailPrecision e, f;
+  EXPECT_TRUE(add_detail_precision(lod, 4, 2, 16, last, e));
+  EXPECT_FALSE(add_detail_precision(lod, 4, 2, 16, first, f));
+  EXPECT_EQ(e.detail(), 1.0);
+  EXPECT_EQ(f.detail(), 0.0);
 }
 
 AblationRow row(const std::string& placement, int64_t budget, std::vector<double> early) {
