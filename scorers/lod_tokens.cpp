@@ -96,6 +96,7 @@ void LodTokens::forward(Stream& st, const Tensor& tokens, std::vector<int64_t>& 
       cu.push_back(t);
       continue;
     }
+    const bool gated = gate_full_detail_ || int64_t(lod.tokens.size()) < N;  // lod.gate_full_detail
     for (const LodToken& k : lod.tokens) {
       const double wp = 1.0 / double(k.side * k.side), wq = 1.0 / double(R_ * R_);
       for (int y = k.y0; y < k.y0 + k.side; ++y)
@@ -110,9 +111,9 @@ void LodTokens::forward(Stream& st, const Tensor& tokens, std::vector<int64_t>& 
           }
       }
       const int ry = (k.region / RG) * R_, rx = (k.region % RG) * R_;
-      if (detail)  // relative to the image's mean relevance: Q - 1/N (every row of Q sums to 1)
+      if (detail && gated)  // relative to the image's mean relevance: Q - 1/N (every row of Q sums to 1)
         for (int64_t c = 0; c < N; ++c) set(Q, t * N + c, -1.0 / double(N));
-      for (int y = ry; y < ry + R_; ++y)
+      for (int y = ry; y < ry + R_ && gated; ++y)
         for (int x = rx; x < rx + R_; ++x) set(Q, t * N + y * G + x, wq - (detail ? 1.0 / double(N) : 0.0));
       il_[size_t(t)] = k.level, iy_[size_t(t)] = 2 * k.y0 + k.side - 1, ix_[size_t(t)] = 2 * k.x0 + k.side - 1;
       ++t;

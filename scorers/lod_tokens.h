@@ -55,7 +55,10 @@ std::vector<ParamSpec> lod_param_specs(const ScorerDims& dims, int levels);
 
 class LodTokens {
  public:
-  LodTokens(const ScorerDims& dims, int region, LodGate gate = LodGate::Token) : dims_(dims), R_(region), gate_(gate) {}
+  // gate_full_detail=false: the tokens of an image at full detail (every region at the
+  // finest level, not a soft allocation) are not gated (Q's rows zero: no dr), lod.gate_full_detail.
+  LodTokens(const ScorerDims& dims, int region, LodGate gate = LodGate::Token, bool gate_full_detail = true)
+      : dims_(dims), R_(region), gate_(gate), gate_full_detail_(gate_full_detail) {}
   void bind(const ParamTable& t);
   // Plans every buffer for batches of at most max_tokens tokens (on the device of the
   // bound parameters), so that forward and backward allocate nothing.
@@ -75,6 +78,7 @@ class LodTokens {
   ScorerDims dims_;
   int R_;
   LodGate gate_;
+  bool gate_full_detail_;
   Tensor level_, pos_y_, pos_x_, dlevel_, dpos_y_, dpos_x_;
   Tensor ones_;                       // [d, 1]
   ScratchTensor pool_, region_mean_, detail_;  // P, Q, D of the batch, [T, G*G] (D: detail gate)

@@ -138,6 +138,9 @@ const OptionSet<ScorerOptions>& scorer_options() {
     s.option("lod.soft_temperature", lod_field(&LodConfig::soft_temperature),
              "lod.gate=soft: temperature of the softmax over the regions' mean relevance that shares the detail")
         .range(1e-6, 1e6);
+    s.option("lod.gate_full_detail", lod_field(&LodConfig::gate_full_detail),
+             "training: whether an image at full detail (every region at the finest level) gives the relevance "
+             "the gate's gradient (docs/scorers.md, \"The full-detail steps\")");
     s.option("lod.explore", lod_field(&LodConfig::explore),
              "training: probability that an image's allocation takes a random region order (policy relevance), "
              "falling linearly to 0 at lod.explore_until x train.steps")
@@ -158,6 +161,9 @@ const OptionSet<ScorerOptions>& scorer_options() {
     s.option("scorers.hidden", at(&ScorerOptions::scorers, &ScorerConfig::hidden),
              "hidden width of the scorer MLPs, projections and balancer")
         .range(1, 1 << 16);
+    s.option("scorers.query_norm", at(&ScorerOptions::scorers, &ScorerConfig::query_norm),
+             "RMS-normalise the query (the prompt's mean embedding) before the scorers and the balancer "
+             "(docs/scorers.md, \"The query (`scorers.query_norm`)\")");
     s.option("scorers.k", at(&ScorerOptions::scorers, &ScorerConfig::k),
              "centre-surround window of the perspectival scorer (odd, cells)")
         .range(1, 1 << 14);

@@ -48,6 +48,11 @@ struct LodConfig {
   //    temperature soft_temperature) up to the regions' worth of detail the budget buys.
   double explore = 0, explore_until = 0.5, anneal = 0, anneal_from = 0;
   double soft_temperature = 0.1;
+  // lod.gate_full_detail: whether an image at full detail (every region at the finest
+  // level: the steps of lod.anneal_from, a budget of G*G) gives the relevance the gate's
+  // gradient (scorers/lod_tokens.h). There no region's detail can be chosen, only
+  // amplified, and which way the loss wants it amplified is the model's, not the question's.
+  bool gate_full_detail = true;
 
   int levels() const;                                    // log2(R) + 1 (levels 0..log2 R)
   struct Step {
@@ -63,6 +68,9 @@ struct ScorerConfig {
   int64_t hidden = 64;  // width of every scorer MLP, of the participatory projection and of the balancer
   int k = 3;            // centre-surround window of the perspectival scorer (k x k cells)
   std::string placement = "replicated";  // a name of scorers/placement/placement.h's table
+  // scorers.query_norm: the query rows RMS-normalised (no gain) before the scorers and
+  // the balancer read them (scorers/stage.h; docs/scorers.md, "The query (`scorers.query_norm`)").
+  bool query_norm = false;
 };
 
 struct ScorerOptions {

@@ -8,6 +8,10 @@
 namespace vlm {
 
 namespace {
+constexpr float kQueryNormEps = 1e-6f;  // scorers.query_norm (stage.h)
+}  // namespace
+
+namespace {
 
 // The widths the options set (scorers.hidden, scorers.k) replace those of `dims`.
 ScorerDims with_options(ScorerDims d, const ScorerOptions& o) {
@@ -19,7 +23,7 @@ ScorerDims with_options(ScorerDims d, const ScorerOptions& o) {
 
 RelevanceStage::RelevanceStage(const ScorerOptions& opts, const ScorerDims& dims_in, Communicator& tp, Communicator* pair)
     : opts_(opts), dims_(with_options(dims_in, opts)), placement_(make_placement(opts.scorers.placement, tp.size())),
-      alloc_(opts.lod, dims_in.G), balancer_(dims_), lod_(dims_, opts.lod.region, opts.lod.gate) {
+      alloc_(opts.lod, dims_in.G), balancer_(dims_), lod_(dims_, opts.lod.region, opts.lod.gate, opts.lod.gate_full_detail) {
   opts.validate(dims_.G, tp.size());
   placement_->attach(tp, pair);
   for (int k = 0; k < kNumScorers; ++k) scorers_.push_back(make_scorer(ScorerKind(k), dims_, placement_->scorer_group()));
@@ -43,6 +47,11 @@ void RelevanceStage::bind(const ParamTable& t) {
   lod_.bind(t);
   const Param& q0 = t.get("scorers.default_query");
   q0_ = q0.value, dq0_ = q0.grad;
+  if (opts_.scorers.query_norm) {
+    const Tensor ones = q0_.dtype() == DType::F64 ? Tensor::from_vector(std::vector<double>(size_t(dims_.dq), 1.0), Shape{dims_.dq})
+                                                  : Tensor::from_vector(std::vector<float>(size_t(dims_.dq), 1.f), Shape{dims_.dq});
+    qgain_ = to_backend(backend_for(q0_.device()), ones);
+  }
 }
 
 void RelevanceStage::reserve(int64_t max_images) {
@@ -79,7 +88,10 @@ void RelevanceStage::forward_prepare(Stream& st, ImageEncoder& enc, const Tensor
   VLM_ASSERT(int64_t(has_prompt.size()) == B, "has_prompt: one flag per image");
   tex_ = tex, has_prompt_ = has_prompt, seed_ = seed;
   scratch(q_, dev, Shape{B, dims_.dq}, dt);
-  for (int64_t b = 0; b < B; ++b) copy(st, q_.slice(b, b + 1), has_prompt[size_t(b)] ? query.slice(b, b + 1) : q0_);
+  const bool norm = opts_.scorers.query_norm;
+  const Tensor& rows = norm ? scratch(qin_, dev, Shape{B, dims_.dq}, dt) : q_;
+  for (int64_t b = 0; b < B; ++b) copy(st, rows.slice(b, b + 1), has_prompt[size_t(b)] ? query.slice(b, b + 1) : q0_);
+  if (norm) rmsnorm_forward(st, q_, scratch(qrstd_, dev, Shape{B}, qgain_.dtype()), qin_, qgain_, kQueryNormEps);
   scratch(F_, dev, Shape{B, N, d}, dt);
   scratch(S_, dev, Shape{B, kNumScorers, N}, dt);
   scratch(r_, dev, Shape{B, N}, dt);
@@ -122,11 +134,14 @@ void RelevanceStage::backward(Stream& st, ImageEncoder& enc, const Tensor& dquer
   lod_.backward(st, dF_, dr_, dtokens);
   balancer_.backward(st, dS_, dq_, dr_);
   placement_->backward(st, io(), enc);
+  // The gradient of the rows before the norm (scorers.query_norm), else dq itself.
+  const Tensor& drows = opts_.scorers.query_norm ? scratch(dqin_, dev, Shape{B, dims_.dq}, dt) : dq_;
+  if (opts_.scorers.query_norm) rmsnorm_backward(st, dqin_, Tensor{}, dq_, qin_, qgain_, qrstd_);
   for (int64_t b = 0; b < B; ++b) {
     if (has_prompt_[size_t(b)]) {
-      copy(st, dquery.slice(b, b + 1), dq_.slice(b, b + 1));
+      copy(st, dquery.slice(b, b + 1), drows.slice(b, b + 1));
     } else {
-      if (dq0_.defined()) accumulate(st, dq0_, dq_.slice(b, b + 1).view(dq0_.shape()), 1.f);
+      if (dq0_.defined()) accumulate(st, dq0_, drows.slice(b, b + 1).view(dq0_.shape()), 1.f);
       fill(st, dquery.slice(b, b + 1), 0.f);
     }
   }

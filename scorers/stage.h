@@ -6,7 +6,10 @@
 // with the placement of the scorers in the TP group (scorers/placement/placement.h),
 // which does the scoring part of the forward and backward and the gradient traffic.
 // The query of image b is query[b] (the mean input embedding of its prompt) when
-// has_prompt[b], else the learned default query "scorers.default_query" [dq].
+// has_prompt[b], else the learned default query "scorers.default_query" [dq]; with
+// scorers.query_norm every row is then RMS-normalised, q / sqrt(mean(q^2) + 1e-6) (the
+// rmsnorm op with a gain of ones, no parameter), and the scorers and the balancer read
+// the normalised rows (backward takes the gradient through the norm).
 // Parameters: param_specs() (all replicated); the owner allocates one ParamTable and
 // binds it. Every TP rank ends forward with the same tokens; backward gives dquery
 // [B, dq] (overwrite; zero rows for images without a prompt), the encoder the
@@ -96,6 +99,7 @@ class RelevanceStage {
   Balancer balancer_;
   LodTokens lod_;
   Tensor q0_, dq0_;
+  Tensor qgain_;  // scorers.query_norm: the norm's gain, ones [dq] (f32 for bf16 rows)
   std::vector<bool> has_prompt_;
   uint64_t seed_ = 0;
   LodConfig::Step lod_step_;
@@ -105,6 +109,7 @@ class RelevanceStage {
   std::vector<int64_t> cu_;
   Tensor tex_;
   ScratchTensor q_, F_, S_, r_, tokens_, dF_, dS_, dq_, dr_;
+  ScratchTensor qin_, qrstd_, dqin_;  // scorers.query_norm: the rows before the norm, its 1/rms, their gradient
 };
 
 }  // namespace vlm

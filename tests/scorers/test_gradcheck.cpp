@@ -4,8 +4,9 @@
 // position embeddings, the straight-through gate and the detail gate (allocation held fixed; the gate's
 // reference is tokens * (1 + r_reg - r_reg(r0)) with r0 the point of evaluation), soft
 // detail (straight through its soft surrogate); then
-// the whole stage at TP=1: every scorer and balancer parameter gets a non-zero gradient
-// through the gate from a loss on the tokens.
+// lod.gate_full_detail=false against the default; the whole stage at TP=1: every scorer and balancer parameter gets a non-zero gradient
+// through the gate from a loss on the tokens; scorers.query_norm against the stage
+// given the normalised query (the RMS norm's Jacobian written out).
 #include "tests/core/gradcheck.h"
 
 #include <algorithm>
@@ -287,6 +288,46 @@ TEST(ScorerGrad, DetailGateWithAllocationFixed) {
   gradcheck(p, 65);
 }
 
+// lod.gate_full_detail=false: an image at full detail gives the relevance no gradient,
+// the others exactly the default's; the tokens and the features' gradient unchanged.
+TEST(ScorerGrad, NoGateAtFullDetail) {
+  const ScorerDims d = small_dims();
+  std::vector<ImageLod> lods = fixed_lods(d);  // budgets 13 and 28
+  LodConfig c;
+  c.region = 4, c.min_tokens = 4, c.max_tokens = d.cells(), c.fixed_budget = d.cells();
+  Rng rng(66);
+  const Vec rf = rng.vec(d.cells(), 0.05, 0.95);
+  lods.push_back(LodAllocator(c, d.G).allocate(rf.data(), 0));
+  const int64_t B = 3, N = d.cells(), T = LodTokens::total_tokens(lods);
+  ASSERT_EQ(int64_t(lods[2].tokens.size()), N);
+  ParamTable t = table_of(lod_param_specs(d, 3), 67);
+  for (LodGate gate : {LodGate::Token, LodGate::Detail}) {
+    LodTokens on(d, 4, gate), off(d, 4, gate, false);
+    on.bind(t), off.bind(t);
+    Tensor F = host(rng.vec(B * N * d.d), Shape{B, N, d.d}), dtok = host(rng.vec(T * d.d), Shape{T, d.d});
+    std::vector<int64_t> cu;
+    Tensor ta = zeros(Shape{T, d.d}), tb = zeros(Shape{T, d.d});
+    on.forward(S(), ta, cu, lods, F);
+    off.forward(S(), tb, cu, lods, F);
+    EXPECT_EQ(to_vector_f64(ta), to_vector_f64(tb));
+    Tensor dra = zeros(Shape{B, N}), drb = zeros(Shape{B, N}), dFa = zeros(Shape{B, N, d.d}), dFb = zeros(Shape{B, N, d.d});
+    on.backward(S(), dFa, dra, dtok);
+    off.backward(S(), dFb, drb, dtok);
+    EXPECT_EQ(to_vector_f64(dFa), to_vector_f64(dFb));
+    const Vec a = to_vector_f64(dra), b = to_vector_f64(drb);
+    double full = 0;
+    for (int64_t i = 0; i < B * N; ++i) {
+      if (i < 2 * N) {
+        EXPECT_EQ(b[size_t(i)], a[size_t(i)]) << i;  // below full detail: the default's
+      } else {
+        EXPECT_EQ(b[size_t(i)], 0.0) << i;
+        full += std::fabs(a[size_t(i)]);
+      }
+    }
+    EXPECT_GT(full, 1e-8);  // the default does give the full-detail image a gradient
+  }
+}
+
 // Soft detail (lod.gate=soft, a soft step): every region of G = 8 at its finest level
 // (R = 4: 16 tokens each), the detail mixed in by the hard mix (image 0 with k = 1.6: one
 // region at 1, one at 0.6; image 1 with k = 3). The tokens against the plain pooling
@@ -432,6 +473,87 @@ TEST(ScorerGrad, StageGivesEveryScorerAndTheBalancerAGradient) {
   for (int64_t c = 0; c < d.dq; ++c) row0 += std::fabs(dq[size_t(c)]), row1 += std::fabs(dq[size_t(d.dq + c)]);
   EXPECT_GT(row0, 0);   // image 0 has a prompt: its query gets the gradient
   EXPECT_EQ(row1, 0);   // image 1 has none: the default query gets it (checked above)
+}
+
+// scorers.query_norm against the stage without it given the query normalised by hand
+// (q / sqrt(mean(q^2) + 1e-6), and the default query likewise): the same relevance and
+// tokens, and the query gradients (both the prompt's rows and the default query's) the
+// RMS norm's vector-Jacobian product of the other stage's, rstd (g - y mean(g y)).
+TEST(ScorerGrad, QueryNormIsTheStageOnTheNormalisedQuery) {
+  const ScorerDims d = small_dims();
+  ScorerOptions o;
+  o.lod.region = 4, o.lod.min_tokens = 4, o.lod.max_tokens = 40;
+  o.scorers.hidden = d.hidden, o.scorers.k = d.k;
+  ScorerOptions on = o;
+  on.scorers.query_norm = true;
+  auto comm = self_comm();
+  RelevanceStage plain(o, d, *comm), normed(on, d, *comm);
+  ParamTable tp = table_of(plain.param_specs(), 72), tn = table_of(normed.param_specs(), 72);
+  const int64_t B = 3, N = d.cells(), dq = d.dq;
+  const std::vector<bool> prompt{true, false, true};
+  Rng rng(73);
+  const Vec qraw = rng.vec(B * dq);
+  const Vec q0raw = to_vector_f64(tn.get("scorers.default_query").value);
+  const auto rms_norm = [&](const double* x) {
+    double m = 0;
+    for (int64_t j = 0; j < dq; ++j) m += x[j] * x[j] / double(dq);
+    const double rstd = 1.0 / std::sqrt(m + 1e-6);
+    Vec y(static_cast<size_t>(dq));
+    for (int64_t j = 0; j < dq; ++j) y[size_t(j)] = x[j] * rstd;
+    return std::make_pair(y, rstd);
+  };
+  Vec qhat(size_t(B * dq));
+  for (int64_t b = 0; b < B; ++b) {
+    const Vec y = rms_norm(qraw.data() + b * dq).first;
+    std::copy(y.begin(), y.end(), qhat.begin() + b * dq);
+  }
+  const auto [q0hat, q0rstd] = rms_norm(q0raw.data());
+  copy(S(), tp.get("scorers.default_query").value, host(q0hat, Shape{dq}));
+  plain.bind(tp), normed.bind(tn);
+  Tensor F = host(rng.vec(B * N * d.d), Shape{B, N, d.d}), tex = host(rng.vec(B * kTextureChannels * N), Shape{B, kTextureChannels, N});
+  Tensor dFp = zeros(Shape{B, N, d.d}), dFn = zeros(Shape{B, N, d.d});
+  GivenFeatures ep(F, dFp), en(F, dFn);
+  plain.forward(S(), ep, tex, host(qhat, Shape{B, dq}), prompt, 1);
+  normed.forward(S(), en, tex, host(qraw, Shape{B, dq}), prompt, 1);
+  const Vec rp = to_vector_f64(plain.relevance()), rn = to_vector_f64(normed.relevance());
+  for (size_t i = 0; i < rp.size(); ++i) EXPECT_NEAR(rn[i], rp[i], 1e-12) << "r " << i;
+  EXPECT_EQ(plain.offsets(), normed.offsets());
+  const Vec kp = to_vector_f64(plain.tokens()), kn = to_vector_f64(normed.tokens());
+  ASSERT_EQ(kp.size(), kn.size());
+  for (size_t i = 0; i < kp.size(); ++i) EXPECT_NEAR(kn[i], kp[i], 1e-12) << "token " << i;
+  const Vec dtok = rng.vec(int64_t(kp.size()));
+  Tensor dqp = garbage(Shape{B, dq}), dqn = garbage(Shape{B, dq});
+  tp.zero_grads(), tn.zero_grads();
+  plain.backward(S(), ep, dqp, host(dtok, plain.tokens().shape()));
+  normed.backward(S(), en, dqn, host(dtok, normed.tokens().shape()));
+  // The RMS norm's vector-Jacobian product at x with output gradient g.
+  const auto vjp = [&](const double* x, const double* g) {
+    const auto [y, rstd] = rms_norm(x);
+    double gy = 0;
+    for (int64_t j = 0; j < dq; ++j) gy += g[j] * y[size_t(j)] / double(dq);
+    Vec dx(static_cast<size_t>(dq));
+    for (int64_t j = 0; j < dq; ++j) dx[size_t(j)] = rstd * (g[j] - y[size_t(j)] * gy);
+    return dx;
+  };
+  const Vec gp = to_vector_f64(dqp), gn = to_vector_f64(dqn);
+  for (int64_t b = 0; b < B; ++b) {
+    const Vec want = prompt[size_t(b)] ? vjp(qraw.data() + b * dq, gp.data() + b * dq) : Vec(size_t(dq), 0.0);
+    for (int64_t j = 0; j < dq; ++j) EXPECT_NEAR(gn[size_t(b * dq + j)], want[size_t(j)], 1e-10) << b << " " << j;
+  }
+  const Vec g0p = to_vector_f64(tp.get("scorers.default_query").grad), g0n = to_vector_f64(tn.get("scorers.default_query").grad);
+  const Vec want0 = vjp(q0raw.data(), g0p.data());
+  double norm0 = 0;
+  for (int64_t j = 0; j < dq; ++j) {
+    EXPECT_NEAR(g0n[size_t(j)], want0[size_t(j)], 1e-10) << "default query " << j;
+    norm0 += std::fabs(want0[size_t(j)]);
+  }
+  EXPECT_GT(norm0, 1e-8);  // the default query's row was used (image 1) and has a gradient
+  // Every other parameter's gradient is the same.
+  for (const Param& p : tn.params()) {
+    if (p.spec.name == "scorers.default_query") continue;
+    const Vec a = to_vector_f64(p.grad), b = to_vector_f64(tp.get(p.spec.name).grad);
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-10) << p.spec.name << " " << i;
+  }
 }
 
 }  // namespace

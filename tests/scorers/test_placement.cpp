@@ -6,7 +6,8 @@
 // stage as a whole and phase by phase (forward, backward, finalize, feature gradients).
 // tp2 runs where the size is even, on pairs of ranks. The same with the LOD mechanisms
 // of docs/scorers.md (lod.order=depth, lod.gate=detail, exploration with probability
-// 0.5), and with a soft step (lod.gate=soft). The table of placements: names, TP size 1,
+// 0.5), and with a soft step (lod.gate=soft) reading the RMS-normalised query
+// (scorers.query_norm). The table of placements: names, TP size 1,
 // unknown names, the rules of tp2.
 #include <gtest/gtest.h>
 
@@ -32,7 +33,7 @@ struct Result {
 };
 
 // The LOD mechanisms a run uses: none; depth order, the detail gate and exploration; a
-// soft step (lod.gate=soft).
+// soft step (lod.gate=soft, with scorers.query_norm).
 enum class Lod { Plain, DetailExplored, Soft };
 
 ScorerOptions options(const std::string& p, Lod lod = Lod::Plain) {
@@ -44,6 +45,7 @@ ScorerOptions options(const std::string& p, Lod lod = Lod::Plain) {
   }
   o.scorers.placement = p;
   o.scorers.hidden = small_dims().hidden, o.scorers.k = small_dims().k;
+  o.scorers.query_norm = lod == Lod::Soft;  // as configs/colours.cfg: the soft step with the normalised query
   return o;
 }
 
