@@ -3,6 +3,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -73,7 +74,8 @@ void RunLog::scalars(int64_t step, const std::vector<std::pair<std::string, doub
 
 double eta_seconds(const StepLine& s) {
   const double per_step = s.elapsed_s / double(std::max<int64_t>(1, s.step - s.first + 1));
-  return per_step * double(std::max<int64_t>(0, s.total - s.step));
+  const int64_t end = s.last > 0 ? std::min(s.last, s.total) : s.total;
+  return per_step * double(std::max<int64_t>(0, end - s.step));
 }
 
 void RunLog::step(const StepLine& s, bool print) {

@@ -37,11 +37,13 @@ struct StepLine {
   double mem_bytes = 0;  // peak RSS on CPU, peak device arena bytes on a GPU
   std::optional<double> mfu;  // a fraction; none when no peak is known (train/mfu.h)
   int64_t first = 1;          // this process's first step (after a checkpoint's when resumed)
+  int64_t last = 0;           // the step this process stops after (train.stop_after), 0 = total
 };
 
 // "2m39s", "1h02m", "45s".
 std::string format_duration(double seconds);
-// The time left: the mean time of this process's steps so far times the steps to `total`.
+// The time left: the mean time of this process's steps so far times the steps to the
+// last this process runs (`last`, else `total`).
 double eta_seconds(const StepLine& s);
 // Peak resident set size of this process in bytes (getrusage).
 double peak_rss_bytes();

@@ -44,9 +44,7 @@ bool add_detail_precision(const ImageLod& lod, int G, int R, int S, const float 
   std::vector<uint8_t> inside;
   const int64_t k = box_cells(G, S, box, inside);
   if (k == 0) return false;
-  int finest = 0;
-  while ((1 << finest) < R) ++finest;
-  const int per_row = G / R;
+  const int finest = int(lod.per_level.size()) - 1, per_row = G / R;
   int64_t detailed = 0;
   for (int y = 0; y < G; ++y)
     for (int x = 0; x < G; ++x)

@@ -11,7 +11,7 @@
 // Detail precision: how much of that box the level-of-detail allocation shows at full
 // detail (the allocation itself, where relevance precision is the map's). For an image
 // whose box holds the centres of k >= 1 cells, those of the k cells whose region is at
-// the finest level (log2 R: one token per cell) are counted;
+// the finest level (ImageLod::per_level's last: one token per cell) are counted;
 //   detail = (sum over images of those at the finest level) / (sum of k).
 // It is the policy's figure: a random allocation that details m of the n regions has an
 // expected detail of m / n whatever its relevance, and full detail has 1.

@@ -237,7 +237,8 @@ RunStats::Step Trainer::State::train_step(int64_t n, sched::Trace& trace, double
   // Memory: the process's peak resident set on CPU, the peak of the device arenas on a GPU.
   const double mem = meter->device() == DeviceKind::CPU ? peak_rss_bytes() : double(meter->peak_bytes());
   StepLine line{n, total, st.loss, lr, gnorm, st.seconds, elapsed_before + st.seconds, st.tokens / st.seconds,
-                st.images / st.seconds, st.visual / std::max(1.0, st.images), mem, std::nullopt, start};
+                st.images / st.seconds, st.visual / std::max(1.0, st.images), mem, std::nullopt, start,
+                train.stop_after > 0 ? std::min(total, train.stop_after) : total};
   if (peak.flops_s > 0)  // this rank's (train/mfu.h)
     line.mfu = step_mfu(vcfg, layout.tp, step_shape(mbs, visual, images), st.seconds, peak.flops_s);
   const bool print = n % train.log_every == 0 || n == 1 || n == total;

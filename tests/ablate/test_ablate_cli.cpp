@@ -340,6 +340,7 @@ TEST(AblateEval, DetailPrecisionOfHandMadeAllocations) {
   const float corner[4] = {0, 0, 8, 8};    // cells 0, 1, 4, 5: the first quadrant
   ImageLod one, all;
   one.level = {1, 0, 0, 0}, all.level = {1, 1, 1, 1};
+  one.per_level = {3, 1}, all.per_level = {0, 4};  // levels 0 and 1
   DetailPrecision a, b, c;
   EXPECT_FALSE(add_detail_precision(one, 4, 2, 16, middle, a));
   EXPECT_EQ(a.box_cells, 4.0);
