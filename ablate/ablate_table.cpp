@@ -229,15 +229,16 @@ std::vector<AblationSummary> summarize(const std::vector<AblationRow>& rows) {
     }
     m.precision_random = nrand ? rand / nrand : -1.0;
     m.detailed_accuracy = nda ? da / nda : -1.0;
-    double va = 0, vp = 0, vd = 0;
-    for (const AblationRow* r : g) {
-      va += (r->accuracy - m.accuracy) * (r->accuracy - m.accuracy), vp += (r->precision - m.precision) * (r->precision - m.precision);
-      vd += (r->detail - m.detail) * (r->detail - m.detail);
-    }
-    va = g.size() > 1 ? va / (S - 1) : 0.0, vp = g.size() > 1 ? vp / (S - 1) : 0.0, vd = g.size() > 1 ? vd / (S - 1) : 0.0;
+    // The sample variance over the seeds of a column with mean `mean` (0 for one seed).
+    const auto seed_var = [&](double AblationRow::*column, double mean) {
+      double v = 0;
+      for (const AblationRow* r : g) v += (r->*column - mean) * (r->*column - mean);
+      return g.size() > 1 ? v / (S - 1) : 0.0;
+    };
     const double p = m.accuracy, n = double(std::max<int64_t>(1, m.answered));
-    m.accuracy_se = std::sqrt(va / S + p * (1 - p) / n);
-    m.precision_se = std::sqrt(vp / S), m.detail_se = std::sqrt(vd / S);
+    m.accuracy_se = std::sqrt(seed_var(&AblationRow::accuracy, m.accuracy) / S + p * (1 - p) / n);
+    m.precision_se = std::sqrt(seed_var(&AblationRow::precision, m.precision) / S);
+    m.detail_se = std::sqrt(seed_var(&AblationRow::detail, m.detail) / S);
     m.train_precision = mean_curve(tp), m.scorer_grad = mean_curve(sg);
     out.push_back(m);
   }

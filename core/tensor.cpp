@@ -138,6 +138,12 @@ Tensor to_backend(Backend& b, const Tensor& t) {
   return d;
 }
 
+Tensor upload_values(Backend& b, const std::vector<double>& v, Shape s, DType dt) {
+  VLM_ASSERT(dt == DType::F32 || dt == DType::F64, "upload_values: f32 or f64, not ", dtype_name(dt));
+  return to_backend(b, dt == DType::F64 ? Tensor::from_vector(v, s)
+                                        : Tensor::from_vector(std::vector<float>(v.begin(), v.end()), s));
+}
+
 template <typename Out>
 static std::vector<Out> host_values(const Tensor& t) {
   Tensor h = t.is_cpu() ? t : to_host(t);

@@ -107,6 +107,9 @@ void copy_tensor(const Tensor& dst, const Tensor& src);
 Tensor to_host(const Tensor& t);
 // A copy of `t` on backend `b` (dtype kept).
 Tensor to_backend(Backend& b, const Tensor& t);
+// Host values as a tensor of shape s and dtype dt (f32 or f64) on backend b: the fixed
+// matrices and constants a module builds at set-up.
+Tensor upload_values(Backend& b, const std::vector<double>& v, Shape s, DType dt);
 // Host values of t as f32 (f32, bf16, f64 and i32 are converted).
 std::vector<float> to_vector_f32(const Tensor& t);
 std::vector<double> to_vector_f64(const Tensor& t);

@@ -16,11 +16,6 @@ GemmOpts opts(bool ta, float beta) {
   return o;
 }
 
-Tensor upload(const std::vector<double>& v, Shape s, DType dt, DeviceKind dev) {
-  Tensor h = dt == DType::F64 ? Tensor::from_vector(v, s) : Tensor::from_vector(std::vector<float>(v.begin(), v.end()), s);
-  return to_backend(backend_for(dev), h);
-}
-
 // h[i] = v (h f32 or f64, on the host).
 void set(const Tensor& h, int64_t i, double v) {
   if (h.dtype() == DType::F64)
@@ -48,7 +43,8 @@ void LodTokens::bind(const ParamTable& t) {
   get("level", level_, dlevel_);
   get("pos_y", pos_y_, dpos_y_);
   get("pos_x", pos_x_, dpos_x_);
-  ones_ = upload(std::vector<double>(size_t(dims_.d), 1.0), Shape{dims_.d, 1}, t.dtype(), level_.device());
+  ones_ = upload_values(backend_for(level_.device()), std::vector<double>(size_t(dims_.d), 1.0), Shape{dims_.d, 1},
+                        t.dtype());
 }
 
 void LodTokens::reserve(int64_t max_tokens) {

@@ -8,10 +8,8 @@
 namespace vlm {
 
 namespace {
-constexpr float kQueryNormEps = 1e-6f;  // scorers.query_norm (stage.h)
-}  // namespace
 
-namespace {
+constexpr float kQueryNormEps = 1e-6f;  // scorers.query_norm (stage.h)
 
 // The widths the options set (scorers.hidden, scorers.k) replace those of `dims`.
 ScorerDims with_options(ScorerDims d, const ScorerOptions& o) {
@@ -48,9 +46,8 @@ void RelevanceStage::bind(const ParamTable& t) {
   const Param& q0 = t.get("scorers.default_query");
   q0_ = q0.value, dq0_ = q0.grad;
   if (opts_.scorers.query_norm) {
-    const Tensor ones = q0_.dtype() == DType::F64 ? Tensor::from_vector(std::vector<double>(size_t(dims_.dq), 1.0), Shape{dims_.dq})
-                                                  : Tensor::from_vector(std::vector<float>(size_t(dims_.dq), 1.f), Shape{dims_.dq});
-    qgain_ = to_backend(backend_for(q0_.device()), ones);
+    qgain_ = upload_values(backend_for(q0_.device()), std::vector<double>(size_t(dims_.dq), 1.0), Shape{dims_.dq},
+                           q0_.dtype());
   }
 }
 

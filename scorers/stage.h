@@ -99,7 +99,7 @@ class RelevanceStage {
   Balancer balancer_;
   LodTokens lod_;
   Tensor q0_, dq0_;
-  Tensor qgain_;  // scorers.query_norm: the norm's gain, ones [dq] (f32 for bf16 rows)
+  Tensor qgain_;  // scorers.query_norm: the norm's gain, ones [dq] in the parameters' dtype
   std::vector<bool> has_prompt_;
   uint64_t seed_ = 0;
   LodConfig::Step lod_step_;

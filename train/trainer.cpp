@@ -138,7 +138,7 @@ TrainReport Trainer::run_steps() {
   sched::Trace trace(rt.topology().world_rank());
   RunStats stats(tp.counters().total_bytes(), S.dpg->counters().total_bytes());
   const auto t_start = TrainClock::now();
-  const int64_t last = S.train.stop_after > 0 ? std::min(S.total, S.train.stop_after) : S.total;
+  const int64_t last = S.last_step();
   for (int64_t step = S.start; step <= last; ++step) {
     const RunStats::Step st = S.train_step(step, trace, seconds_since(t_start));
     stats.add(st);
@@ -237,8 +237,7 @@ RunStats::Step Trainer::State::train_step(int64_t n, sched::Trace& trace, double
   // Memory: the process's peak resident set on CPU, the peak of the device arenas on a GPU.
   const double mem = meter->device() == DeviceKind::CPU ? peak_rss_bytes() : double(meter->peak_bytes());
   StepLine line{n, total, st.loss, lr, gnorm, st.seconds, elapsed_before + st.seconds, st.tokens / st.seconds,
-                st.images / st.seconds, st.visual / std::max(1.0, st.images), mem, std::nullopt, start,
-                train.stop_after > 0 ? std::min(total, train.stop_after) : total};
+                st.images / st.seconds, st.visual / std::max(1.0, st.images), mem, std::nullopt, start, last_step()};
   if (peak.flops_s > 0)  // this rank's (train/mfu.h)
     line.mfu = step_mfu(vcfg, layout.tp, step_shape(mbs, visual, images), st.seconds, peak.flops_s);
   const bool print = n % train.log_every == 0 || n == 1 || n == total;

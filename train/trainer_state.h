@@ -3,6 +3,7 @@
 // evaluation after training) and trainer_state.cpp (resume, save, loader options).
 // Private to train/.
 #pragma once
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -62,6 +63,8 @@ struct Trainer::State {
   std::unique_ptr<RunLog> log;
   std::vector<bool> trainable;
   int64_t total = 0, start = 1;  // steps of the run; the first this process runs (after a resume)
+  // The last step this process runs: train.stop_after when it is set and below total.
+  int64_t last_step() const { return train.stop_after > 0 ? std::min(total, train.stop_after) : total; }
   uint64_t seed = 0;
 
   State(const Config& c, Runtime& r) : cfg(c), rt(r) {}

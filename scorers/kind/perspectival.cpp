@@ -24,9 +24,7 @@ Tensor box_matrix(int G, int k, DType dt, DeviceKind dev) {
     const int j0 = std::max(0, i - h), j1 = std::min(G - 1, i + h);
     for (int j = j0; j <= j1; ++j) m[size_t(i * G + j)] = 1.0 / double(j1 - j0 + 1);
   }
-  Tensor host = dt == DType::F64 ? Tensor::from_vector(m, Shape{G, G})
-                                 : Tensor::from_vector(std::vector<float>(m.begin(), m.end()), Shape{G, G});
-  return to_backend(backend_for(dev), host);
+  return upload_values(backend_for(dev), m, Shape{G, G}, dt);
 }
 
 class Perspectival final : public Propositional {
