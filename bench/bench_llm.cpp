@@ -166,8 +166,8 @@ void run_model(const std::string& name, Backend& b, Communicator& tp, const Benc
       o.lr = 1e-4f;
       o.step = it + 1;
       const auto& ps = bb.params().params();
-      for (size_t i = 0; i < ps.size(); ++i) adamw_step(s, ps[i].value, ps[i].grad, mom[i], var[i], Tensor{}, o);
-      if (args.precision == Precision::BF16) bb.params().refresh_working(s);  // the next step's bf16 weights
+      for (size_t i = 0; i < ps.size(); ++i)  // and the next step's bf16 weights, in the same pass
+        adamw_step(s, ps[i].value, ps[i].grad, mom[i], var[i], ps[i].work, o);
       s.synchronize();
       if (it >= warmup) adam_times.push_back(std::chrono::duration<double>(clock_type::now() - a0).count());
     }

@@ -1,10 +1,13 @@
 // Counter-based initialisation; see init.h.
 #include "nn/init.h"
 
+#include <algorithm>
 #include <cmath>
+#include <thread>
 #include <vector>
 
 #include "base/splitmix.h"
+#include "core/cpu_threads.h"
 
 namespace vlm {
 
@@ -52,11 +55,23 @@ void init_params(ParamTable& table, uint64_t seed) {
     const int64_t col0 = s.split_dim == 1 ? p.offset : 0;
     const uint64_t key = splitmix64(seed ^ fnv1a64(s.name));
     std::vector<float> v(size_t(p.local.numel()), 0.f);
-    for (int64_t r = 0; r < lrows; ++r) {
-      const int64_t gr = row0 + r;
-      if (gr >= hf_rows) continue;  // vocabulary padding
-      for (int64_t c = 0; c < lcols; ++c)
-        v[size_t(r * lcols + c)] = init_value_keyed(key, s.init, s.std, gr * cols + col0 + c);
+    // Rows [r0, r1): each element a pure function of its index, so any split of the rows
+    // over threads gives the same values (a 1B model's billion draws take a minute on one core).
+    auto fill_rows = [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t gr = row0 + r;
+        if (gr >= hf_rows) continue;  // vocabulary padding
+        for (int64_t c = 0; c < lcols; ++c)
+          v[size_t(r * lcols + c)] = init_value_keyed(key, s.init, s.std, gr * cols + col0 + c);
+      }
+    };
+    const int64_t threads = s.init == InitKind::Normal ? std::min<int64_t>({thread_budget(), lrows, p.local.numel() >> 18}) : 1;
+    if (threads <= 1) {
+      fill_rows(0, lrows);
+    } else {
+      std::vector<std::thread> pool;
+      for (int64_t t = 0; t < threads; ++t) pool.emplace_back(fill_rows, lrows * t / threads, lrows * (t + 1) / threads);
+      for (std::thread& th : pool) th.join();
     }
     table.write(p, Tensor::from_vector(v, p.local));  // wherever it lives (nn/param_table.h)
   }

@@ -134,10 +134,11 @@ void ParamTable::allocate(Backend& b, bool grads, DpSharding dp) {
     RunStorage& st = runs_[k];
     const Shape n{r.size()};
     if (at_v[k] >= 0) st.values = values_.sub(at_v[k], n);
+    if (at_w[k] >= 0) st.work = works_.sub(at_w[k], n);
     if (stage >= 3 && r.pooled)
       st.compute = pool_view(int(k));
     else
-      st.compute = r.bf16 ? (at_w[k] >= 0 ? works_.sub(at_w[k], n) : Tensor{}) : st.values;
+      st.compute = r.bf16 ? st.work : st.values;
     if (at_g[k] >= 0) {
       st.grad = grads_.sub(at_g[k], n);
     } else if (grads) {
@@ -216,8 +217,8 @@ size_t ParamTable::bf16_copy_bytes() const {
 }
 
 void ParamTable::refresh_working(Stream& s) {
-  for (const Param& p : params_)
-    if (p.work.defined() && runs_[size_t(p.run)].values.defined()) convert(s, p.work, p.value);
+  for (const RunStorage& st : runs_)
+    if (st.work.defined() && st.values.defined()) convert(s, st.work, st.values);
 }
 
 const Param& ParamTable::get(const std::string& name) const {

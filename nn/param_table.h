@@ -90,6 +90,7 @@ struct RunStorage {
                    // masters of every element at zero 0
   Tensor compute;  // [size] the compute copy: values (f32 form) or resident bf16 copies, or
                    // at zero 3 a pooled run's place in its unit's pool slot
+  Tensor work;     // [size] resident bf16 copies (Param::work of its parameters), or undefined
   Tensor grad;     // [size] f32 gradients (resident, or the unit's gradient pool slot)
   Tensor shard;    // [owned] this rank's elements of a run without resident values: f32
                    // master weights (trainable), or compute values of a frozen pooled run
@@ -130,9 +131,10 @@ class ParamTable {
   // The bf16 working copy (see above): declared once, before allocate().
   void add_bf16_working_copy();
   bool has_working() const { return has_work_; }
-  // work = bf16(value) for every parameter whose bf16 copy is derived from resident f32
-  // values (every copy at zero 0; under ZeRO the bf16-form parameters' copies are gathered
-  // from the owners' masters: optim/dp_grads.h).
+  // work = bf16(value) for every run whose bf16 copy is derived from resident f32 values
+  // (every copy at zero 0; under ZeRO the bf16-form parameters' copies are gathered from
+  // the owners' masters: optim/dp_grads.h). After an optimizer step the copies are
+  // already current (optim/optimizer.h): this is for new values (init, a checkpoint).
   void refresh_working(Stream& s);
   // The memory term of train.precision=bf16 (for plans, declared or not): exact bytes
   // of a bf16 working copy of this rank's matrices, 2 per element (as param_bytes(),

@@ -207,6 +207,7 @@ void DpGrads::gather_values(Stream& s, size_t i) {
     if (zero_ >= 3 && r.pooled) continue;  // gathered before each use instead
     gather_run(s, i, int(k), modules_[i].table->run(int(k)).compute);
   }
+  modules_[i].table->refresh_working(s);  // the bf16 copies of the f32-form runs (ParamSpec::f32_reads)
 }
 
 std::vector<float> DpGrads::owned_values(size_t i) const {

@@ -75,7 +75,8 @@ class DpGrads {
   void reduce_unit(Stream& s, size_t i, int u, bool first);
   // zero 3: pooled unit u of module i into its pool slot (any module, frozen or not).
   void gather_unit(Stream& s, size_t i, int u);
-  // zero >= 1: every rank's updated blocks into the resident compute copies (after the update).
+  // zero >= 1: every rank's updated blocks into the resident compute copies (after the
+  // update), then the bf16 copies derived from resident f32 values (ParamTable::refresh_working).
   void gather_values(Stream& s, size_t i);
   // Attaches the DP group to `model` (whose modules these are); this object must outlive
   // the use. zero 3: the backbone fetches each layer's weights when it runs outside the

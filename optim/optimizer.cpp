@@ -60,8 +60,11 @@ AdamW::AdamW(const std::vector<ModuleParams>& modules, const std::vector<bool>& 
         const RunStorage& st = t.run(c.run);
         const Shape n{c.end - c.begin};
         const Tensor value = st.values.defined() ? st.values.sub(c.begin - r.begin, n) : st.shard.sub(c.shard_at - r.shard_at, n);
-        slots_.push_back({value, grads.sub(c.shard_at, n), m.sub(c.shard_at, n), v.sub(c.shard_at, n), split, decay,
-                          zero && c.tail});
+        // A run with resident values and bf16 copies: the update writes the copy in the
+        // same pass (ParamTable::refresh_working's values, without reading them again).
+        const bool copy = st.values.defined() && st.work.defined();
+        slots_.push_back({value, grads.sub(c.shard_at, n), m.sub(c.shard_at, n), v.sub(c.shard_at, n),
+                          copy ? st.work.sub(c.begin - r.begin, n) : Tensor{}, split, decay, zero && c.tail});
       }
     }
     state_.push_back(m), state_.push_back(v);
@@ -94,7 +97,7 @@ void AdamW::step(Stream& s, int64_t step, double lr, float grad_scale) {
   o.grad_scale = grad_scale, o.step = int(step);
   for (const Slot& x : slots_) {
     o.weight_decay = x.decay ? opt_.weight_decay : 0.f;
-    adamw_step(s, x.value, x.grad, x.m, x.v, Tensor{}, o);
+    adamw_step(s, x.value, x.grad, x.m, x.v, x.copy, o);
   }
   for (size_t i : modules_) dp_.gather_values(s, i);
 }

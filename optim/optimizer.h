@@ -5,8 +5,10 @@
 //    every run under ZeRO), for the trainable modules only; a frozen module has no
 //    optimizer memory (state_bytes()). The update reads the reduced gradients
 //    (DpGrads::grad_shard) and writes the owned master weights (the resident f32 values,
-//    or the table's shard: RunStorage); under ZeRO step() ends by all-gathering the
-//    compute copies (DpGrads::gather_values).
+//    or the table's shard: RunStorage). It leaves the bf16 working copies current: the
+//    same pass writes the copies of the elements it updates (the op's param_copy), and
+//    under ZeRO step() ends by all-gathering the compute copies (DpGrads::gather_values,
+//    which also derives the copies of the f32-form runs). No refresh_working after it.
 //  - Weight decay (decays()): on matrices and convolution kernels; never on vectors (norm
 //    weights, biases, default queries) nor on position, level or texture embeddings.
 //  - Gradient norm: sqrt of the sum of squares of every trainable parameter counted once
@@ -73,6 +75,7 @@ class AdamW {
   // A contiguous run of one parameter's elements that this rank updates.
   struct Slot {
     Tensor value, grad, m, v;
+    Tensor copy;  // the resident bf16 compute copy of these elements, written by the update, or undefined
     bool split, decay;
     bool dp_replicated;  // a ZeRO tail: updated by every DP rank, counted once in the norm
   };

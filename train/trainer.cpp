@@ -229,8 +229,7 @@ RunStats::Step Trainer::State::train_step(int64_t n, sched::Trace& trace, double
     });
   const double lr = lr_at(train.optim, n, total);
   const float scale = train.optim.clip > 0 && gnorm > train.optim.clip ? float(train.optim.clip / gnorm) : 1.f;
-  opt->step(s, n, lr, scale);
-  model->refresh_working_weights();  // bf16 copies of the new weights
+  opt->step(s, n, lr, scale);  // and the bf16 copies of the new weights
   s.synchronize();
   st.tp = counters_since(tpc.counters(), tp0), st.dp = counters_since(dpg->counters(), dp0);
   st.seconds = seconds_since(t0);

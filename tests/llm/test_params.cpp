@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "base/config.h"
+#include "core/cpu_threads.h"
 #include "llm/param_specs.h"
 #include "llm_test_util.h"
 #include "nn/init.h"
@@ -68,6 +69,32 @@ TEST(LlmParams, InitIsTheSameFullTensorAtEveryTp) {
   EXPECT_EQ(init_value(7, "a", InitKind::Normal, 1.f, 5), init_value(7, "a", InitKind::Normal, 1.f, 5));
   EXPECT_NE(init_value(7, "a", InitKind::Normal, 1.f, 5), init_value(7, "b", InitKind::Normal, 1.f, 5));
   EXPECT_NE(init_value(7, "a", InitKind::Normal, 1.f, 5), init_value(8, "a", InitKind::Normal, 1.f, 5));
+}
+
+// Large tensors are drawn on several threads (nn/init.cpp): every element is still
+// init_value of its index in the full tensor, whatever the thread count.
+TEST(LlmParams, InitOfLargeTensorsIsElementwiseWhateverTheThreads) {
+  const Shape full{700, 1536};  // 1.07M elements: 4 threads' worth
+  for (int tp : {1, 2}) {
+    ParamTable t({param_spec("w", full, 1, InitKind::Normal, 0.02f), param_spec("e", full, 0, InitKind::Normal, 0.5f)}, tp,
+                 tp - 1);
+    t.allocate(cpu_backend());
+    for (int threads : {1, 4}) {
+      ThreadBudgetScope budget(threads);
+      init_params(t, 11);
+      for (const Param& p : t.params()) {
+        const std::vector<float> got = to_vector_f32(p.value);
+        const int64_t cols = p.local[1];
+        size_t wrong = 0;
+        for (int64_t r = 0; r < p.local[0]; ++r)
+          for (int64_t c = 0; c < cols; ++c) {
+            const int64_t gr = r + (p.spec.split_dim == 0 ? p.offset : 0), gc = c + (p.spec.split_dim == 1 ? p.offset : 0);
+            wrong += got[size_t(r * cols + c)] != init_value(11, p.spec.name, InitKind::Normal, p.spec.std, gr * full[1] + gc);
+          }
+        EXPECT_EQ(wrong, 0u) << p.spec.name << " tp " << tp << ", " << threads << " threads";
+      }
+    }
+  }
 }
 
 TEST(LlmParams, ValidationNamesTheOption) {

@@ -1,7 +1,8 @@
 // Mixed precision (train.precision=bf16, docs/training.md, "Numerics"), one test per cast point,
 // on the tiny VLM of the step tests (step_rig.h), under mpirun with 1, 2 or 4 ranks:
 //  - weights: every matrix parameter has a bf16 working copy equal to bf16(master),
-//    re-rounded by refresh_working_weights after an AdamW step; master weights,
+//    rewritten by the AdamW step itself (no refresh_working_weights after it) at zero 0
+//    and 1, the f32-read embeddings' copies too; master weights,
 //    gradients and AdamW moments are f32 (dtypes checked); the memory term
 //    (ParamTable::bf16_copy_bytes) is 2 bytes per matrix element;
 //  - activations: bf16 tensors (the model's arenas at most 55% of fp32's); a bf16
@@ -57,58 +58,68 @@ TEST(MixedPrecision, WeightsAreABf16CopyOfF32MastersAndTheStateIsF32) {
   if (test::world_size() != 1) GTEST_SKIP() << "one rank";
   Backend& b = cpu_backend();
   auto tp = test::self_comm("tp"), dp = test::self_comm("dp"), self = test::self_comm("self");
-  const VlmConfig c = bf16_config(kImages / kM);
-  VlmModel model(c, b, *tp, *self);
-  model.init(3);
-  model.refresh_working_weights();
-  auto check_copies = [&](bool fresh) {
+  // zero 0: the update writes every copy; zero 1: the all-gather writes the bf16-form
+  // parameters' (the f32-read embeddings' at dp > 1: train_zero).
+  for (int zero : {0, 1}) {
+    SCOPED_TRACE(cat("zero ", zero));
+    const VlmConfig c = sharded(bf16_config(kImages / kM), zero, *dp);
+    VlmModel model(c, b, *tp, *self);
+    model.init(3);
+    model.refresh_working_weights();
+    // The copies as bf16 values; `stale` counts those that are not bf16(master).
+    auto copies = [&](size_t& stale) {
+      std::vector<float> all;
+      for (const ModuleParams& m : model.modules()) {
+        if (m.id == ModuleId::Scorers) {  // the scorers stay f32 (docs/training.md, "Numerics")
+          EXPECT_FALSE(m.table->has_working());
+          continue;
+        }
+        size_t copy_bytes = 0;
+        for (const Param& p : m.table->params()) {
+          EXPECT_EQ(p.value.dtype(), DType::F32) << p.spec.name;
+          EXPECT_EQ(p.grad.dtype(), DType::F32) << p.spec.name;
+          EXPECT_EQ(p.work.defined(), p.local.ndim() >= 2) << p.spec.name << ": a copy for matrices only";
+          if (!p.work.defined() || !p.value.defined()) continue;
+          EXPECT_EQ(p.work.dtype(), DType::BF16) << p.spec.name;
+          copy_bytes += size_t(p.local.numel()) * 2;
+          const std::vector<float> v = to_vector_f32(p.value);
+          Tensor w = Tensor::empty(b, p.local, DType::F32);
+          convert(b.default_stream(), w, p.work);
+          const std::vector<float> got = to_vector_f32(w);
+          for (size_t i = 0; i < v.size(); ++i) stale += got[i] != round_bf16_host(v[i]);
+          all.insert(all.end(), got.begin(), got.end());
+        }
+        if (zero == 0) EXPECT_EQ(m.table->bf16_copy_bytes(), copy_bytes) << module_name(m.id);
+        EXPECT_GE(m.table->working_bytes(), copy_bytes) << module_name(m.id);
+      }
+      return all;
+    };
     size_t stale = 0;
-    for (const ModuleParams& m : model.modules()) {
-      if (m.id == ModuleId::Scorers) {  // the scorers stay f32 (docs/training.md, "Numerics")
-        EXPECT_FALSE(m.table->has_working());
-        continue;
-      }
-      size_t copy_bytes = 0;
-      for (const Param& p : m.table->params()) {
-        EXPECT_EQ(p.value.dtype(), DType::F32) << p.spec.name;
-        EXPECT_EQ(p.grad.dtype(), DType::F32) << p.spec.name;
-        ASSERT_EQ(p.work.defined(), p.local.ndim() >= 2) << p.spec.name << ": a copy for matrices only";
-        if (!p.work.defined()) continue;
-        EXPECT_EQ(p.work.dtype(), DType::BF16) << p.spec.name;
-        copy_bytes += size_t(p.local.numel()) * 2;
-        const std::vector<float> v = to_vector_f32(p.value);
-        Tensor w = Tensor::empty(b, p.local, DType::F32);
-        convert(b.default_stream(), w, p.work);
-        const std::vector<float> got = to_vector_f32(w);
-        for (size_t i = 0; i < v.size(); ++i) stale += got[i] != round_bf16_host(v[i]);
-      }
-      EXPECT_EQ(m.table->bf16_copy_bytes(), copy_bytes) << module_name(m.id);
-      EXPECT_GE(m.table->working_bytes(), copy_bytes) << module_name(m.id);
-    }
-    if (fresh)
-      EXPECT_EQ(stale, 0u) << "working-copy elements that are not bf16(master)";
-    else
-      EXPECT_GT(stale, 0u) << "the optimizer step changed no weight";
-  };
-  check_copies(true);
-  EXPECT_GT(model.working_weight_bytes(), 0u);
+    const std::vector<float> before = copies(stale);
+    EXPECT_EQ(stale, 0u) << "working-copy elements that are not bf16(master)";
+    EXPECT_GT(model.working_weight_bytes(), 0u);
 
-  sched::StreamSet streams(b);
-  const std::vector<bool> all(kNumModules, true);
-  DpGrads dpg(model.modules(), all, *dp, 0, 25, b);
-  VlmStep step(model, streams, dpg, all, kM, StepOptions{});
-  OptimOptions oo;
-  oo.lr = 1e-2;
-  AdamW opt(model.modules(), all, dpg, b, oo);
-  model.zero_grads();
-  const double loss = step.run(shard(make_batch(5, c), c, 1, 0, kM));
-  EXPECT_TRUE(std::isfinite(loss));
-  opt.step(b.default_stream(), 1, oo.lr, 1.f);
-  for (size_t i = 0; i < model.modules().size(); ++i)
-    for (int k = 0; k < 2; ++k) EXPECT_EQ(opt.moment(i, k).dtype(), DType::F32) << "module " << i << " moment " << k;
-  check_copies(false);  // the step changed the masters, not yet their copies
-  model.refresh_working_weights();
-  check_copies(true);
+    sched::StreamSet streams(b);
+    const std::vector<bool> all(kNumModules, true);
+    DpGrads dpg(model.modules(), all, *dp, zero, 25, b);
+    dpg.attach(model);
+    VlmStep step(model, streams, dpg, all, kM, StepOptions{});
+    OptimOptions oo;
+    oo.lr = 1e-2;
+    AdamW opt(model.modules(), all, dpg, b, oo);
+    model.zero_grads();
+    const double loss = step.run(shard(make_batch(5, c), c, 1, 0, kM));
+    EXPECT_TRUE(std::isfinite(loss));
+    opt.step(b.default_stream(), 1, oo.lr, 1.f);  // no refresh_working_weights: the step keeps the copies
+    for (size_t i = 0; i < model.modules().size(); ++i)
+      for (int k = 0; k < 2; ++k) EXPECT_EQ(opt.moment(i, k).dtype(), DType::F32) << "module " << i << " moment " << k;
+    const std::vector<float> after = copies(stale);
+    EXPECT_EQ(stale, 0u) << "working-copy elements that are not bf16 of the updated master";
+    ASSERT_EQ(after.size(), before.size());
+    size_t changed = 0;
+    for (size_t i = 0; i < after.size(); ++i) changed += after[i] != before[i];
+    EXPECT_GT(changed, after.size() / 2) << "the optimizer step changed few copies";
+  }
 }
 
 TEST(MixedPrecision, LinearAndNormRoundTheirOutputsNotTheirStatistics) {
@@ -275,8 +286,7 @@ TEST(MixedPrecision, EveryLayoutMatchesOneRankInBf16) {
         EXPECT_EQ(dp.counters().total_bytes(), formula + 8) << "the DP counters of step " << k;
       }
       norm = opt.grad_norm(b.default_stream(), tp);
-      opt.step(b.default_stream(), k, oo.lr, 1.f);
-      model.refresh_working_weights();
+      opt.step(b.default_stream(), k, oo.lr, 1.f);  // and the bf16 copies
     }
     return std::make_pair(loss, norm);
   };

@@ -54,7 +54,6 @@ Counted run(Backend& b, Precision p, sched::Mode mode) {
     out.last_loss = step.run(mbs);
     const double norm = opt.grad_norm(s, *tp);
     opt.step(s, k, lr_at(oo, k, kSteps), norm > oo.clip ? float(oo.clip / norm) : 1.f);
-    model.refresh_working_weights();
     s.synchronize();
     streams.synchronize();
     if (k == 1) first = device_allocations(b.device());

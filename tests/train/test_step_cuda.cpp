@@ -114,7 +114,6 @@ Trajectory run(Backend& b, const TinyRun& tr, sched::Mode mode) {
     t.grads.push_back(std::move(g));
     const float scale = tr.optim.clip > 0 && norm > tr.optim.clip ? float(tr.optim.clip / norm) : 1.f;
     opt.step(s, k, lr_at(tr.optim, k, tr.total_steps), scale);
-    r.model->refresh_working_weights();
     s.synchronize();
     if (k == 1) first = device_allocations(DeviceKind::CUDA);
   }

@@ -103,8 +103,7 @@ Training train(const Case& cs, Layout& L, int tp, int zero) {
     EXPECT_EQ(dpg.counters().total_bytes() - before, step.dp_bytes()) << "step " << k << " zero " << zero;
     out.losses.push_back(all_reduce_values(dp, s, {local})[0]);
     const double norm = opt.grad_norm(s, L.groups->tp());
-    opt.step(s, k, oo.lr, oo.clip > 0 && norm > oo.clip ? float(oo.clip / norm) : 1.f);
-    model.refresh_working_weights();
+    opt.step(s, k, oo.lr, oo.clip > 0 && norm > oo.clip ? float(oo.clip / norm) : 1.f);  // and the bf16 copies
   }
   for (size_t i = 0; i < model.modules().size(); ++i) {
     const std::vector<float> x = dpg.gather_flat(s, i, dpg.owned_values(i));
