@@ -6,7 +6,11 @@
 // serial / overlap ratio. Task times come from the graph's events: host times on the
 // CPU, CUDA events on a GPU (--device cuda), so there the busy time per stream is the
 // device's. --trace FILE writes the timed steps of both modes (serial first) as a Chrome
-// trace. --precision bf16 runs the step at train.precision=bf16. Runs on one rank or
+// trace. Then the backbone alone: its forward and backward over the same packed rows as
+// the overlap step's last run (each micro-batch's visual tokens shared evenly among its
+// images, with their prompts and captions; no encoder, scorers or DP reduction), and the
+// VLM step's time over it: what the front end and the DP reduction add.
+// --precision bf16 runs the step at train.precision=bf16. Runs on one rank or
 // under mpirun (TP = --tp, DP = the rest; bench/bench_step.sh runs 1 rank, TP = 2 and
 // DP = 2; each rank on its GPU as in `vlm train`). Rank 0 prints; figures only.
 #include <algorithm>
@@ -20,6 +24,8 @@
 
 #include "base/error.h"
 #include "base/options.h"
+#include "core/ops.h"
+#include "llm/lm_input.h"
 #include "optim/dp_grads.h"
 #include "parallel/runtime.h"
 #include "scheduler/trace.h"
@@ -32,7 +38,7 @@ namespace {
 struct BenchOptions {
   int tp = 1, micro_batches = 4;
   int64_t images = 8, width = 128;
-  int steps = 10, warmup = 2, zero = 0;
+  int steps = 10, warmup = 2, zero = 0, vision_layers = 2, llm_layers = 2;
   std::string device = "cpu";
   Precision precision = Precision::FP32;
   std::string trace;
@@ -46,6 +52,11 @@ const OptionSet<BenchOptions>& bench_options() {
         .range(1, 64);
     s.option("images", &BenchOptions::images, "images per micro-batch and rank").range(1, 256);
     s.option("width", &BenchOptions::width, "d_model of the encoder and the backbone").range(16, 4096);
+    s.option("vision_layers", &BenchOptions::vision_layers, "layers of the encoder").range(1, 256);
+    s.option("llm_layers", &BenchOptions::llm_layers,
+             "layers of the backbone (a VLM's backbone does most of the FLOPs: 16 with 2 encoder layers makes the "
+             "encoder about a tenth)")
+        .range(1, 256);
     s.option("steps", &BenchOptions::steps, "timed steps per mode").range(1, 100000);
     s.option("warmup", &BenchOptions::warmup, "untimed steps per mode").range(0, 1000);
     s.option("zero", &BenchOptions::zero, "the ZeRO level over DP (train.zero, docs/training.md)").range(0, 3);
@@ -58,17 +69,17 @@ const OptionSet<BenchOptions>& bench_options() {
   return set;
 }
 
-// A small VLM: a 2-layer ViT over 32x32 images (8 x 8 cells), the three scorers, 16..32
-// visual tokens per image, a 2-layer Llama backbone.
+// A small VLM: a ViT over 32x32 images (8 x 8 cells; 2 layers by default), the three
+// scorers, 16..32 visual tokens per image, a Llama backbone (2 layers by default).
 VlmConfig bench_config(const BenchOptions& o) {
   VlmConfig c;
   const int64_t d = o.width;
-  c.vision.image_size = 32, c.vision.patch = 4, c.vision.d_model = d, c.vision.n_layers = 2;
+  c.vision.image_size = 32, c.vision.patch = 4, c.vision.d_model = d, c.vision.n_layers = o.vision_layers;
   c.vision.n_heads = 4, c.vision.d_ff = 2 * d;
   c.scorers.lod.region = 2, c.scorers.lod.min_tokens = 16, c.scorers.lod.max_tokens = 32;
   c.scorers.lod.fixed_budget = 0;
   c.scorers.scorers.hidden = 64;
-  c.llm.family = ModelFamily::Llama, c.llm.vocab_size = 512, c.llm.d_model = d, c.llm.n_layers = 2;
+  c.llm.family = ModelFamily::Llama, c.llm.vocab_size = 512, c.llm.d_model = d, c.llm.n_layers = o.llm_layers;
   c.llm.n_heads = 4, c.llm.n_kv_heads = 4, c.llm.d_ff = 2 * d, c.llm.tied_embeddings = false;
   c.max_images = o.images, c.max_text = 24;
   c.front_slots = o.micro_batches >= 2 ? 2 : 1;  // as resolve_vlm_config
@@ -115,6 +126,34 @@ struct Result {
   std::array<double, sched::kNumStreams> busy{};
 };
 
+// The backbone's inputs of the step's micro-batches: micro-batch m's visual[m] tokens
+// shared evenly among its images, before each image's prompt and caption; the visual
+// rows' embeddings (a constant: the time does not depend on the values) and their
+// gradients' buffers. Built once, before timing.
+struct BackboneInputs {
+  std::vector<LmInput> in;
+  std::vector<Tensor> visual, d_visual;
+};
+
+BackboneInputs backbone_inputs(Backend& b, const VlmConfig& c, const Data& d, const std::vector<int64_t>& visual) {
+  BackboneInputs r;
+  for (size_t m = 0; m < d.mbs.size(); ++m) {
+    const MicroBatch& mb = d.mbs[m];
+    std::vector<VlmSample> samples(size_t(mb.images));
+    for (int64_t i = 0; i < mb.images; ++i) {
+      VlmSample& x = samples[size_t(i)];
+      x.n_visual = int32_t(visual[m] / mb.images + (i < visual[m] % mb.images ? 1 : 0));
+      x.prompt = mb.prompt[size_t(i)], x.caption = mb.caption[size_t(i)];
+    }
+    const Tensor v = Tensor::empty(b, Shape{visual[m], c.llm.d_model});
+    fill(b.default_stream(), v, 0.02f);
+    r.visual.push_back(v);
+    r.d_visual.push_back(Tensor::empty(b, v.shape()));
+    r.in.push_back(make_vlm_input(b, samples, v));
+  }
+  return r;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -147,6 +186,7 @@ int main(int argc, char** argv) {
       const int steps = args.steps, warmup = args.warmup;
       sched::Trace trace(mpi.rank());
       Result res[2];
+      std::vector<int64_t> visual;  // the overlap step's visual tokens per micro-batch
       for (int k = 0; k < 2; ++k) {
         StepOptions o;
         o.mode = k == 0 ? sched::Mode::Serial : sched::Mode::Overlap;
@@ -165,6 +205,25 @@ int main(int argc, char** argv) {
           res[k].exposed += s.exposed_comm_ms / steps;
           for (int j = 0; j < sched::kNumStreams; ++j) res[k].busy[size_t(j)] += s.busy_ms[size_t(j)] / steps;
         }
+        visual = step.visual_tokens();
+      }
+      // The backbone alone on the same rows, timed as the step (from a synchronised start).
+      const BackboneInputs bi = backbone_inputs(b, c, data, visual);
+      Backbone& llm = model.llm();
+      Stream& s0 = b.default_stream();
+      const Tensor loss = Tensor::zeros(b, Shape{1});
+      double llm_ms = 0;
+      for (int i = 0; i < warmup + steps; ++i) {
+        b.synchronize();
+        const auto t0 = std::chrono::steady_clock::now();
+        model.zero_grads();
+        for (int m = 0; m < M; ++m) {
+          llm.forward(s0, bi.in[size_t(m)], loss, true);
+          llm.backward(s0, bi.in[size_t(m)], bi.d_visual[size_t(m)]);
+        }
+        llm.finalize_grads(s0);
+        b.synchronize();
+        if (i >= warmup) llm_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / steps;
       }
       const std::string& trace_path = args.trace;
       if (!trace_path.empty()) {
@@ -173,9 +232,10 @@ int main(int argc, char** argv) {
       }
       if (mpi.rank() == 0) {
         std::printf("bench_step: %s, %d rank(s), tp=%d dp=%d, zero=%d, M=%d micro-batches of %lld images, width %lld, "
-                    "%s, %d steps (+%d warm-up), OMP_NUM_THREADS=%s\n",
+                    "layers %d + %d, %s, %d steps (+%d warm-up), OMP_NUM_THREADS=%s\n",
                     b.description().c_str(), mpi.size(), args.tp, groups.dp().size(), dpg.zero(), M,
-                    (long long)c.max_images, (long long)args.width, args.precision == Precision::BF16 ? "bf16" : "fp32", steps, warmup,
+                    (long long)c.max_images, (long long)args.width, args.vision_layers, args.llm_layers,
+                    args.precision == Precision::BF16 ? "bf16" : "fp32", steps, warmup,
                     std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "(unset)");
         std::printf("%-8s %9s %8s %10s  %s\n", "mode", "ms/step", "overlap", "exp.comm", "busy ms per stream (rank 0)");
         for (int k = 0; k < 2; ++k) {
@@ -186,6 +246,10 @@ int main(int argc, char** argv) {
           std::printf("\n");
         }
         std::printf("serial / overlap: %.2f\n", res[0].ms / res[1].ms);
+        int64_t rows = 0;
+        for (const LmInput& in : bi.in) rows += in.n_tokens;
+        std::printf("backbone alone (the same %lld rows, fwd+bwd): %.2f ms/step; overlap step / backbone alone: %.2f\n",
+                    (long long)rows, llm_ms, res[1].ms / llm_ms);
         if (!trace_path.empty()) std::printf("trace: %s (%d steps per rank)\n", trace_path.c_str(), trace.steps());
       }
     }

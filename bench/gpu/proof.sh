@@ -180,7 +180,7 @@ figure() {
       grep -oE 'measured bf16 peak.*' <<<"$sect" | tail -1 | grep . ||
         awk '$1 == "bf16" && $6 > m {m = $6} END {if (m) printf "best bf16 %.1f GFLOP/s\n", m}' <<<"$sect" ;;
     bench_llm*|torch_*) grep -E 'tokens/s' <<<"$sect" | tail -1 | grep -oE '[0-9]+ tokens/s|MFU [0-9.]+%' | paste -sd' ' ;;
-    bench_step) echo "$(grep -oE 'serial / overlap: [0-9.]+' <<<"$sect" | tail -1), overlap fraction $(awk '$1 == "overlap" {print $3}' <<<"$sect" | tail -1)" ;;
+    bench_step) echo "$(grep -oE 'serial / overlap: [0-9.]+' <<<"$sect" | tail -1), overlap fraction $(awk '$1 == "overlap" {print $3}' <<<"$sect" | tail -1), $(grep -oE 'overlap step / backbone alone: [0-9.]+' <<<"$sect" | tail -1)" ;;
     kernels)  # the largest kernel and the whole (a rehearsal: the step's own line)
       if grep -q '^kernels: ' <<<"$sect"; then
         echo "$(awk '$2 ~ /%$/ {n = $0; sub(/^ *[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +/, "", n); print "top " $2 " " substr(n, 1, 48); exit}' <<<"$sect"); $(grep '^kernels: ' <<<"$sect" | tail -1 | cut -c10-)"
@@ -298,14 +298,14 @@ cmd_run() {
   ncpu=$(nproc)
   # What a rehearsal changes (the CPU backend, small shapes, no sanitizer), in one place.
   local dev=cuda llm=(--models llama1b --batch 1 --seq 2048 --warmup 1 --iters 3) gemm=(--seconds 0.3)
-  local stepb=(--width 1024 --micro_batches 4 --steps 5 --warmup 2) torch_args=(--models llama1b --batch 1 --seq 2048 --warmup 2 --iters 5)
+  local stepb=(--width 1024 --llm_layers 16 --precision bf16 --micro_batches 4 --steps 5 --warmup 2) torch_args=(--models llama1b --batch 1 --seq 2048 --warmup 2 --iters 5)
   local sanitizer
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   local memcheck=("$sanitizer" --error-exitcode 9 --print-limit 20 --tool memcheck --leak-check no)
   local racecheck=("$sanitizer" --error-exitcode 9 --print-limit 20 --tool racecheck)
   if [ "$MODE" = rehearse ]; then
     dev=cpu llm=(--models tiny --batch 1 --seq 256 --warmup 1 --iters 2) gemm=(--seconds 0.05)
-    stepb=(--width 64 --micro_batches 4 --steps 2 --warmup 1) torch_args=(--models tiny --batch 1 --seq 256 --warmup 1 --iters 2)
+    stepb=(--width 64 --llm_layers 4 --precision bf16 --micro_batches 4 --steps 2 --warmup 1) torch_args=(--models tiny --batch 1 --seq 256 --warmup 1 --iters 2)
     memcheck=() racecheck=()
   fi
   echo "proof.sh $MODE: deadline ${budget} s, output in $OUT, bundle unpacked in $W"
