@@ -198,6 +198,8 @@ void run_model(const std::string& name, Backend& b, Communicator& tp, const Benc
                 label.c_str(), (long long)T1, g->name, args.precision == Precision::BF16 ? "bf16" : "fp32", p.total_s(),
                 100 * p.mfu, t, 100 * p.model_flops / (p.peak_flops * t));
   }
+  // Which route each attention shape took (cuDNN's fused attention, or our kernels and why).
+  for (const std::string& line : attention_paths(s)) std::printf("%-8s attention: %s\n", label.c_str(), line.c_str());
   std::fflush(stdout);
 }
 

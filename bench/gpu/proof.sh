@@ -55,8 +55,10 @@ die() { echo "proof.sh: $*" >&2; exit 2; }
 # ---- build (here) ------------------------------------------------------------------
 cmd_build() {
   local jobs=${JOBS:-2}  # nvcc is slow and this machine's cores are shared
-  export CMAKE_CXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}
-  export CMAKE_CUDA_COMPILER_LAUNCHER=${CMAKE_CUDA_COMPILER_LAUNCHER:-ccache}
+  if command -v ccache >/dev/null; then  # a rebuild after a fix takes minutes, not the whole build again
+    export CMAKE_CXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}
+    export CMAKE_CUDA_COMPILER_LAUNCHER=${CMAKE_CUDA_COMPILER_LAUNCHER:-ccache}
+  fi
   # No RPATH: the bundle's programs find their libraries by LD_LIBRARY_PATH (lib_path),
   # never in the build's library folders, which the GPU machine may have too (it has
   # OpenBLAS where we do, and an RPATH is searched before LD_LIBRARY_PATH).
@@ -179,7 +181,9 @@ figure() {
     bench_gemm)  # the GPU's measured peak; on a CPU (rehearsal) the best bf16 row
       grep -oE 'measured bf16 peak.*' <<<"$sect" | tail -1 | grep . ||
         awk '$1 == "bf16" && $6 > m {m = $6} END {if (m) printf "best bf16 %.1f GFLOP/s\n", m}' <<<"$sect" ;;
-    bench_llm*|torch_*) grep -E 'tokens/s' <<<"$sect" | tail -1 | grep -oE '[0-9]+ tokens/s|MFU [0-9.]+%' | paste -sd' ' ;;
+    bench_llm*) echo "$(grep -E 'tokens/s' <<<"$sect" | tail -1 | grep -oE '[0-9]+ tokens/s|MFU [0-9.]+%' | paste -sd' ')$(
+      grep -E ' attention: ' <<<"$sect" | sed -E 's/.*(forward|backward) .*: (cuDNN fused attention|our kernel).*/\1 \2/' | sort -u | paste -sd',' | sed 's/,/, /g; s/^/; /')" ;;
+    torch_*) grep -E 'tokens/s' <<<"$sect" | tail -1 | grep -oE '[0-9]+ tokens/s|MFU [0-9.]+%' | paste -sd' ' ;;
     bench_step) echo "$(grep -oE 'serial / overlap: [0-9.]+' <<<"$sect" | tail -1), overlap fraction $(awk '$1 == "overlap" {print $3}' <<<"$sect" | tail -1), $(grep -oE 'overlap step / backbone alone: [0-9.]+' <<<"$sect" | tail -1)" ;;
     kernels)  # the largest kernel and the whole (a rehearsal: the step's own line)
       if grep -q '^kernels: ' <<<"$sect"; then
