@@ -256,12 +256,16 @@ char* offset(void* p, int64_t elems, DType t) { return static_cast<char*>(p) + e
 // kernel writes C, rounding to bf16 once as the CPU does (rounding the product, then
 // the epilogue's result, would round twice: 7e-3 off on an H200 where one rounding is
 // 3.9e-3). Batch entry by batch entry, in chunks of C's rows whose f32 product fits
-// kCastChunkBytes of the scratch (C widened into it first when beta != 0), so no
-// buffer grows with the shape.
+// kCastChunkBytes of the scratch (C widened into it first when beta != 0; at K == 0
+// only beta C), so no buffer grows with the shape.
 void gemm_f32_then_epilogue(CudaStream& cs, const Problem& p, const Epilogue& ep) {
   VLM_ASSERT(p.N * int64_t(sizeof(float)) <= int64_t(kCastChunkBytes), "matmul: a row of ", p.N,
              " outputs exceeds the f32 chunk");
-  const int64_t chunk = std::max<int64_t>(1, int64_t(kCastChunkBytes / sizeof(float)) / p.N);
+  // Chunks of a multiple of 128 rows when they hold that many: A's chunk offsets stay
+  // 256-byte aligned, so every chunk gets the first chunk's plan (cuBLASLt may have no
+  // bf16 algorithm for a 2-byte-aligned operand).
+  const int64_t fits = std::max<int64_t>(1, int64_t(kCastChunkBytes / sizeof(float)) / p.N);
+  const int64_t chunk = fits >= 128 ? fits / 128 * 128 : fits;
   auto* acc = static_cast<float*>(cs.scratch(size_t(std::min(p.M, chunk) * p.N) * sizeof(float)));
   for (int64_t b = 0; b < p.batch; ++b) {
     for (int64_t r0 = 0; r0 < p.M; r0 += chunk) {
@@ -273,12 +277,17 @@ void gemm_f32_then_epilogue(CudaStream& cs, const Problem& p, const Epilogue& ep
                                                                      total, p.N);
         CUDA_CHECK_LAUNCH();
       }
-      Problem q = p;  // rows r0.. of batch entry b, into acc
-      q.batch = 1, q.stride_a = q.stride_b = q.stride_c = 0, q.M = rows;
-      q.a = offset(p.a, b * p.stride_a + (p.ta ? r0 : r0 * p.lda), p.ab);
-      q.b = offset(p.b, b * p.stride_b, p.ab);
-      q.c = acc, q.c_dtype = DType::F32, q.ldc = p.N;
-      lt_matmul(cs, q, GemmEpilogue::None, Epilogue{});
+      if (p.K == 0) {  // no product: acc = beta C
+        scale_c_kernel<<<grid_1d(total), kThreads, 0, cs.handle()>>>(acc, false, p.N, p.beta, total, p.N);
+        CUDA_CHECK_LAUNCH();
+      } else {
+        Problem q = p;  // rows r0.. of batch entry b, into acc
+        q.batch = 1, q.stride_a = q.stride_b = q.stride_c = 0, q.M = rows;
+        q.a = offset(p.a, b * p.stride_a + (p.ta ? r0 : r0 * p.lda), p.ab);
+        q.b = offset(p.b, b * p.stride_b, p.ab);
+        q.c = acc, q.c_dtype = DType::F32, q.ldc = p.N;
+        lt_matmul(cs, q, GemmEpilogue::None, Epilogue{});
+      }
       epilogue_kernel<<<grid_1d(total), kThreads, 0, cs.handle()>>>(c, true, p.ldc, acc, false, p.N, ep.bias,
                                                                      ep.bias_dtype == DType::BF16, aux, ep.gelu,
                                                                      ep.dgelu, total, p.N);
@@ -294,6 +303,7 @@ void gemm(CudaStream& cs, const Problem& p, const Epilogue& ep) {
   const bool c_bf = p.c_dtype == DType::BF16;
   const int64_t rows = p.batch * p.M, total = rows * p.N;
   bool fused = false;
+  if (p.K == 0 && c_bf && ep.any()) return gemm_f32_then_epilogue(cs, p, ep);  // beta C and the epilogue, one rounding
   if (p.K == 0) {  // no product: C = beta C, then the epilogue below
     VLM_ASSERT(p.batch == 1 || p.stride_c == p.M * p.ldc, "matmul: K == 0 with a strided C");
     scale_c_kernel<<<grid_1d(total), kThreads, 0, cs.handle()>>>(p.c, c_bf, p.ldc, p.beta, total, p.N);

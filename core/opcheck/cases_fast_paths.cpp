@@ -66,6 +66,34 @@ OpCase matmul_bf16_epilogue_case(int64_t M, int64_t N, int64_t K, DType c_dtype)
           }};
 }
 
+// A bf16 C whose GELU epilogue cuBLASLt does not fuse, computed in f32 chunks of C's
+// rows (core/cuda/gemm.cu, gemm_f32_then_epilogue): N = 4096 gives chunks of 1,024 rows,
+// so M = 1100 has a tail of 76; A plain or transposed, and a batch of 3 with beta = 0.5
+// (C widened into the chunk first).
+OpCase matmul_bf16_chunked_epilogue_case(bool trans_a, int64_t batch) {
+  const int64_t M = batch > 1 ? 300 : 1100, N = 4096, K = 64;
+  return {cat("matmul bf16 ", trans_a ? "t" : "n", "t +bias(f32) +gelu(pre) C bf16 B", batch, " M", M, " N", N, " K", K,
+              " (f32 row chunks)"),
+          kBf16Tol, [=](Backend& b) {
+            CaseCtx c(b, 7060 + uint64_t(trans_a) + uint64_t(batch));
+            const DType in = c.is_cpu() ? DType::F32 : DType::BF16;
+            const Shape sa = trans_a ? Shape{K, M} : Shape{M, K};
+            Tensor A = c.rand_bf16_values(batch > 1 ? Shape{batch, sa[0], sa[1]} : sa, in);
+            Tensor B = c.rand_bf16_values(batch > 1 ? Shape{batch, N, K} : Shape{N, K}, in);
+            Tensor bias = c.rand(Shape{N});
+            const Shape sc = batch > 1 ? Shape{batch, M, N} : Shape{M, N};
+            const Out C = output(c, sc, DType::BF16), pre = output(c, sc, DType::BF16);
+            if (batch > 1) copy_tensor(C.t, c.rand_bf16_values(sc, C.t.dtype()));  // beta reads C: the same values everywhere
+            GemmOpts o;
+            o.trans_a = trans_a, o.trans_b = true, o.bias = &bias, o.gelu = true, o.pre_gelu = &pre.t;
+            o.beta = batch > 1 ? 0.5f : 0.f;
+            matmul(c.stream(), C.t, A, B, o);
+            finish(c, C);
+            finish(c, pre);
+            return OpOutputs{{"C", C.out}, {"pre_gelu", pre.out}};
+          }};
+}
+
 // C = (A B) * gelu'(pre): the backward of a GELU layer's input gradient, f32 or bf16.
 OpCase matmul_dgelu_case(int64_t M, int64_t N, int64_t K, DType dt) {
   return {cat("matmul dgelu nn ", dtype_name(dt), " M", M, " N", N, " K", K), dt == DType::BF16 ? kBf16Tol : 1e-4,
@@ -148,6 +176,23 @@ std::vector<OpCase> fast_path_cases() {
   std::vector<OpCase> v;
   v.push_back(matmul_bf16_epilogue_case(64, 96, 128, DType::BF16));  // fused (aligned, N % 8 == 0)
   v.push_back(matmul_bf16_epilogue_case(40, 33, 72, DType::BF16));   // our epilogue kernel (N odd)
+  for (bool ta : {false, true}) v.push_back(matmul_bf16_chunked_epilogue_case(ta, 1));
+  v.push_back(matmul_bf16_chunked_epilogue_case(false, 3));
+  // K == 0: no product, C = gelu(beta C + bias), rounded once.
+  v.push_back({"matmul bf16 nt +bias(f32) +gelu(pre) C bf16 M5 N40 K0 beta 0.5", kBf16Tol, [](Backend& b) {
+                 CaseCtx c(b, 7070);
+                 const DType in = c.is_cpu() ? DType::F32 : DType::BF16;
+                 Tensor A = c.rand_bf16_values(Shape{5, 0}, in), B = c.rand_bf16_values(Shape{40, 0}, in);
+                 Tensor bias = c.rand(Shape{40});
+                 const Out C = output(c, Shape{5, 40}, DType::BF16), pre = output(c, Shape{5, 40}, DType::BF16);
+                 copy_tensor(C.t, c.rand_bf16_values(Shape{5, 40}, C.t.dtype()));
+                 GemmOpts o;
+                 o.trans_b = true, o.bias = &bias, o.gelu = true, o.pre_gelu = &pre.t, o.beta = 0.5f;
+                 matmul(c.stream(), C.t, A, B, o);
+                 finish(c, C);
+                 finish(c, pre);
+                 return OpOutputs{{"C", C.out}, {"pre_gelu", pre.out}};
+               }});
   v.push_back(matmul_bf16_epilogue_case(64, 96, 128, DType::F32));
   v.push_back(matmul_dgelu_case(48, 64, 96, DType::F32));
   v.push_back(matmul_dgelu_case(17, 37, 40, DType::F32));  // our kernel (ld % 8 != 0)
@@ -163,6 +208,15 @@ std::vector<OpCase> fast_path_cases() {
                  Tensor ids = c.ints(Shape{3000}, 0, 60);  // rows 0..49 of the shard, some outside
                  Tensor dtable = c.rand(Shape{50, 72});
                  embedding_backward(c.stream(), dtable, c.rand(Shape{3000, 72}), ids, 5);
+                 return OpOutputs{{"dtable", dtable}};
+               }});
+  // A bf16 table (the backbone's caller rows): each row's run of ~60 tokens summed in
+  // f32 in token order and rounded once, on both backends.
+  v.push_back({"embedding_backward fixed order bf16 V50 C72 T3000 offset5 (repeated ids)", 0.0, [](Backend& b) {
+                 CaseCtx c(b, 7410);
+                 Tensor ids = c.ints(Shape{3000}, 0, 60);
+                 Tensor dtable = c.rand(Shape{50, 72}, -1, 1, DType::BF16);
+                 embedding_backward(c.stream(), dtable, c.rand(Shape{3000, 72}, -1, 1, DType::BF16), ids, 5);
                  return OpOutputs{{"dtable", dtable}};
                }});
   for (int64_t n : {int64_t(1), int64_t(4097), int64_t(300001)})

@@ -22,8 +22,8 @@ void attention_decode(const Op& op, const Tensor& out, const Tensor& q, const Te
   VLM_ASSERT(q.ndim() == 3 && k_cache.ndim() == 3, op.name, ": q ", q.str(), " k_cache ", k_cache.str(),
              " must be 3-D");
   const int64_t N = q.size(0), NH = q.size(1), HS = q.size(2), R = k_cache.size(0), NKV = k_cache.size(1);
-  VLM_ASSERT(k_cache.dtype() == q.dtype() && k_cache.size(2) == HS && HS >= 1 && NKV > 0 && NH % NKV == 0, op.name,
-             ": q ", q.str(), " k_cache ", k_cache.str(), " (need the same HS and NH % NKV == 0)");
+  VLM_ASSERT(k_cache.dtype() == q.dtype() && k_cache.size(2) == HS && HS >= 1 && NKV > 0 && NH >= NKV && NH % NKV == 0,
+             op.name, ": q ", q.str(), " k_cache ", k_cache.str(), " (need the same HS, NH >= 1 and NH % NKV == 0)");
   op.same(v_cache, k_cache, "v_cache");
   op.same(out, q, "out");
   op.elems(key_start, DType::I32, N, "key_start");

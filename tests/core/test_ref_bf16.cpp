@@ -262,11 +262,11 @@ TEST(RefBf16, EmbeddingLossAndPatches) {
     Tensor out = zeros(Shape{T, C}, dt), dtable = host(table, Shape{V, C}, kF), drows = host(table, Shape{V, C}, dt);
     embedding_forward(cpu_stream(), out, host_i32(ids, Shape{T}), host(table, Shape{V, C}, dt), 10);
     embedding_backward(cpu_stream(), dtable, host(dout, Shape{T, C}, dt), host_i32(ids, Shape{T}), 10);
-    // Into a bf16 table each addition rounds: distinct rows (the backbone's caller rows).
-    std::vector<int32_t> distinct(20);
-    for (int32_t t = 0; t < 20; ++t) distinct[size_t(t)] = 10 + (t * 7) % 20;
-    embedding_backward(cpu_stream(), drows, host(Vec(dout.begin(), dout.begin() + 20 * C), Shape{20, C}, dt),
-                       host_i32(distinct, Shape{20}), 10);
+    // Into a bf16 table (the backbone's caller rows) each row's sum is rounded once, also
+    // over a long run of one id (as on CUDA): the f32 sums rounded.
+    std::vector<int32_t> runs(ids);
+    for (int64_t t = 0; t < T; t += 2) runs[size_t(t)] = 12;  // 33 tokens of row 2
+    embedding_backward(cpu_stream(), drows, host(dout, Shape{T, C}, dt), host_i32(runs, Shape{T}), 10);
     return std::vector<Tensor>{out, dtable, drows};
   });
   expect_rounded_f32("vocab_ce", [&](DType dt) {
