@@ -19,7 +19,6 @@
 
 #include "apps/command.h"
 #include "base/error.h"
-#include "base/file_read.h"
 #include "base/options.h"
 #include "base/utf8.h"
 #include "checkpoint/checkpoint.h"
@@ -37,8 +36,6 @@
 namespace vlm {
 
 namespace {
-
-constexpr uint64_t kMaxImageFileBytes = uint64_t(256) << 20;  // as `vlm data build` (docs/errors.md)
 
 struct CaptionInputs {
   std::string checkpoint, image, prompt, relevance;
@@ -87,10 +84,7 @@ int caption(const Config& cfg) {
                 " needs --temperature > 0 (greedy decoding takes the top token)");
     if (!relevance.empty()) check_output_path(relevance);
     require_utf8(in.prompt, "--" + caption_inputs().name_of(&CaptionInputs::prompt));
-    const std::string bytes = read_file_bounded(image, kMaxImageFileBytes, "image");
-    rgb = decode_rgb(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-    VLM_REQUIRE(!rgb.empty(), image, ": not a decodable PNG or JPEG image (at most ", kMaxDecodeSide,
-                " pixels per side)");
+    rgb = read_rgb_file(image, "--image");
   });
   TrainedModel tm = load_trained_model(in.checkpoint, rt, 1);
   const int S = tm.vcfg.vision.image_size, G = tm.vcfg.vision.grid();

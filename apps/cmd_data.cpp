@@ -131,7 +131,9 @@ int do_build(const Config& c) {
   const DataTool d = data_tool().read(c);
   BuildOptions o = d.build;
   o.out = need(d, &DataTool::out);
-  check_output_path(o.out);
+  const auto opt = [](std::string DataTool::*f) { return "--" + data_tool().name_of(f); };
+  check_output_path(o.out, {{opt(&DataTool::input), d.input}, {opt(&DataTool::tokenizer), d.tokenizer},
+                            {opt(&DataTool::stamps), d.stamps}});
   // Loaded first: a bad tokenizer fails before anything is converted.
   std::optional<Tokenizer> tok;
   if (!d.tokenizer.empty()) {
@@ -252,7 +254,7 @@ int do_tokenizer(const Config& c) {
   const DataTool d = data_tool().read(c);
   const std::string path = positional_or(c, d, &DataTool::train);
   const std::string out = need(d, &DataTool::out);
-  check_output_path(out);
+  check_output_path(out, {{c.positional().empty() ? "--" + data_tool().name_of(&DataTool::train) : "FILE", path}});
   const DatasetReader r(path);
   // Captions and their prompts (questions): the texts a model trained on FILE reads.
   std::vector<std::string> texts;

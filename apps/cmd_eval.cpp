@@ -49,7 +49,7 @@ const OptionSet<EvalInputs>& eval_inputs() {
   static const OptionSet<EvalInputs> set([](OptionSet<EvalInputs>& s) {
     s.option("checkpoint", &EvalInputs::checkpoint, "a checkpoint of vlm train: a step_N folder, a step_N.h5 file, or a checkpoint folder (its `latest`)");
     s.option("data", &EvalInputs::data, "image-text HDF5 file (vlm data build)");
-    s.option("split", &EvalInputs::split, "split to evaluate: train, val, test or all");
+    s.option("split", &EvalInputs::split, "split to evaluate").one_of(DatasetReader::split_names());
     s.option("images", &EvalInputs::images,
              "evaluate the first N samples of the split in the sampler's order (0 = all)")
         .range(0, int64_t(1) << 40);

@@ -19,8 +19,6 @@
 // Inputs (options, image, checkpoint and its tensors) are checked on every rank in
 // agreed steps before the forward pass (parallel/runtime.h); rank 0 writes the file.
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,11 +41,7 @@ namespace {
 
 // The decoded image letterboxed to S x S (packed RGB).
 std::vector<uint8_t> load_image(const std::string& path, int S) {
-  std::ifstream f(path, std::ios::binary);
-  VLM_REQUIRE(f.good(), "--image ", path, ": cannot open");
-  const std::vector<uint8_t> bytes{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-  const RgbImage rgb = decode_rgb(bytes.data(), bytes.size());
-  VLM_REQUIRE(!rgb.empty(), "--image ", path, ": cannot decode as an image (", bytes.size(), " bytes)");
+  const RgbImage rgb = read_rgb_file(path, "--image");
   std::vector<uint8_t> sq(size_t(S) * size_t(S) * 3);
   letterbox_into(rgb.view(), S, 0, sq.data());
   return sq;

@@ -59,7 +59,7 @@ void Config::Impl::read_ini_text(const std::string& text, const std::string& pat
   const int rank = ++files_read;
   std::map<std::string, int> seen;  // key -> line, to reject a key set twice in one file
   std::string section;
-  size_t pos = 0;
+  size_t pos = text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;  // a UTF-8 byte-order mark (Windows editors)
   for (int lineno = 1; pos < text.size(); ++lineno) {
     size_t nl = text.find('\n', pos);
     if (nl == std::string::npos) nl = text.size();

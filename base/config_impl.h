@@ -58,6 +58,13 @@ std::string join(const std::vector<T>& v, const char* sep) {
   for (size_t i = 0; i < v.size(); ++i) os << (i ? sep : "") << v[i];
   return os.str();
 }
+// A choice option's words for help and messages, the empty word shown as "".
+inline std::string join_choices(const std::vector<std::string>& v, const char* sep) {
+  std::vector<std::string> shown(v);
+  for (std::string& w : shown)
+    if (w.empty()) w = "\"\"";
+  return join(shown, sep);
+}
 
 }  // namespace config_detail
 
@@ -129,7 +136,7 @@ struct Config::Impl {
         throw bad(cat(raw, " is out of range ", range_of(o)));
     } else if (o.kind == Kind::Choice) {
       if (std::find(o.choices.begin(), o.choices.end(), raw) == o.choices.end())
-        throw bad(cat("'", raw, "' is not one of ", join(o.choices, ", ")));
+        throw bad(cat("'", raw, "' is not one of ", join_choices(o.choices, ", ")));
     } else if (o.kind == Kind::IntList) {
       std::vector<int64_t> list;
       std::stringstream ss(raw);
@@ -161,7 +168,7 @@ struct Config::Impl {
     std::string v = fmt_value(o);
     std::string d = "default " + (!v.empty() ? v : o.kind == Kind::IntList ? "empty" : "\"\"");
     if (!range_of(o).empty()) d += ", range " + range_of(o);
-    if (o.kind == Kind::Choice) d += ", one of " + join(o.choices, ", ");
+    if (o.kind == Kind::Choice) d += ", one of " + join_choices(o.choices, ", ");
     return d;
   }
 

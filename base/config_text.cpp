@@ -56,7 +56,7 @@ std::string Config::help() const {
     if (!group.empty() && !section_of(group[0]->name).empty()) rows.push_back({"", section_of(group[0]->name)});
     for (const Opt* o : group) {
       std::string meta = kMeta[int(o->kind)];
-      if (o->kind == Kind::Choice) meta.append(" ").append(join(o->choices, "|"));
+      if (o->kind == Kind::Choice) meta.append(" ").append(join_choices(o->choices, "|"));
       std::ostringstream note;
       note << o->help << " (" << impl_->describe(*o);
       for (size_t k = 0; k < o->aliases.size(); ++k) note << (k ? ", --" : "; also --") << o->aliases[k];

@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
+
+#include "base/utf8.h"
 
 namespace vlm {
 
@@ -27,7 +30,14 @@ std::string one_line(const std::string& msg) {
     out.resize(cut);
     out += "...";
   }
-  return out;
+  // Bytes that are not UTF-8 (a binary file quoted in the message) become '?' too.
+  std::string text;
+  for (std::string_view rest(out);;) {
+    const size_t bad = utf8_invalid_at(rest);
+    if (bad == kUtf8Valid) return text.append(rest);
+    text.append(rest.substr(0, bad)).push_back('?');
+    rest.remove_prefix(bad + 1);
+  }
 }
 
 void vlm_check_failed(const char* what, const char* expr, const std::string& detail,

@@ -16,8 +16,9 @@
 namespace vlm {
 
 // The message as one printable line: every line break (with the indentation after it)
-// becomes "; ", other control characters become '?', trailing breaks are dropped, and
-// the text is cut at kMaxUserErrorBytes (on a UTF-8 character boundary).
+// becomes "; ", other control characters and bytes that are not UTF-8 become '?',
+// trailing breaks are dropped, and the text is cut at kMaxUserErrorBytes (on a UTF-8
+// character boundary).
 inline constexpr size_t kMaxUserErrorBytes = 1000;
 std::string one_line(const std::string& msg);
 

@@ -29,7 +29,8 @@ std::string read_file_bounded(const std::string& path, uint64_t max_bytes, std::
   if (f.fd < 0) throw UserError(cat(path, ": cannot open ", kind, " (", std::strerror(errno), ")"));
   struct stat st {};
   if (::fstat(f.fd, &st) != 0) throw UserError(cat(path, ": cannot stat ", kind, " (", std::strerror(errno), ")"));
-  if (S_ISDIR(st.st_mode)) throw UserError(cat(path, ": is a directory (expected a ", kind, ")"));
+  const bool vowel = !kind.empty() && std::string_view("aeiou").find(kind[0]) != std::string_view::npos;
+  if (S_ISDIR(st.st_mode)) throw UserError(cat(path, ": is a directory (expected ", vowel ? "an " : "a ", kind, ")"));
   const bool regular = S_ISREG(st.st_mode);
   if (regular && uint64_t(st.st_size) > max_bytes)
     throw UserError(cat(path, ": ", kind, " of ", uint64_t(st.st_size), " bytes is larger than the limit of ",

@@ -145,10 +145,11 @@ BackboneInputs backbone_inputs(Backend& b, const VlmConfig& c, const Data& d, co
       x.n_visual = int32_t(visual[m] / mb.images + (i < visual[m] % mb.images ? 1 : 0));
       x.prompt = mb.prompt[size_t(i)], x.caption = mb.caption[size_t(i)];
     }
-    const Tensor v = Tensor::empty(b, Shape{visual[m], c.llm.d_model});
+    const DType act = c.precision == Precision::BF16 ? DType::BF16 : DType::F32;  // the backbone's activations
+    const Tensor v = Tensor::empty(b, Shape{visual[m], c.llm.d_model}, act);
     fill(b.default_stream(), v, 0.02f);
     r.visual.push_back(v);
-    r.d_visual.push_back(Tensor::empty(b, v.shape()));
+    r.d_visual.push_back(Tensor::empty(b, v.shape(), act));
     r.in.push_back(make_vlm_input(b, samples, v));
   }
   return r;

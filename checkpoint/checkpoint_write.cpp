@@ -160,7 +160,13 @@ void prune(const std::string& dir, int keep_last, const std::string& keep) {
   }
   std::sort(saves.begin(), saves.end());
   const size_t others = keep_last > 0 ? size_t(keep_last - 1) : saves.size();  // `keep` is one of the kept
-  for (size_t i = 0; i + others < saves.size(); ++i) fs::remove_all(dir + "/" + saves[i].second, ec);
+  for (size_t i = 0; i + others < saves.size(); ++i) {
+    // Its index first: a folder without one is an unfinished save (removed above by the
+    // next prune), so a kill inside remove_all never leaves one that looks complete.
+    const fs::path p = fs::path(dir) / saves[i].second;
+    if (fs::is_directory(p, ec)) fs::remove(p / kIndexName, ec);
+    fs::remove_all(p, ec);
+  }
 }
 
 }  // namespace

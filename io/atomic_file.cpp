@@ -101,7 +101,13 @@ void AtomicFile::commit() {
   }
 }
 
-void check_output_path(const std::string& path) { AtomicFile probe(path); }
+void check_output_path(const std::string& path, const std::vector<InputPath>& inputs) {
+  AtomicFile probe(path);
+  std::error_code ec;
+  for (const InputPath& in : inputs)
+    if (!in.path.empty() && std::filesystem::equivalent(path, in.path, ec))
+      throw UserError(cat(path, ": the output is the input of ", in.option, "; write to another file"));
+}
 
 void write_file_atomic(const std::string& path, std::string_view bytes) {
   AtomicFile out(path);

@@ -13,6 +13,7 @@
 #pragma once
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace vlm {
 
@@ -48,8 +49,14 @@ class AtomicFile {
 };
 
 // The checks of AtomicFile's constructor without creating anything: a command calls it
-// on its output paths before long work, so a bad path fails first.
-void check_output_path(const std::string& path);
+// on its output paths before long work, so a bad path fails first. An output that is
+// one of the command's input files (the same file by any path: `inputs` pairs an
+// option's name with its path) is refused too: the rename would destroy that input.
+struct InputPath {
+  std::string option;  // "--data.input"
+  std::string path;
+};
+void check_output_path(const std::string& path, const std::vector<InputPath>& inputs = {});
 
 // Writes `bytes` to `path` through an AtomicFile.
 void write_file_atomic(const std::string& path, std::string_view bytes);

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -112,6 +113,55 @@ void on_every_rank(const std::string& what, double timeout_s, const std::functio
                     failed);
 }
 
+namespace {
+
+// The options of this rank as "section.key = value" lines (every option's value, then
+// the positional words).
+std::vector<std::string> option_lines(const Config& cfg) {
+  std::vector<std::string> lines;
+  std::istringstream in(cfg.dump_ini());
+  std::string section;
+  for (std::string l; std::getline(in, l);) {
+    if (l.empty() || l[0] == '#' || l[0] == ';') continue;
+    if (l[0] == '[') {
+      section = l.substr(1, l.find(']') - 1);
+      continue;
+    }
+    lines.push_back(section.empty() ? l : section + "." + l);
+  }
+  for (const std::string& w : cfg.positional()) lines.push_back("FILE " + w);
+  return lines;
+}
+
+// Every rank must have been given the same options as rank 0 (per-node config files,
+// an MPMD launch): a rank with another train.steps waits forever in a collective the
+// others never call, one with another eval.images reports a mix. Each rank compares
+// its own with rank 0's (two broadcasts, which every rank reaches: they all parsed),
+// so a rank that differs names its first differing option.
+void check_same_options(const Config& cfg) {
+  const std::vector<std::string> mine = option_lines(cfg);
+  std::string text;
+  for (const std::string& l : mine) text += l + "\n";
+  int rank = 0;
+  MPI_CHECK(MPI_Comm_rank(agreement_comm(), &rank));
+  uint64_t n = text.size();
+  MPI_CHECK(MPI_Bcast(&n, 1, MPI_UINT64_T, 0, agreement_comm()));
+  VLM_ASSERT(n < (uint64_t(1) << 30), "options text of ", n, " bytes");
+  std::string root = rank == 0 ? text : std::string(size_t(n), '\0');
+  MPI_CHECK(MPI_Bcast(root.data(), int(n), MPI_CHAR, 0, agreement_comm()));
+  if (root == text) return;
+  std::vector<std::string> theirs;
+  std::istringstream in(root);
+  for (std::string l; std::getline(in, l);) theirs.push_back(l);
+  size_t i = 0;
+  while (i < mine.size() && i < theirs.size() && mine[i] == theirs[i]) ++i;
+  throw UserError(cat("options differ between ranks: '", i < mine.size() ? mine[i] : "(nothing)", "' on rank ", rank,
+                      " but '", i < theirs.size() ? theirs[i] : "(nothing)",
+                      "' on rank 0 (give every rank the same options and config files)"));
+}
+
+}  // namespace
+
 void parse_on_every_rank(const Config& cfg, const std::function<void()>& parse) {
   std::exception_ptr err;
   try {
@@ -124,6 +174,9 @@ void parse_on_every_rank(const Config& cfg, const std::function<void()>& parse) 
   on_every_rank("options", timeout_s, [&] {
     if (err) std::rethrow_exception(err);
   });
+  // Not agreed on: a rank whose options differ reports them and aborts every rank, as
+  // a rank-local error does (report_command_error), while rank 0 goes on.
+  check_same_options(cfg);
 }
 
 int report_command_error(const std::string& who, const std::exception& e) {

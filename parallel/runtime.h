@@ -77,7 +77,9 @@ class AgreedError : public UserError {
 void on_every_rank(const std::string& what, double timeout_s, const std::function<void()>& step);
 // The options step of a multi-rank command: `parse` parses the command line into cfg
 // on this rank; its outcome is agreed under the parsed parallel.timeout_s (the default
-// where parsing failed or cfg has none).
+// where parsing failed or cfg has none). Then every rank's options (every value and the
+// positional words) must equal rank 0's: a rank whose differ throws a UserError naming
+// the first one, outside an agreement, so it reports it and aborts every rank.
 void parse_on_every_rank(const Config& cfg, const std::function<void()>& parse);
 
 // Prints "<who>: error: <what>" (unless an AgreedError that another rank reports),

@@ -52,6 +52,9 @@ std::string LayoutPlan::overflow() const {
 Planner::Planner(const Config& cfg, const PlanOptions& o, int64_t tok_vocab)
     : cfg_(cfg), o_(o), vocab_(tok_vocab), train_(read_train_options(cfg)), gpu_(gpu_spec(o.gpu)) {
   VLM_REQUIRE(o.nodes >= 1 && o.gpus_per_node >= 1, "--plan.nodes and --plan.gpus_per_node must be at least 1");
+  constexpr int64_t kMaxGpus = int64_t(1) << 20;  // the enumeration is linear in the GPUs (about 10 s at this many)
+  VLM_REQUIRE(int64_t(o.nodes) * o.gpus_per_node <= kMaxGpus, "--plan.nodes x --plan.gpus_per_node = ",
+              int64_t(o.nodes) * o.gpus_per_node, " GPUs: at most ", kMaxGpus, " are planned");
   if (!o.op_table.empty()) rates_ = read_op_table(o.op_table);
   if (o.inter_gbs <= 0) interconnect_gbs(o.interconnect);  // refuses an unknown name
   VLM_REQUIRE(vocab_ > 0 || model_options().is_set(cfg, &ModelConfig::vocab_size) || !train_.llm_hf.empty(),

@@ -32,6 +32,13 @@ std::array<bool, kNumModules> parse_frozen(const std::string& list) {
   return frozen;
 }
 
+// eval.split: none (empty) or a split name.
+std::vector<std::string> none_or_split() {
+  std::vector<std::string> w{""};
+  for (const std::string& n : DatasetReader::split_names()) w.push_back(n);
+  return w;
+}
+
 }  // namespace
 
 const OptionSet<DataOptions>& data_options() {
@@ -39,8 +46,9 @@ const OptionSet<DataOptions>& data_options() {
     s.option("data.path", &DataOptions::path, "image-text HDF5 file to train on (vlm data build)");
     s.option("data.tokenizer", &DataOptions::tokenizer, "tokenizer.json (default: the token ids stored in the file)");
     s.option("data.prompt", &DataOptions::prompt, "instruction given to every sample that has no prompt");
-    s.option("data.train_split", &DataOptions::train_split, "split to train on (train|val|test|all)");
-    s.option("data.val_split", &DataOptions::val_split, "split of the validation loss (train.eval_every)");
+    s.option("data.train_split", &DataOptions::train_split, "split to train on").one_of(DatasetReader::split_names());
+    s.option("data.val_split", &DataOptions::val_split, "split of the validation loss (train.eval_every)")
+        .one_of(DatasetReader::split_names());
     s.option("data.threads", &DataOptions::threads, "loader threads (decode, resize, texture)").range(1, 256);
     s.option("data.prefetch", &DataOptions::prefetch, "batches prepared ahead").range(1, 1024);
     s.option("data.flip", at(&DataOptions::augment, &AugmentOptions::flip),
@@ -70,7 +78,7 @@ const OptionSet<TrainOptions>& train_options() {
     s.option("train.epochs", &T::epochs, "epochs over the train split when train.steps = 0").range(0, 1e6);
     s.option("train.batch", &T::batch, "images per micro-batch per DP rank").range(1, 1 << 20);
     s.option("train.micro_batches", &T::micro_batches, "micro-batches per optimizer step (gradient accumulation)")
-        .range(1, 1 << 20);
+        .range(1, 1 << 14);  // the step's graph and buffers grow with them: about 50 KB each
     s.option("train.global_batch", &T::global_batch,
              "images per optimizer step; must equal dp x micro_batches x batch (0 = that)")
         .range(0, int64_t(1) << 40);
@@ -129,7 +137,8 @@ const OptionSet<TrainOptions>& train_options() {
 
 const OptionSet<EvalOptions>& eval_options() {
   static const OptionSet<EvalOptions> set([](OptionSet<EvalOptions>& s) {
-    s.option("eval.split", &EvalOptions::split, "split of the caption accuracy after training (empty = none)");
+    s.option("eval.split", &EvalOptions::split, "split of the caption accuracy after training (empty = none)")
+        .one_of(none_or_split());
     s.option("eval.images", &EvalOptions::images, "images of the caption accuracy per DP rank (0 = the whole split)")
         .range(0, int64_t(1) << 40);
     s.option("eval.pictures", &EvalOptions::pictures, "relevance pictures written after training").range(0, 4096);

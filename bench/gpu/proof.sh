@@ -182,7 +182,7 @@ figure() {
       grep -oE 'measured bf16 peak.*' <<<"$sect" | tail -1 | grep . ||
         awk '$1 == "bf16" && $6 > m {m = $6} END {if (m) printf "best bf16 %.1f GFLOP/s\n", m}' <<<"$sect" ;;
     bench_llm*) echo "$(grep -E 'tokens/s' <<<"$sect" | tail -1 | grep -oE '[0-9]+ tokens/s|MFU [0-9.]+%' | paste -sd' ')$(
-      grep -E ' attention: ' <<<"$sect" | sed -E 's/.*(forward|backward) .*: (cuDNN fused attention|our kernel).*/\1 \2/' | sort -u | paste -sd',' | sed 's/,/, /g; s/^/; /')" ;;
+      grep -E ' attention: ' <<<"$sect" | sed -E 's/.*(forward|backward) .*: (cuDNN fused attention|our kernel).*/\1 \2/' | sort -u | paste -sd',' | sed -n '/./{s/,/, /g; s/^/; /; p}')" ;;
     torch_*) grep -E 'tokens/s' <<<"$sect" | tail -1 | grep -oE '[0-9]+ tokens/s|MFU [0-9.]+%' | paste -sd' ' ;;
     bench_step) echo "$(grep -oE 'serial / overlap: [0-9.]+' <<<"$sect" | tail -1), overlap fraction $(awk '$1 == "overlap" {print $3}' <<<"$sect" | tail -1), $(grep -oE 'overlap step / backbone alone: [0-9.]+' <<<"$sect" | tail -1)" ;;
     kernels)  # the largest kernel and the whole (a rehearsal: the step's own line)

@@ -9,6 +9,8 @@
 #include <opencv2/imgproc.hpp>
 
 #include "base/error.h"
+#include "base/file_read.h"
+#include "data/storage/schema.h"
 
 namespace vlm {
 
@@ -105,6 +107,14 @@ RgbImage decode_rgb(const uint8_t* data, size_t n, uint8_t background) {
   } catch (const cv::Exception&) {
     return {};
   }
+}
+
+RgbImage read_rgb_file(const std::string& path, std::string_view option) {
+  const std::string bytes = read_file_bounded(path, uint64_t(schema::kMaxImageBytes), "image");
+  RgbImage rgb = decode_rgb(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  VLM_REQUIRE(!rgb.empty(), option, " ", path, ": not a decodable PNG or JPEG image (at most ", kMaxDecodeSide,
+              " pixels per side and ", kMaxDecodePixels >> 20, " megapixels)");
+  return rgb;
 }
 
 RgbImage raw_to_rgb(const uint8_t* pixels, int h, int w, int c, uint8_t background) {

@@ -10,6 +10,8 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 #include "data/image/image.h"
 
@@ -23,6 +25,10 @@ inline constexpr uint64_t kMaxDecodePixels = uint64_t(1) << 26;  // 64 megapixel
 bool decodable_header(const uint8_t* data, size_t n);
 // PNG or JPEG bytes -> RGB, or empty on failure.
 RgbImage decode_rgb(const uint8_t* data, size_t n, uint8_t background = 0);
+// The image file a user named (`option`, e.g. "--image"), read within the schema's
+// limit of one encoded image (read_file_bounded, checked before the bytes are
+// allocated) and decoded: a UserError naming the option and the file otherwise.
+RgbImage read_rgb_file(const std::string& path, std::string_view option);
 // Raw HWC pixels (c = 1, 3 or 4; channel order RGB[A]) -> RGB (a copy).
 RgbImage raw_to_rgb(const uint8_t* pixels, int h, int w, int c, uint8_t background = 0);
 // Scales the longer side to S keeping the aspect ratio (INTER_AREA when shrinking,

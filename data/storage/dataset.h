@@ -61,6 +61,11 @@ class DatasetReader {
   std::vector<int32_t> tokens(int64_t j) const;
   std::string tokenizer_name() const { return tokenizer_name_; }
 
+  // The split names an option may give (split_captions takes each; split() the first three).
+  static const std::vector<std::string>& split_names() {
+    static const std::vector<std::string> names{"train", "val", "test", "all"};
+    return names;
+  }
   // Image indices of a split: "train", "val" or "test".
   const std::vector<int64_t>& split(const std::string& name) const;
   // Caption indices whose image belongs to the split, ascending ("all" = every caption).

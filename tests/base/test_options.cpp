@@ -231,6 +231,10 @@ TEST(OptionSet, IniFilesAndDumpIniRoundTrip) {
   EXPECT_EQ(o.color, Color::Red);
   EXPECT_EQ(o.budget, 7);
   EXPECT_FALSE(o.tied);
+  // A UTF-8 byte-order mark before the first line (Windows editors) is not part of it.
+  const auto bom = registered();
+  bom->read_ini_text("\xEF\xBB\xBF[t]\nbudget = 9\n", "bom.cfg");
+  EXPECT_EQ(opts().read(*bom).budget, 9);
   EXPECT_EQ(o.inner.rate, 0.125);
   const auto back = registered();
   back->read_ini_text(c->dump_ini(), "dump");

@@ -117,7 +117,7 @@ TEST_F(EvalCli, BadInputsExitWithOneLine) {
                  dir_ + "/missing");
   expect_refused(run(vlm() + " eval --data " + data_ + " --checkpoint " + data_), "eval", data_);
   expect_refused(run(vlm() + " eval" + ck + " --data " + dir_ + "/nope.h5"), "eval", dir_ + "/nope.h5");
-  expect_refused(run(vlm() + " eval" + ck + " --data " + data_ + " --split dev"), "eval", "--split dev");
+  expect_refused(run(vlm() + " eval" + ck + " --data " + data_ + " --split dev"), "eval", "--split: 'dev' is not one of");
   expect_refused(run(vlm() + " eval" + ck + " --data " + data_ + " --out " + dir_), "eval", dir_);
   expect_refused(run(mpirun(2) + eval("--tp 2 --data " + dir_ + "/nope.h5")), "eval", dir_ + "/nope.h5");
   expect_refused(run(vlm() + " export --out " + dir_ + "/x"), "export", "--checkpoint");

@@ -132,6 +132,11 @@ TEST(VisionCli, BadInputsExitTwoWithOneLine) {
   cases.push_back({"patch disagrees", "--vision.hf " + fixture("siglip") + " --vision.patch 16", img,
                    {"vision.patch=16", fixture("siglip") + "/config.json", "patch_size=8"}});
   cases.push_back({"missing image", "--vision.hf " + fixture("siglip"), root + "/absent.png", {root + "/absent.png"}});
+  // Read within the limit of one encoded image, not whole: an endless device ends at the limit.
+  cases.push_back({"endless image", "--vision.hf " + fixture("siglip"), "/dev/zero", {"/dev/zero", "larger than"}});
+  cases.push_back({"folder as image", "--vision.hf " + fixture("siglip"), root, {root}});
+  cases.push_back({"not an image", "--vision.hf " + fixture("siglip"), fixture("siglip") + "/config.json",
+                   {"--image", "config.json", "not a decodable PNG or JPEG image"}});
   for (const Case& c : cases) {
     const std::string out = root + "/out.h5";
     const CommandResult r = run_vlm(root, cat("vision features --device cpu ", c.args, " --image ", c.image, " --out ", out));
