@@ -60,12 +60,24 @@ namespace {
 
 uint32_t be32(const uint8_t* p) { return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3]; }
 
+// Whether the PNG's chunks (length, type, data, CRC) are all there up to IEND: a cut
+// file is refused here, before libpng would print its complaint to stderr.
+bool png_chunks_complete(const uint8_t* p, size_t n) {
+  for (size_t at = 8; at + 12 <= n;) {
+    const size_t len = be32(p + at);
+    if (len > n - at - 12) return false;
+    if (std::equal(p + at + 4, p + at + 8, "IEND")) return true;
+    at += 12 + len;
+  }
+  return false;
+}
+
 // Width and height from a PNG's IHDR or a JPEG's first SOF marker; false when the bytes
-// are neither (or the header is cut short), so no other decoder of OpenCV ever runs.
+// are neither (or a PNG is cut short), so no other decoder of OpenCV ever runs.
 bool png_or_jpeg_size(const uint8_t* p, size_t n, uint64_t* w, uint64_t* h) {
   static const uint8_t kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
   if (n >= 24 && std::equal(kPng, kPng + 8, p)) {
-    if (!std::equal(p + 12, p + 16, "IHDR")) return false;
+    if (!std::equal(p + 12, p + 16, "IHDR") || !png_chunks_complete(p, n)) return false;
     *w = be32(p + 16), *h = be32(p + 20);
     return true;
   }
@@ -112,7 +124,7 @@ RgbImage decode_rgb(const uint8_t* data, size_t n, uint8_t background) {
 RgbImage read_rgb_file(const std::string& path, std::string_view option) {
   const std::string bytes = read_file_bounded(path, uint64_t(schema::kMaxImageBytes), "image");
   RgbImage rgb = decode_rgb(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-  VLM_REQUIRE(!rgb.empty(), option, " ", path, ": not a decodable PNG or JPEG image (at most ", kMaxDecodeSide,
+  VLM_REQUIRE(!rgb.empty(), option, " ", path, ": not a decodable PNG or JPEG image (a complete file, at most ", kMaxDecodeSide,
               " pixels per side and ", kMaxDecodePixels >> 20, " megapixels)");
   return rgb;
 }

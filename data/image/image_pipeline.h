@@ -4,7 +4,8 @@
 // undecodable image is empty, the caller counts and skips it). Only PNG and JPEG are
 // decoded (the schema stores those), and only when the size in their header is at most
 // kMaxDecodeSide per side and kMaxDecodePixels in all, checked before OpenCV allocates
-// anything, so a small hostile file cannot claim gigabytes of pixels. Grey images are
+// anything, so a small hostile file cannot claim gigabytes of pixels; a PNG cut short
+// (a chunk past the end, no IEND) is refused before libpng sees it. Grey images are
 // replicated to 3 channels; an alpha channel is composited over the background value
 // (so transparent stamps sit on the same colour as the letterbox pad).
 #pragma once

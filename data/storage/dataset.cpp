@@ -53,10 +53,14 @@ DatasetReader::DatasetReader(const std::string& path) : path_(path) {
                     widths_[k] <= sc::kMaxSide && channels_[k] >= 1 && channels_[k] <= 4,
                 path, ": image ", i, " has an implausible size ", heights_[k], "x", widths_[k], "x",
                 channels_[k], " in /images/{height,width,channels}");
+    VLM_REQUIRE(!raw_ || (heights_[k] == raw_h_ && widths_[k] == raw_w_ && channels_[k] == raw_c_), path, ": image ",
+                i, " has the size ", heights_[k], "x", widths_[k], "x", channels_[k],
+                " in /images/{height,width,channels}, but ", sc::kImRaw, " stores ", raw_h_, "x", raw_w_, "x", raw_c_);
   }
   if (h5_exists(file_, sc::kImLabel)) {
     labels_ = read_i32(sc::kImLabel, n_images_);
     class_names_ = read_class_names("images");
+    check_labels(labels_, int64_t(class_names_.size()), sc::kImLabel, "/images@class_names");
   }
 
   text_ = h5_open_dataset(file_, path, sc::kCapText, H5Elem::U8, 1, nullptr);
@@ -84,6 +88,7 @@ DatasetReader::DatasetReader(const std::string& path) : path_(path) {
       VLM_REQUIRE(i >= 0 && i < n_images_, path, ": dataset ", names[s], " names image ", i, " of ",
                   n_images_);
   }
+  check_splits(names);
 }
 
 std::vector<std::string> DatasetReader::read_class_names(const std::string& group) {
@@ -98,6 +103,7 @@ std::vector<std::string> DatasetReader::read_class_names(const std::string& grou
     names.push_back(all.substr(pos, nl - pos));
     pos = nl + 1;
   }
+  require_utf8(all, cat(path_, ": attribute /", group, "@", sc::kAttrClassNames));
   return names;
 }
 
@@ -126,13 +132,35 @@ void DatasetReader::read_caption_boxes_and_labels() {
   if (h5_exists(file_, sc::kCapLabel)) {
     cap_labels_ = read_i32(sc::kCapLabel, m);
     cap_class_names_ = read_class_names("captions");
-    const int64_t n_names = int64_t(cap_class_names_.size());
-    for (int64_t j = 0; j < m; ++j) {
-      const int32_t l = cap_labels_[size_t(j)];
-      VLM_REQUIRE(l >= 0 && (n_names == 0 || l < n_names), path_, ": dataset ", sc::kCapLabel, " entry ", j, " is ",
-                  l, n_names ? cat(" (expected 0..", n_names - 1, ", one of the class_names)") : " (expected >= 0)");
-    }
+    check_labels(cap_labels_, int64_t(cap_class_names_.size()), sc::kCapLabel, "/captions@class_names");
   }
+}
+
+void DatasetReader::check_labels(const std::vector<int32_t>& labels, int64_t n_names, const char* dataset,
+                                 const char* names_attr) const {
+  for (size_t j = 0; j < labels.size(); ++j)
+    VLM_REQUIRE(labels[j] >= 0 && (n_names == 0 || labels[j] < n_names), path_, ": dataset ", dataset, " entry ", j,
+                " is ", labels[j],
+                n_names ? cat(" (expected 0..", n_names - 1, ", one of the class names of ", names_attr, ")")
+                        : std::string(" (expected >= 0)"));
+}
+
+// Each split ascending without repeats, and no image in two splits (schema: pairwise
+// disjoint), by merging the sorted lists: no memory beyond them.
+void DatasetReader::check_splits(const char* const names[3]) const {
+  for (int s = 0; s < 3; ++s)
+    for (size_t k = 1; k < splits_[s].size(); ++k)
+      VLM_REQUIRE(splits_[s][k - 1] < splits_[s][k], path_, ": dataset ", names[s], " is not ascending at entry ", k,
+                  " (", splits_[s][k - 1], " then ", splits_[s][k], "; expected ascending image indices, each once)");
+  for (int a = 0; a < 3; ++a)
+    for (int b = a + 1; b < 3; ++b) {
+      const std::vector<int64_t>&x = splits_[a], &y = splits_[b];
+      for (size_t i = 0, j = 0; i < x.size() && j < y.size();) {
+        VLM_REQUIRE(x[i] != y[j], path_, ": image ", x[i], " is in both ", names[a], " and ", names[b],
+                    " (expected disjoint splits)");
+        x[i] < y[j] ? ++i : ++j;
+      }
+    }
 }
 
 CaptionBox DatasetReader::box(int64_t j) const {

@@ -85,6 +85,10 @@ class DatasetReader {
                                     const std::string& bytes_name, int64_t max_one);
   std::vector<int32_t> read_i32(const std::string& ds, int64_t n);
   std::vector<std::string> read_class_names(const std::string& group);
+  // labels (of a dataset) >= 0, and below n_names when there are names (the attribute names_attr).
+  void check_labels(const std::vector<int32_t>& labels, int64_t n_names, const char* dataset,
+                    const char* names_attr) const;
+  void check_splits(const char* const names[3]) const;
   void read_caption_boxes_and_labels();
   std::string read_text(const H5Id& ds, const std::vector<int64_t>& off, int64_t j, const char* name) const;
 

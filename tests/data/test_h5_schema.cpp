@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "data/convert/converters.h"
+#include "data/image/image_pipeline.h"
 #include "data/storage/dataset.h"
 #include "data/storage/dataset_writer.h"
 #include "data/storage/schema.h"
@@ -176,6 +177,76 @@ TEST(H5Schema, CaptionPointsPastImages) {
     write_i64(f, "/captions/image", {0, 1, 7, 2});
   });
   expect_user_error(path, "names image 7");
+}
+
+// Splits ascending, each image once, in at most one split (docs/dataset-format.md).
+TEST(H5Schema, SplitsAscendingAndDisjoint) {
+  const std::string dir = test::scratch_dir("schema_splits");
+  struct Case {
+    const char* name;
+    std::vector<int64_t> train, val;
+    const char* needle;
+  };
+  for (const Case& c : {Case{"reversed", {2, 0}, {1}, "/splits/train is not ascending at entry 1 (2 then 0"},
+                        Case{"repeated", {0, 0}, {1}, "/splits/train is not ascending at entry 1 (0 then 0"},
+                        Case{"overlapping", {0, 1}, {1}, "image 1 is in both /splits/train and /splits/val"},
+                        Case{"overlapping test", {0}, {1, 2}, "image 2 is in both /splits/val and /splits/test"}}) {
+    SCOPED_TRACE(c.name);
+    const std::string path = make_small(dir);
+    test::h5_edit(path, [&](hid_t f) {
+      H5Ldelete(f, "/splits/train", H5P_DEFAULT);
+      H5Ldelete(f, "/splits/val", H5P_DEFAULT);
+      write_i64(f, "/splits/train", c.train);
+      write_i64(f, "/splits/val", c.val);
+    });
+    expect_user_error(path, c.needle);
+  }
+}
+
+// Image labels within the class names, the names UTF-8; raw images of their stored size.
+TEST(H5Schema, LabelsAndRawSizes) {
+  const std::string dir = test::scratch_dir("schema_labels");
+  const std::string path = dir + "/raw.h5";
+  auto build = [&](std::vector<int32_t> labels, const std::vector<std::string>& names, int32_t height0) {
+    DatasetWriter w = DatasetWriter::raw(path, 4, 5, 1);
+    const std::vector<uint8_t> px(20, 7);
+    for (int i = 0; i < 3; ++i) w.add_raw(px.data());
+    for (int i = 0; i < 3; ++i) w.add_caption(i, "c");
+    w.set_labels(std::move(labels), names);
+    w.set_split(schema::kSplitTrain, {0, 1, 2});
+    w.finish();
+    if (height0 != 4)
+      test::h5_edit(path, [&](hid_t f) {
+        hid_t d = H5Dopen2(f, "/images/height", H5P_DEFAULT);
+        const int32_t h[3] = {height0, 4, 4};
+        H5Dwrite(d, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, h);
+        H5Dclose(d);
+      });
+  };
+  build({0, 1, 1}, {"a", "b"}, 4);
+  EXPECT_EQ(DatasetReader(path).labels()[2], 1);
+  build({0, 2, 1}, {"a", "b"}, 4);
+  expect_user_error(path, "/images/label entry 1 is 2 (expected 0..1");
+  build({0, -1, 1}, {"a", "b"}, 4);
+  expect_user_error(path, "/images/label entry 1 is -1");
+  build({0, 1, 1}, {"a", "b\xff"}, 4);
+  expect_user_error(path, "attribute /images@class_names is not valid UTF-8");
+  build({0, 1, 1}, {"a", "b"}, 3);
+  expect_user_error(path, "image 0 has the size 3x5x1 in /images/{height,width,channels}, but /images/raw stores 4x5x1");
+}
+
+// A PNG cut anywhere is refused by its header check (before libpng, which would print
+// to stderr); bytes after IEND do not matter.
+TEST(ImagePipeline, CutPngRefusedBeforeDecoding) {
+  const std::vector<uint8_t> png = png_of(12, 20, 3);
+  ASSERT_TRUE(decodable_header(png.data(), png.size()));
+  EXPECT_EQ(decode_rgb(png.data(), png.size()).height, 12);
+  size_t accepted = 0;
+  for (size_t n = 1; n < png.size(); ++n) accepted += decodable_header(png.data(), n);
+  EXPECT_EQ(accepted, 0u) << "cut PNGs whose header check passed";
+  std::vector<uint8_t> padded(png);
+  padded.insert(padded.end(), 100, 0xAB);
+  EXPECT_EQ(decode_rgb(padded.data(), padded.size()).width, 20);
 }
 
 TEST(H5Schema, TokenizeCaptionsWritesThenReplaces) {
