@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -253,6 +254,7 @@ std::vector<float> SafetensorsFile::read_f32(const std::string& name) const {
     if (!is_float(t.dtype)) throw UserError(cat(path_, ": tensor '", name, "': dtype ", st_dtype_name(t.dtype), " is not a float type"));
     read_bytes(raw.data(), data_start_ + t.begin, raw.size(), name);
     convert_to_f32(raw.data(), t.dtype, 1, out.data());
+    if (!std::isfinite(out[0])) throw UserError(cat(path_, ": tensor '", name, "': holds a non-finite value (", out[0], ")"));
     return out;
   }
   return read_slice_f32(name, 0, 0, t.shape[0]);
@@ -283,6 +285,9 @@ std::vector<float> SafetensorsFile::read_slice_f32(const std::string& name, int 
     read_bytes(raw.data(), data_start_ + t.begin + first * es, raw.size(), name);
     convert_to_f32(raw.data(), t.dtype, size_t(run), out.data() + size_t(o) * run);
   }
+  // Weights are finite: a NaN or inf would reach every output silently.
+  for (size_t i = 0; i < out.size(); ++i)
+    if (!std::isfinite(out[i])) throw UserError(cat(what, ": holds a non-finite value (", out[i], ") at element ", i, " of the read"));
   return out;
 }
 

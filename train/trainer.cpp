@@ -159,9 +159,14 @@ TrainReport Trainer::run_steps() {
   if (!S.loader->dataset().split_captions(S.data.val_split).empty()) rep.val_loss = S.validate(last);
   S.caption_accuracy(rep);
   if (rt.root()) {
-    std::printf("vlm train: %lld steps in %s | loss %.4f -> %.4f | val loss %.4f | %.1f img/s | %.0f tok/s | run %s\n",
+    char val[96];
+    if (rep.val_loss >= 0)
+      std::snprintf(val, sizeof val, "val loss %.4f", rep.val_loss);
+    else
+      std::snprintf(val, sizeof val, "no val loss (split %s is empty)", S.data.val_split.c_str());
+    std::printf("vlm train: %lld steps in %s | loss %.4f -> %.4f | %s | %.1f img/s | %.0f tok/s | run %s\n",
                 (long long)rep.steps, format_duration(rep.train_seconds).c_str(), rep.first_loss, rep.last_loss,
-                rep.val_loss, rep.images_per_s, rep.tokens_per_s, S.log->dir().c_str());
+                val, rep.images_per_s, rep.tokens_per_s, S.log->dir().c_str());
     std::fflush(stdout);
   }
   return rep;

@@ -4,6 +4,9 @@
 // the problem. The transformers-written fixtures (tests/data/hf_tiny, made by
 // tools/make_hf_tiny.py) check compatibility with the reference implementation.
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
 #include <unistd.h>
 
 #include <cstring>
@@ -169,6 +172,17 @@ TEST(Safetensors, RoundTripAndPerRankSlices) {
   EXPECT_NE(error_of([&] { f.read_slice_f32("bias", 1, 0, 1); }).find("cannot slice dimension 1"), std::string::npos);
   EXPECT_NE(error_of([&] { f.read_slice_f32("w.col", 0, 10, 13); }).find("outside dimension 0"), std::string::npos);
   EXPECT_NE(error_of([&] { f.info("nope"); }).find("no tensor 'nope'"), std::string::npos);
+  // A non-finite weight is refused, naming the tensor, in a whole read and in the slice that holds it.
+  const std::string bad = (dir / "nan.safetensors").string();
+  std::vector<float> v = iota_values(24, 0.5f);
+  v[13] = std::numeric_limits<float>::quiet_NaN();
+  write_safetensors(bad, {{"w", {4, 6}, v, DType::BF16}, {"s", {}, {INFINITY}, DType::F32}}, {});
+  const SafetensorsFile g(bad);
+  EXPECT_NE(error_of([&] { g.read_f32("w"); }).find("tensor 'w': holds a non-finite value (nan) at element 13"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { g.read_slice_f32("w", 0, 2, 3); }).find("non-finite"), std::string::npos);
+  EXPECT_EQ(g.read_slice_f32("w", 0, 0, 2).size(), 12u);  // the rows without it read
+  EXPECT_NE(error_of([&] { g.read_f32("s"); }).find("tensor 's': holds a non-finite value (inf)"), std::string::npos);
   fs::remove_all(dir);
 }
 
