@@ -8,6 +8,7 @@
 // is not lower, so later files win and the command line wins over every file.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -94,6 +95,10 @@ void Config::Impl::read_ini_text(const std::string& text, const std::string& pat
     if (s[0] == '[') {
       VLM_REQUIRE(s.back() == ']' && s.size() > 2, at, " expected '[section]', got '", s, "'");
       section = trim(s.substr(1, s.size() - 2));
+      const std::string prefix = section + ".";
+      const bool known = std::any_of(opts.begin(), opts.end(), [&](const Opt& o) { return o.name.rfind(prefix, 0) == 0; });
+      VLM_REQUIRE(known, at, " unknown section '[", section, "]' (no option of this command starts with '", prefix,
+                  "')");
       continue;
     }
     const size_t e = s.find('=');

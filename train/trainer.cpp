@@ -100,6 +100,8 @@ Trainer::Trainer(const Config& cfg, Runtime& rt) : st_(std::make_unique<State>(c
   train_lo.augment = S.data.augment;  // the training batches only, never validation or evaluation
   S.loader = std::make_unique<Loader>(train_lo);
   S.total = S.train.total_steps(S.loader->steps_per_epoch());
+  VLM_REQUIRE(S.train.stop_after <= S.total, "--train.stop_after: step ", S.train.stop_after, " is past the run's last step ",
+              S.total, " (expected at most that, or 0)");
   if (!S.data.curriculum.empty()) {
     VLM_REQUIRE(S.data.curriculum_steps < S.total, "--data.curriculum_steps: ", S.data.curriculum_steps,
                 " leaves none of the run's ", S.total, " steps to ", S.data.path, " (expected fewer)");

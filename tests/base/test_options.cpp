@@ -235,6 +235,13 @@ TEST(OptionSet, IniFilesAndDumpIniRoundTrip) {
   const auto bom = registered();
   bom->read_ini_text("\xEF\xBB\xBF[t]\nbudget = 9\n", "bom.cfg");
   EXPECT_EQ(opts().read(*bom).budget, 9);
+  // A section no option of the command is in is refused even without keys under it.
+  try {
+    registered()->read_ini_text("[t]\nbudget = 9\n[nosuch]\n", "s.cfg");
+    ADD_FAILURE() << "an unknown empty section was accepted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("s.cfg:3: unknown section '[nosuch]'"), std::string::npos) << e.what();
+  }
   EXPECT_EQ(o.inner.rate, 0.125);
   const auto back = registered();
   back->read_ini_text(c->dump_ini(), "dump");

@@ -266,6 +266,8 @@ TEST_F(TrainCli, BadRunsExitWithOneLine) {
   expect_refused(test::run_command(train("bad", "--train.steps 4 --data.curriculum " + data_ + " --data.curriculum_steps 4"),
                                    dir_),
                  "--data.curriculum_steps: 4 leaves none of the run's 4 steps to " + data_);
+  expect_refused(test::run_command(train("bad", "--train.steps 4 --train.stop_after 9"), dir_),
+                 "--train.stop_after: step 9 is past the run's last step 4");
 }
 
 TEST_F(TrainCli, ARankLocalBadFileEndsEveryRank) {
