@@ -127,16 +127,17 @@ struct Result {
 };
 
 // The backbone's inputs of the step's micro-batches: micro-batch m's visual[m] tokens
-// shared evenly among its images, before each image's prompt and caption; the visual
-// rows' embeddings (a constant: the time does not depend on the values) and their
-// gradients' buffers. Built once, before timing.
+// shared evenly among its images, before each image's prompt and caption, their
+// embeddings a constant (the time does not depend on the values; the LmInput holds
+// them); and the buffers of the visual rows' gradients. Built once, before timing.
 struct BackboneInputs {
   std::vector<LmInput> in;
-  std::vector<Tensor> visual, d_visual;
+  std::vector<Tensor> d_visual;
 };
 
 BackboneInputs backbone_inputs(Backend& b, const VlmConfig& c, const Data& d, const std::vector<int64_t>& visual) {
   BackboneInputs r;
+  const DType act = c.precision == Precision::BF16 ? DType::BF16 : DType::F32;  // the backbone's activations
   for (size_t m = 0; m < d.mbs.size(); ++m) {
     const MicroBatch& mb = d.mbs[m];
     std::vector<VlmSample> samples(size_t(mb.images));
@@ -145,10 +146,8 @@ BackboneInputs backbone_inputs(Backend& b, const VlmConfig& c, const Data& d, co
       x.n_visual = int32_t(visual[m] / mb.images + (i < visual[m] % mb.images ? 1 : 0));
       x.prompt = mb.prompt[size_t(i)], x.caption = mb.caption[size_t(i)];
     }
-    const DType act = c.precision == Precision::BF16 ? DType::BF16 : DType::F32;  // the backbone's activations
     const Tensor v = Tensor::empty(b, Shape{visual[m], c.llm.d_model}, act);
     fill(b.default_stream(), v, 0.02f);
-    r.visual.push_back(v);
     r.d_visual.push_back(Tensor::empty(b, v.shape(), act));
     r.in.push_back(make_vlm_input(b, samples, v));
   }

@@ -168,6 +168,9 @@ gtest_counts() {
   echo "passed ${p:-0}, skipped ${s:-0}, failed ${f:-0}"
 }
 
+# tokens/s and MFU of the last line with `tokens/s` in a section's text.
+speed() { grep -E 'tokens/s' <<<"$1" | tail -1 | grep -oE '[0-9]+ tokens/s|MFU [0-9.]+%' | paste -sd' '; }
+
 # The figure of a step for the summary, read from its section of the log.
 figure() {
   local sect
@@ -181,9 +184,9 @@ figure() {
     bench_gemm)  # the GPU's measured peak; on a CPU (rehearsal) the best bf16 row
       grep -oE 'measured bf16 peak.*' <<<"$sect" | tail -1 | grep . ||
         awk '$1 == "bf16" && $6 > m {m = $6} END {if (m) printf "best bf16 %.1f GFLOP/s\n", m}' <<<"$sect" ;;
-    bench_llm*) echo "$(grep -E 'tokens/s' <<<"$sect" | tail -1 | grep -oE '[0-9]+ tokens/s|MFU [0-9.]+%' | paste -sd' ')$(
+    bench_llm*) echo "$(speed "$sect")$(
       grep -E ' attention: ' <<<"$sect" | sed -E 's/.*(forward|backward) .*: (cuDNN fused attention|our kernel).*/\1 \2/' | sort -u | paste -sd',' | sed -n '/./{s/,/, /g; s/^/; /; p}')" ;;
-    torch_*) grep -E 'tokens/s' <<<"$sect" | tail -1 | grep -oE '[0-9]+ tokens/s|MFU [0-9.]+%' | paste -sd' ' ;;
+    torch_*) speed "$sect" ;;
     bench_step) echo "$(grep -oE 'serial / overlap: [0-9.]+' <<<"$sect" | tail -1), overlap fraction $(awk '$1 == "overlap" {print $3}' <<<"$sect" | tail -1), $(grep -oE 'overlap step / backbone alone: [0-9.]+' <<<"$sect" | tail -1)" ;;
     kernels)  # the largest kernel and the whole (a rehearsal: the step's own line)
       if grep -q '^kernels: ' <<<"$sect"; then
