@@ -20,6 +20,8 @@
 //    not its creator's count. Call it outside parallel loops.
 //  - Results never depend on the thread count (core/cpu/thread_pool.h).
 #pragma once
+#include <cstdint>
+#include <functional>
 #include <string>
 
 #include "core/backend.h"
@@ -51,6 +53,12 @@ struct CpuThreadPolicy {
 CpuThreadPolicy cpu_thread_policy();
 // One line for logs: "2 threads (all cores, 2 cores), one pool, spin 50 us then sleep".
 std::string cpu_thread_summary();
+
+// f(begin, end) over contiguous chunks of [0, n) on the calling thread's pool, on at
+// most n / grain of its threads (core/cpu/thread_pool.h's parallel_for): host work
+// outside the ops, e.g. nn/init.cpp's draws. f writes only its own chunk's outputs, so
+// the result does not depend on the thread count.
+void host_parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& f);
 
 // Test hook: when on, every CPU loop that may run in parallel does so whatever its
 // size, so tests can check on small inputs that results do not depend on the thread

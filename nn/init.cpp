@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <thread>
 #include <vector>
 
 #include "base/splitmix.h"
@@ -65,14 +64,10 @@ void init_params(ParamTable& table, uint64_t seed) {
           v[size_t(r * lcols + c)] = init_value_keyed(key, s.init, s.std, gr * cols + col0 + c);
       }
     };
-    const int64_t threads = s.init == InitKind::Normal ? std::min<int64_t>({thread_budget(), lrows, p.local.numel() >> 18}) : 1;
-    if (threads <= 1) {
+    if (s.init == InitKind::Normal)  // a thread per 2^18 draws at most
+      host_parallel_for(lrows, std::max<int64_t>(1, (int64_t(1) << 18) / lcols), fill_rows);
+    else
       fill_rows(0, lrows);
-    } else {
-      std::vector<std::thread> pool;
-      for (int64_t t = 0; t < threads; ++t) pool.emplace_back(fill_rows, lrows * t / threads, lrows * (t + 1) / threads);
-      for (std::thread& th : pool) th.join();
-    }
     table.write(p, Tensor::from_vector(v, p.local));  // wherever it lives (nn/param_table.h)
   }
 }

@@ -249,4 +249,8 @@ std::string cpu_thread_summary() {
 void set_cpu_force_parallel(bool on) { g_force_parallel.store(on, std::memory_order_relaxed); }
 bool cpu_force_parallel() { return g_force_parallel.load(std::memory_order_relaxed); }
 
+void host_parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& f) {
+  cpu::parallel_for(n, grain, f);
+}
+
 }  // namespace vlm
