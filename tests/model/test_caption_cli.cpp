@@ -4,8 +4,8 @@
 //    visual tokens (within the lod range) and the same balancer weights (three, summing
 //    to 1), and writes the same relevance picture (a 256x256 PNG that decodes);
 //  - sampling: a seed gives the same caption twice; --top-k 1 gives the greedy caption;
-//  - a corrupt checkpoint and an output in a missing folder are refused with one line
-//    and status 2 (missing or undecodable images and a missing checkpoint: the
+//  - a corrupt checkpoint, an output in a missing folder and a prompt longer than the
+//    model's text are refused with one line and status 2 (missing or undecodable images and a missing checkpoint: the
 //    vlm_add_cli_test cases of tests/train/CMakeLists.txt).
 #include <gtest/gtest.h>
 
@@ -107,6 +107,13 @@ TEST_F(CaptionCli, BadInputsAreOneLine) {
   test::expect_one_error_line(test::run_command(caption("--save-relevance " + dir_ + "/no/such/dir/x.png"), dir_),
                               "vlm caption", "does not exist");
   test::expect_one_error_line(test::run_command(caption("--top-k 2"), dir_), "vlm caption", "--top-k 2");
+  // The checkpoint's train.max_text is 40: BOS, at most 38 prompt tokens and a caption.
+  std::string words;
+  for (int i = 0; i < 40; ++i) words += " shirt";
+  test::expect_one_error_line(test::run_command(caption("--prompt '" + words + "'"), dir_), "vlm caption",
+                              "reads prompts of at most 38");
+  const Result fits = test::run_command(caption("--prompt 'a shirt or a shoe'"), dir_);
+  EXPECT_EQ(fits.status, 0) << fits.out << fits.err;
 }
 
 }  // namespace
