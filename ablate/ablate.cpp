@@ -2,7 +2,6 @@
 #include "ablate/ablate.h"
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -10,8 +9,10 @@
 #include <memory>
 #include <sstream>
 
+#include "ablate/ablate_charts.h"
 #include "ablate/ablate_eval.h"
 #include "ablate/ablate_prefix.h"
+#include "ablate/ablate_row.h"
 #include "ablate/ablate_table.h"
 #include "base/error.h"
 #include "base/file_read.h"
@@ -33,30 +34,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-const std::vector<std::string> kPolicies = {"relevance", "uniform", "random"};
-
-std::vector<std::string> names(const std::string& list, const std::string& option,
-                               const std::vector<std::string>& known) {
-  std::vector<std::string> out;
-  std::stringstream ss(list);
-  std::string w;
-  while (std::getline(ss, w, ',')) {
-    std::string all;
-    for (const std::string& k : known) all += (all.empty() ? "" : ", ") + k;
-    VLM_REQUIRE(std::find(known.begin(), known.end(), w) != known.end(), "--", option, ": '", w,
-                "' is not one of ", all);
-    VLM_REQUIRE(std::find(out.begin(), out.end(), w) == out.end(), "--", option, ": '", w, "' is given twice");
-    out.push_back(w);
-  }
-  VLM_REQUIRE(!out.empty(), "--", option, ": expected a comma list of ", known.front(), ", ...");
-  return out;
-}
-
-struct RowSpec {
-  std::string placement, lod;
-  int64_t budget = 0, seed = 0;
-};
-
 // The mean of v over each of `parts` consecutive equal slices (entries < 0 left out; -1
 // for a slice without any).
 std::vector<double> parts_mean(const std::vector<double>& v, int parts) {
@@ -72,162 +49,7 @@ std::vector<double> parts_mean(const std::vector<double>& v, int parts) {
   return out;
 }
 
-std::vector<int64_t> seed_list(const std::string& text) {
-  std::vector<int64_t> out;
-  if (text.empty()) return out;
-  std::stringstream ss(text);
-  std::string w;
-  while (std::getline(ss, w, ',')) {
-    int64_t v = -1;
-    auto [p, ec] = std::from_chars(w.data(), w.data() + w.size(), v);
-    VLM_REQUIRE(ec == std::errc() && p == w.data() + w.size() && v >= 0, "--seeds: '", w,
-                "' is not a seed (expected a comma list of integers >= 0)");
-    VLM_REQUIRE(std::find(out.begin(), out.end(), v) == out.end(), "--seeds: ", v, " is given twice");
-    out.push_back(v);
-  }
-  return out;
-}
-
-// The options a row sets (read after the base options, so they win), one
-// "name = value" line each.
-std::string row_overrides(const RowSpec& r, const AblateOptions& a, const Config& base, int tp, int dp) {
-  const ScorerOptions sc = read_scorer_options(base);
-  double lr = read_train_options(base).optim.lr;
-  if (!a.test_break.empty() && a.test_break == r.placement) lr *= 1.1;  // test only (docs/ablations.md)
-  const OptionSet<ScorerOptions>& S = scorer_options();
-  const OptionSet<TrainOptions>& T = train_options();
-  const OptionSet<EvalOptions>& E = eval_options();
-  const auto lod = [](auto field) { return at(&ScorerOptions::lod, field); };
-  const auto quoted = [](const std::string& v) { return "\"" + v + "\""; };
-  std::ostringstream os;
-  os.precision(17);  // the learning rate reads back exactly
-  const auto set = [&](const std::string& name, const auto& value) { os << name << " = " << value << "\n"; };
-  set(device_options().name_of(&DeviceOptions::seed), r.seed);
-  set(S.name_of(lod(&LodConfig::policy)), r.lod);
-  set(S.name_of(lod(&LodConfig::fixed_budget)), r.budget);
-  // lod.anneal trains from lod.max_tokens down to the budget: the row keeps that maximum.
-  set(S.name_of(lod(&LodConfig::max_tokens)), sc.lod.anneal > 0 ? std::max(sc.lod.max_tokens, r.budget) : r.budget);
-  set(S.name_of(lod(&LodConfig::min_tokens)), std::min(sc.lod.min_tokens, r.budget));
-  set(S.name_of(at(&ScorerOptions::scorers, &ScorerConfig::placement)), r.placement);
-  if (a.steps > 0) set(T.name_of(&TrainOptions::steps), a.steps);
-  set(T.name_of(at(&TrainOptions::optim, &OptimOptions::lr)), lr);
-  set(T.name_of(&TrainOptions::run), cat(r.placement, "-", r.lod, "-", r.budget, "-s", r.seed, "-tp", tp, "dp", dp));
-  set(T.name_of(&TrainOptions::out_dir), quoted(a.out + "/runs"));
-  set(T.name_of(&TrainOptions::ckpt_dir), quoted(""));
-  set(T.name_of(&TrainOptions::save_every), -1);
-  set(T.name_of(&TrainOptions::resume), quoted(""));
-  set(T.name_of(&TrainOptions::eval_every), 0);
-  set(E.name_of(&EvalOptions::split), quoted(""));
-  set(E.name_of(&EvalOptions::pictures), 0);
-  return os.str();
-}
-
-// The base options, then the row's, then `extra` (the shared prefix's, ablate/ablate_prefix.h).
-std::unique_ptr<Config> row_config(const Config& base, const std::string& overrides, const std::string& extra = "") {
-  auto c = std::make_unique<Config>("vlm ablate");
-  register_ablate_options(*c);
-  c->read_ini_text(base.dump_ini(true), "the options of vlm ablate");
-  c->read_ini_text(overrides, "the options of the ablation row");
-  if (!extra.empty()) c->read_ini_text(extra, "the options of the shared prefix");
-  return c;
-}
-
-// Every option but those a row, the layout or the bookkeeping set: rows of one ablation
-// share it (FNV-1a 64 of the filtered dump, hex).
-std::string fingerprint(const Config& base, int64_t steps) {
-  const OptionSet<ScorerOptions>& S = scorer_options();
-  const OptionSet<TrainOptions>& T = train_options();
-  const OptionSet<DataOptions>& D = data_options();
-  const OptionSet<EvalOptions>& E = eval_options();
-  const OptionSet<AblateOptions>& A = ablate_options();
-  const auto lod = [](auto field) { return at(&ScorerOptions::lod, field); };
-  const std::vector<std::string> skip = {
-      S.name_of(lod(&LodConfig::policy)),         S.name_of(lod(&LodConfig::fixed_budget)),
-      S.name_of(lod(&LodConfig::min_tokens)),     S.name_of(lod(&LodConfig::max_tokens)),
-      S.name_of(at(&ScorerOptions::scorers, &ScorerConfig::placement)),
-      T.name_of(&TrainOptions::run),              T.name_of(&TrainOptions::out_dir),
-      T.name_of(&TrainOptions::ckpt_dir),         T.name_of(&TrainOptions::resume),
-      T.name_of(&TrainOptions::save_every),       T.name_of(&TrainOptions::keep_last),
-      T.name_of(&TrainOptions::log_every),        T.name_of(&TrainOptions::eval_every),
-      D.name_of(&DataOptions::threads),           D.name_of(&DataOptions::prefetch),
-      E.name_of(&EvalOptions::pictures),          E.name_of(&EvalOptions::split),
-      T.name_of(&TrainOptions::steps),           device_options().name_of(&DeviceOptions::seed)};
-  std::stringstream in(base.dump_ini(false));
-  std::string line, sec, kept;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    if (line[0] == '[') {
-      sec = line.substr(1, line.size() - 2);
-      continue;
-    }
-    const std::string name = (sec.empty() ? "" : sec + ".") + line.substr(0, line.find(" = "));
-    const bool own = name == A.name_of(&AblateOptions::eval_samples) ||
-                     name == A.name_of(&AblateOptions::test_break);  // they change the figures
-    if ((sec == "ablate" && !own) || sec == "parallel" || sec == "scheduler" || name == "trace" ||
-        std::find(skip.begin(), skip.end(), name) != skip.end())
-      continue;
-    kept += name + line.substr(line.find(" = ")) + "\n";
-  }
-  kept += T.name_of(&TrainOptions::steps) + " = " +
-          std::to_string(steps > 0 ? steps : read_train_options(base).steps) + "\n";
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : kept) h = (h ^ c) * 1099511628211ull;
-  char b[20];
-  std::snprintf(b, sizeof b, "%016llx", (unsigned long long)h);
-  return b;
-}
-
 }  // namespace
-
-const OptionSet<AblateOptions>& ablate_options() {
-  static const OptionSet<AblateOptions> set([](OptionSet<AblateOptions>& s) {
-    using A = AblateOptions;
-    std::string all;
-    for (const std::string& p : placement_names()) all += (all.empty() ? "" : ", ") + p;
-    s.option("ablate.placements", &A::placements, "comma list of scorer placements: " + all + " (tp2 needs parallel.tp=2)")
-        .parse(placement_names().front(), [](const std::string& v) { return names(v, "placements", placement_names()); })
-        .alias("placements");
-    s.option("ablate.lod", &A::lods, "comma list of LOD policies: relevance, uniform, random")
-        .parse("relevance,uniform,random", [](const std::string& v) { return names(v, "lod", kPolicies); })
-        .alias("lod");
-    s.option("ablate.budgets", &A::budgets,
-             "visual tokens per image at most (each at least the number of regions, at most G*G)")
-        .range(1, int64_t(1) << 30)
-        .alias("budgets");
-    s.option("ablate.seeds", &A::seeds, "comma list of run seeds: every row once per seed (empty = the option seed)")
-        .parse("", [](const std::string& v) { return seed_list(v); })
-        .alias("seeds");
-    s.option("ablate.steps", &A::steps, "optimizer steps of every row (0 = train.steps / train.epochs)")
-        .range(0, int64_t(1) << 40)
-        .alias("steps");
-    s.option("ablate.out", &A::out, "folder of ablation.csv/.md/.png and the rows' run folders (resumed)")
-        .alias("out");
-    s.option("ablate.tol", &A::tol, "relative tolerance of the equal losses of rows that differ only by placement")
-        .range(0.0, 1.0);
-    s.option("ablate.eval_samples", &A::eval_samples, "samples of eval.split answered per row (0 = the whole split)")
-        .range(0, int64_t(1) << 40);
-    s.option("ablate.share_prefix", &A::share_prefix,
-             "train the steps that rows of one placement and seed share (lod.anneal_from at full detail) once, and "
-             "resume every row from them (docs/ablations.md, \"Shared prefix\")");
-    s.option("ablate.check_steps", &A::check_steps,
-             "steps whose losses the equal-loss check compares (docs/ablations.md)")
-        .range(1, 1 << 20);
-    s.option("ablate.test_break", &A::test_break, "TEST ONLY: trains the rows of this placement with train.lr x 1.1, "
-             "so that the equal-loss check must flag them");
-  });
-  return set;
-}
-
-void register_ablate_options(Config& cfg) {
-  register_all_train_options(cfg);
-  ablate_options().add_to(cfg);
-}
-
-AblateOptions read_ablate_options(const Config& cfg) {
-  AblateOptions a = ablate_options().read(cfg);
-  if (a.seeds.empty()) a.seeds = {int64_t(read_device_options(cfg).seed)};
-  return a;
-}
 
 int run_ablation(const Config& cfg, Runtime& rt) {
   const int tp = rt.topology().tp(), dp = rt.topology().dp();

@@ -1,9 +1,7 @@
 // The rows of `vlm ablate` and the files it writes in its --out folder
-// (docs/ablations.md): ablation.csv (every column, read back to resume), ablation.md (the
-// rows, then their summary over seeds), ablation.png (answer accuracy against mean visual
-// tokens per image, one line per LOD policy, mean over seeds with error bars of one
-// standard error) and training.png (relevance precision during training; both
-// picture/line_chart.h). Every file is written atomically.
+// (docs/ablations.md): ablation.csv (every column, read back to resume) and ablation.md
+// (the rows, then their summary over seeds); its pictures are ablate/ablate_charts.h.
+// Every file is written atomically.
 // Invariants:
 //  - A row's key is (placement, lod, budget, seed, tp, dp); the CSV holds each key once.
 //  - The derived columns are recomputed from the rows at every write, never trusted from
@@ -93,12 +91,5 @@ std::string ablation_csv(const std::vector<AblationRow>& rows);
 std::vector<AblationRow> parse_ablation_csv(const std::string& text, const std::string& path);
 // `command`: the command line, printed under the table. `tol`: the loss check's tolerance.
 std::string ablation_markdown(const std::vector<AblationRow>& rows, const std::string& command, double tol);
-// The chart of the rows of one placement and layout (the one with the most rows): the
-// summaries' accuracies with error bars of one standard error.
-std::string ablation_chart_png(const std::vector<AblationRow>& rows);
-// Relevance precision of the training batches over the steps, one line per LOD policy at
-// the smallest budget (same placement and layout as ablation_chart_png), and the chance
-// level.
-std::string training_chart_png(const std::vector<AblationRow>& rows);
 
 }  // namespace vlm

@@ -122,7 +122,7 @@ Backend& backend();
 uint64_t allocations();
 // The scratch size planned so far (the largest Backend::reserve_scratch).
 size_t planned_scratch();
-// The plan caches of a stream (core/cuda/gemm.cu, core/cuda/attention_cudnn.cpp).
+// The plan caches of a stream (core/cuda/gemm_plan.cpp, core/cuda/attention_cudnn.cpp).
 PlanCounts gemm_plan_counts(CudaStream& s);
 
 }  // namespace vlm::cuda
