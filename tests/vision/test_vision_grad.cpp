@@ -7,11 +7,7 @@
 //    ACCUMULATE (they start from random values subtracted after), dx to be overwritten.
 //  - The patch embedding against an independent reference: conv2d (stride P) of the
 //    normalised NCHW image + the position row + the texture channels times W_tex.
-//  - The convolutional stem (vision.conv_stem): finite differences of every parameter
-//    (stem convolutions, 1x1 projection, positions, texture map), and its forward against
-//    conv2d -> GELU (tanh formula in double) -> conv2d -> GELU -> 1x1 of the NCHW image.
-//  - vision.stem_init: the drawn stem weights have their rule's std, and the features of
-//    the 4-stage stem keep the image's scale under He's rule, not under PyTorch's.
+//  - The convolutional stem: tests/vision/test_vision_stem_grad.cpp.
 //  - The zero-initialised texture map leaves the encoder's features unchanged, and a
 //    texture change then moves no feature (while it does once the map is non-zero).
 #include <gtest/gtest.h>
@@ -22,96 +18,13 @@
 
 #include "nn/init.h"
 #include "tests/core/gradcheck.h"
+#include "tests/vision/vision_grad_util.h"
 #include "tests/support/mpi.h"
 #include "vision/encoder.h"
 #include "vision/projector.h"
 
 namespace vlm::test {
 namespace {
-
-constexpr int64_t kImages = 2;
-
-VisionConfig tiny_vision() {
-  VisionConfig v;
-  v.image_size = 8;
-  v.patch = 4;  // G = 2: 4 cells per image
-  v.d_model = 8;
-  v.n_layers = 2;
-  v.n_heads = 2;
-  v.d_ff = 16;
-  v.texture = true;
-  v.image_mean = {0.48f, 0.46f, 0.41f};
-  v.image_std = {0.27f, 0.26f, 0.28f};
-  v.validate();
-  return v;
-}
-
-Tensor random_pixels(uint64_t seed, int64_t B, int64_t S) {
-  Rng rng(seed);
-  Tensor t = Tensor::empty(cpu_backend(), Shape{B, S, S, 3}, DType::U8);
-  for (int64_t i = 0; i < t.numel(); ++i) t.ptr<uint8_t>()[i] = uint8_t(rng.randint(0, 255));
-  return t;
-}
-Tensor random_texture(uint64_t seed, const VisionConfig& v) {
-  const int64_t G = v.grid();
-  return host(Rng(seed).vec(kImages * kTextureChannels * G * G, -2, 2),
-              Shape{kImages, kTextureChannels, G, G});
-}
-
-// Every parameter of `t` random (norm weights near 1), the texture map included.
-void randomize(const ParamTable& t, uint64_t seed) {
-  Rng rng(seed);
-  for (const Param& p : t.params()) {
-    const bool scale = p.spec.init == InitKind::Ones;
-    copy_tensor(p.value, host(rng.vec(p.local.numel(), scale ? 0.7 : -0.5, scale ? 1.3 : 0.5), p.local));
-  }
-}
-
-// Analytic gradients of every parameter of `t` from `backward`, checked to accumulate:
-// they start from random values, which are subtracted after.
-std::vector<Tensor> param_grads(const ParamTable& t, uint64_t seed, const std::function<void()>& backward) {
-  Rng rng(seed);
-  std::vector<Vec> start;
-  for (const Param& q : t.params()) {
-    start.push_back(rng.vec(q.local.numel()));
-    copy_tensor(q.grad, host(start.back(), q.local));
-  }
-  backward();
-  std::vector<Tensor> g;
-  for (size_t i = 0; i < t.params().size(); ++i) {
-    const Param& q = t.params()[i];
-    Vec v = to_vector_f64(q.grad);
-    for (size_t j = 0; j < v.size(); ++j) v[j] -= start[i][j];
-    g.push_back(host(v, q.local));
-  }
-  return g;
-}
-
-// A PatchEmbed with its own table and plan (what the encoder does around it).
-struct EmbedRig {
-  VisionConfig cfg;
-  PatchEmbed embed;
-  ParamTable table;
-  ActPlan plan;
-  Tensor out;  // [T, d]
-  Tensor pixels = random_pixels(3, kImages, cfg.image_size);
-  Tensor texture = random_texture(4, cfg);
-
-  explicit EmbedRig(VisionConfig c = tiny_vision())
-      : cfg(c), embed(cfg), table(embed.param_specs(0.02f), 1, 0, DType::F64) {
-    table.allocate(cpu_backend());
-    embed.bind(table);
-    embed.plan(plan);
-    plan.add(&out, ActPlan::Rows::T, {cfg.d_model});
-    const int64_t T = kImages * cfg.tokens();
-    plan.allocate(cpu_backend(), T, T, DType::F64);
-    randomize(table, 5);
-  }
-  Tensor forward() {
-    embed.forward(cpu_stream(), out, pixels, texture);
-    return to_host(out);
-  }
-};
 
 TEST(VisionGrad, PatchEmbeddingAndTextureMap) {
   EmbedRig rig;
@@ -156,105 +69,6 @@ TEST(VisionGrad, PatchEmbeddingMatchesConvolutionReference) {
         want[size_t((b * G * G + cell) * d + j)] = x;
       }
   EXPECT_CLOSE(got, want, 1e-12);
-}
-
-VisionConfig stem_vision() {
-  VisionConfig v = tiny_vision();
-  v.conv_stem = 2;  // P = 4: two layers, 2 then 4 channels, sides 4 then 2 (= G)
-  v.validate();
-  return v;
-}
-
-TEST(VisionGrad, ConvStemGradients) {
-  EmbedRig rig(stem_vision());
-  EXPECT_EQ(rig.cfg.stem_layers(), 2);
-  EXPECT_EQ(rig.table.params().size(), 8u);  // 2 x (conv weight, bias), projection, bias, positions, texture
-  EXPECT_EQ(rig.table.get(kPatchWeight).value.shape(), Shape({8, 4, 1, 1}));
-  GradProblem p;
-  for (const Param& q : rig.table.params()) p.inputs.push_back(q.value);
-  p.forward = [&] { return std::vector<Tensor>{rig.forward()}; };
-  p.backward = [&](const std::vector<Tensor>& d) {
-    rig.forward();
-    return param_grads(rig.table, 8, [&] { rig.embed.backward(cpu_stream(), d[0], rig.texture); });
-  };
-  gradcheck(p, 9);
-}
-
-TEST(VisionGrad, ConvStemMatchesReference) {
-  EmbedRig rig(stem_vision());
-  const VisionConfig& v = rig.cfg;
-  const int64_t S = v.image_size, G = v.grid(), d = v.d_model, B = kImages;
-  const Vec got = to_vector_f64(rig.forward());
-  Vec x(size_t(B * 3 * S * S));
-  const uint8_t* px = rig.pixels.ptr<uint8_t>();
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t c = 0; c < 3; ++c)
-      for (int64_t y = 0; y < S; ++y)
-        for (int64_t xx = 0; xx < S; ++xx)
-          x[size_t(((b * 3 + c) * S + y) * S + xx)] =
-              (double(px[((b * S + y) * S + xx) * 3 + c]) * double(1.f / 255.f) - double(v.image_mean[size_t(c)])) /
-              double(v.image_std[size_t(c)]);
-  Shape in_shape{B, 3, S, S};
-  for (int l = 0; l < 2; ++l) {  // conv 3x3 stride 2 pad 1, then GELU (tanh) in double
-    const Tensor& w = rig.table.get(stem_weight_name(l)).value;
-    const int64_t side = S >> (l + 1);
-    Tensor y = zeros(Shape{B, w.size(0), side, side});
-    conv2d_forward(cpu_stream(), y, host(x, in_shape), w, rig.table.get(stem_bias_name(l)).value, 2, 1);
-    x = to_vector_f64(y);
-    for (double& e : x) e = 0.5 * e * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (e + 0.044715 * e * e * e)));
-    in_shape = y.shape();
-  }
-  const int64_t C = in_shape[1];
-  const Vec w = to_vector_f64(rig.table.get(kPatchWeight).value), bias = to_vector_f64(rig.table.get(kPatchBias).value);
-  const Vec pos = to_vector_f64(rig.table.get(kPositionTable).value), tex = to_vector_f64(rig.texture);
-  const Vec wt = to_vector_f64(rig.table.get(kTextureWeight).value);
-  Vec want(got.size());
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t cell = 0; cell < G * G; ++cell)
-      for (int64_t j = 0; j < d; ++j) {
-        double acc = bias[size_t(j)] + pos[size_t(cell * d + j)];
-        for (int64_t c = 0; c < C; ++c) acc += w[size_t(j * C + c)] * x[size_t((b * C + c) * G * G + cell)];
-        for (int64_t k = 0; k < kTextureChannels; ++k)
-          acc += tex[size_t((b * kTextureChannels + k) * G * G + cell)] * wt[size_t(j * kTextureChannels + k)];
-        want[size_t((b * G * G + cell) * d + j)] = acc;
-      }
-  EXPECT_CLOSE(got, want, 1e-12);
-}
-
-// vision.stem_init: the stem's weights are drawn at the std of their rule (1/(3 fan_in) or
-// 2/fan_in, measured over the drawn values), and the rule shows in the features: with the
-// 4-stage stem of configs/colours.cfg (64-pixel images, P = 16, C = 16), He's keeps the
-// features' scale within a factor of 4 of the normalised image's, PyTorch's shrinks it
-// more than a hundredfold (the formula: about (1/3)^(1/2) per convolution, GELU halving).
-double stem_feature_scale(StemInit init) {
-  VisionConfig v;
-  v.image_size = 64, v.patch = 16, v.d_model = 64, v.n_layers = 1, v.n_heads = 2, v.d_ff = 128;
-  v.conv_stem = 16, v.stem_init = init, v.texture = false;
-  v.validate();
-  EmbedRig rig(v);
-  init_params(rig.table, 7);  // the drawn initialisation, not the rig's random values
-  for (int l = 0; l < v.stem_layers(); ++l) {
-    const Vec w = to_vector_f64(rig.table.get(stem_weight_name(l)).value);
-    const double fan_in = double(l == 0 ? 3 : v.stem_width(l - 1)) * 9;
-    double sq = 0;
-    for (double e : w) sq += e * e;
-    const double want = init == StemInit::He ? std::sqrt(2 / fan_in) : std::sqrt(1 / (3 * fan_in));
-    EXPECT_NEAR(std::sqrt(sq / double(w.size())), want, 0.1 * want) << "stem layer " << l;
-  }
-  const Tensor& pos = rig.table.get(kPositionTable).value;  // 0: the features alone
-  std::fill_n(pos.ptr<double>(), pos.numel(), 0.0);
-  const Vec y = to_vector_f64(rig.forward());
-  double sq = 0;
-  for (double e : y) sq += e * e;
-  // Over the image's scale: uniform pixels normalised to [-1, 1] have std 1/sqrt(3).
-  return std::sqrt(sq / double(y.size()) * 3.0);
-}
-
-TEST(VisionGrad, StemInitKeepsTheFeaturesScale) {
-  const double he = stem_feature_scale(StemInit::He), torch = stem_feature_scale(StemInit::Torch);
-  EXPECT_GT(he, 0.25) << "he " << he;
-  EXPECT_LT(he, 4.0) << "he " << he;
-  EXPECT_LT(torch, 0.01) << "torch " << torch;
 }
 
 // An encoder in f64 with random parameters and inputs.
