@@ -33,7 +33,7 @@ namespace {
 int do_build(const Config& c) {
   const DataTool d = data_tool().read(c);
   BuildOptions o = d.build;
-  o.out = need(d, &DataTool::out);
+  o.out = required_option(d, &DataTool::out);
   const auto opt = [](std::string DataTool::*f) { return "--" + data_tool().name_of(f); };
   check_output_path(o.out, {{opt(&DataTool::input), d.input}, {opt(&DataTool::tokenizer), d.tokenizer},
                             {opt(&DataTool::stamps), d.stamps}});
@@ -44,7 +44,7 @@ int do_build(const Config& c) {
     o.tokenizer = &*tok;
     o.tokenizer_name = d.tokenizer;
   }
-  const std::string from = need(d, &DataTool::from);
+  const std::string from = required_option(d, &DataTool::from);
   std::string input = d.input;
   if ((from == "scenes" || from == "colours") && !data_tool().is_set(c, at(&DataTool::build, &BuildOptions::limit)))
     o.limit = kDefaultScenes;
@@ -79,8 +79,8 @@ int do_build(const Config& c) {
 
 int do_tokenizer(const Config& c) {
   const DataTool d = data_tool().read(c);
-  const std::string path = positional_or(c, d, &DataTool::train);
-  const std::string out = need(d, &DataTool::out);
+  const std::string path = file_or_option(c, d, &DataTool::train);
+  const std::string out = required_option(d, &DataTool::out);
   check_output_path(out, {{c.positional().empty() ? "--" + data_tool().name_of(&DataTool::train) : "FILE", path}});
   const DatasetReader r(path);
   // Captions and their prompts (questions): the texts a model trained on FILE reads.
@@ -103,8 +103,8 @@ int do_tokenizer(const Config& c) {
 
 int do_tokenize(const Config& c) {
   const DataTool d = data_tool().read(c);
-  const std::string path = positional_or(c, d, &DataTool::input);
-  const std::string tp = need(d, &DataTool::tokenizer);
+  const std::string path = file_or_option(c, d, &DataTool::input);
+  const std::string tp = required_option(d, &DataTool::tokenizer);
   tokenize_captions(path, Tokenizer::load(tp), tp);
   std::printf("tokenised the captions of %s with %s\n", path.c_str(), tp.c_str());
   return 0;

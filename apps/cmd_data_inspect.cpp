@@ -19,7 +19,7 @@ namespace {
 
 int do_inspect(const Config& c) {
   const DataTool d = data_tool().read(c);
-  const std::string path = positional_or(c, d, &DataTool::input);
+  const std::string path = file_or_option(c, d, &DataTool::input);
   const DatasetReader r(path);
   std::printf("%s: format vlm-image-text v%lld, storage %s, source '%s'\n", path.c_str(), (long long)r.version(),
               r.raw() ? "raw" : "encoded", r.source().c_str());

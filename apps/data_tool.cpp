@@ -75,14 +75,14 @@ const OptionSet<DataTool>& data_tool() {
 
 void register_data_tool_options(Config& c) { data_tool().add_to(c); }
 
-const std::string& need(const DataTool& d, std::string DataTool::*field) {
+const std::string& required_option(const DataTool& d, std::string DataTool::*field) {
   VLM_REQUIRE(!(d.*field).empty(), "--", data_tool().name_of(field), " is required");
   return d.*field;
 }
 
-std::string positional_or(const Config& c, const DataTool& d, std::string DataTool::*field) {
+std::string file_or_option(const Config& c, const DataTool& d, std::string DataTool::*field) {
   if (!c.positional().empty()) return c.positional()[0];
-  return need(d, field);
+  return required_option(d, field);
 }
 
 const char* const kDataUsage =

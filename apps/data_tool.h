@@ -24,9 +24,9 @@ const OptionSet<DataTool>& data_tool();
 void register_data_tool_options(Config& c);
 
 // The value of a string option the subcommand needs (UserError "--data.out is required").
-const std::string& need(const DataTool& d, std::string DataTool::*field);
+const std::string& required_option(const DataTool& d, std::string DataTool::*field);
 // The FILE argument when given, else the option `field` (needed).
-std::string positional_or(const Config& c, const DataTool& d, std::string DataTool::*field);
+std::string file_or_option(const Config& c, const DataTool& d, std::string DataTool::*field);
 
 // The usage of every data subcommand.
 extern const char* const kDataUsage;
