@@ -1,9 +1,11 @@
-// The ablate.* options (ablate/ablate.h): their declaration, registration and reading.
+// The ablate.* options (ablate/ablate_options.h): their declaration, registration and
+// reading.
+#include "ablate/ablate_options.h"
+
 #include <algorithm>
 #include <charconv>
 #include <sstream>
 
-#include "ablate/ablate.h"
 #include "base/error.h"
 #include "core/device_options.h"
 #include "scorers/placement/placement.h"

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "ablate/ablate.h"
+#include "ablate/ablate_options.h"
 #include "base/config.h"
 
 namespace vlm {

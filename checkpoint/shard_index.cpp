@@ -13,6 +13,26 @@ namespace vlm {
 
 using namespace shard_json;
 
+namespace {
+
+// {file, bytes, crc32c} of a text file of the save.
+Value text_value(const TextFile& t) {
+  Value o = Value::object();
+  o.set("file", Value::string(t.file));
+  o.set("bytes", int_value(t.bytes));
+  o.set("crc32c", int_value(t.crc32c));
+  return o;
+}
+
+TextFile text_at(const Value& texts, std::string_view key, const std::string& what) {
+  const std::string w = cat(what, ": texts.", key);
+  const Value& o = texts.at(key, what + ": texts");
+  only_keys(o, {"file", "bytes", "crc32c"}, w);
+  return {file_at(o, w), int_at(o, "bytes", 0, kMaxBytes, w), crc_at(o, "crc32c", w)};
+}
+
+}  // namespace
+
 CheckpointIndex build_index(const std::string& save, const CheckpointState& state, const TextFile& config,
                             const TextFile& options, const TextFile& tokenizer,
                             const std::vector<std::string>& headers) {
@@ -98,7 +118,7 @@ std::string index_json(const CheckpointIndex& idx) {
 
 CheckpointIndex parse_index(std::string_view bytes, const std::string& file) {
   const Value root = json::parse(bytes, file, {size_t(kMaxIndexBytes), 16});
-  check_format(root, kIndexFormat, file);
+  check_format(root, kIndexFormat, kShardedVersion, file);
   only_keys(root, {"format", "version", "save", "step", "saved_tp", "saved_dp", "zero", "global_batch", "micro_batches",
                    "state", "texts", "shards", "tensors"},
             file);

@@ -92,13 +92,13 @@ uint32_t crc_at(const Value& o, std::string_view key, const std::string& what) {
   return uint32_t(int_at(o, key, 0, int64_t(UINT32_MAX), what));
 }
 
-void check_format(const Value& root, const char* format, const std::string& file) {
+void check_format(const Value& root, const char* format, int64_t version, const std::string& file) {
   root.as_object(file);
   const Value* f = root.find("format");
   VLM_REQUIRE(f && f->is_string() && f->as_string() == format, file, ": not a vlm checkpoint file (format '", format,
               "' expected)");
   const int64_t v = int_at(root, "version", 0, INT64_MAX, file);
-  VLM_REQUIRE(v == kShardedVersion, file, ": version ", v, " (this vlm reads version ", kShardedVersion, ")");
+  VLM_REQUIRE(v == version, file, ": version ", v, " (this vlm reads version ", version, ")");
 }
 
 void check_disjoint(std::vector<std::pair<int64_t, int64_t>>& spans, int64_t data_bytes, const std::string& what) {
@@ -109,21 +109,6 @@ void check_disjoint(std::vector<std::pair<int64_t, int64_t>>& spans, int64_t dat
     VLM_REQUIRE(i == 0 || spans[i - 1].first + spans[i - 1].second <= spans[i].first, what,
                 ": two pieces share the bytes at ", spans[i].first);
   }
-}
-
-Value text_value(const TextFile& t) {
-  Value o = Value::object();
-  o.set("file", Value::string(t.file));
-  o.set("bytes", int_value(t.bytes));
-  o.set("crc32c", int_value(t.crc32c));
-  return o;
-}
-
-TextFile text_at(const Value& texts, std::string_view key, const std::string& what) {
-  const std::string w = cat(what, ": texts.", key);
-  const Value& o = texts.at(key, what + ": texts");
-  only_keys(o, {"file", "bytes", "crc32c"}, w);
-  return {file_at(o, w), int_at(o, "bytes", 0, kMaxBytes, w), crc_at(o, "crc32c", w)};
 }
 
 }  // namespace vlm::shard_json

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "base/json.h"
-#include "checkpoint/shard_format.h"
+#include "checkpoint/tensor_region.h"
 
 namespace vlm::shard_json {
 
@@ -26,13 +26,11 @@ Value int_value(int64_t v);
 Value dims_value(const Dims& d);
 // Sets o's offset, extent and range ([begin, end]) from r.
 void put_region(Value& o, const TensorRegion& r);
-// {file, bytes, crc32c}
-Value text_value(const TextFile& t);
 
 // Refuses members of `o` other than `keys` (a key the writer never writes is damage).
 void only_keys(const Value& o, std::initializer_list<std::string_view> keys, const std::string& what);
 // The format's name and version of a file's root object.
-void check_format(const Value& root, const char* format, const std::string& file);
+void check_format(const Value& root, const char* format, int64_t version, const std::string& file);
 int64_t int_at(const Value& o, std::string_view key, int64_t lo, int64_t hi, const std::string& what);
 // At most kMaxDims entries, each in [0, hi].
 Dims dims_at(const Value& o, std::string_view key, int64_t hi, const std::string& what);
@@ -49,8 +47,6 @@ std::string file_at(const Value& o, const std::string& what);
 // A tensor name (at most 1,024 bytes, not starting with '/').
 std::string tensor_name_at(const Value& o, std::string_view key, const std::string& what);
 uint32_t crc_at(const Value& o, std::string_view key, const std::string& what);
-// The texts member `key` ({file, bytes, crc32c}).
-TextFile text_at(const Value& texts, std::string_view key, const std::string& what);
 // Pieces (at, bytes) of one shard must not share bytes and must lie in its data area.
 void check_disjoint(std::vector<std::pair<int64_t, int64_t>>& spans, int64_t data_bytes, const std::string& what);
 
