@@ -55,7 +55,7 @@ struct AblationPlan {
   std::vector<RowSpec> todo;      // the rows to train, in table order
   std::vector<AblationRow> done;  // the rows already in <out>/ablation.csv
   std::string fingerprint, csv_path, eval_split;
-  int max_new = 24;  // eval.max_new: tokens per answer
+  int max_new = 0;  // eval.max_new: tokens per answer
 };
 
 // Reads and checks the options, the dataset and every row's model (a UserError names the

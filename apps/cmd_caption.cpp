@@ -101,9 +101,10 @@ int caption(const Config& cfg) {
   if (!in.prompt.empty()) {
     b.prompt_tokens = tm.tok->encode(in.prompt);
     b.prompt_lengths = {int32_t(b.prompt_tokens.size())};
-    // BOS, the prompt and at least one caption token fit the model's text (model/batch.h).
+    // BOS, the prompt and room for a caption token: generate_captions stops before a
+    // token that would bring prompt + caption + 1 to train.max_text (model/generate.h).
     rt.on_every_rank("prompt", [&] {
-      const int64_t most = tm.rule.max_text - 2;
+      const int64_t most = tm.rule.max_text - 3;
       VLM_REQUIRE(int64_t(b.prompt_tokens.size()) <= most, "--", caption_inputs().name_of(&CaptionInputs::prompt), ": ",
                   b.prompt_tokens.size(), " tokens; the checkpoint's model reads prompts of at most ", most,
                   " (its train.max_text of ", tm.rule.max_text, " holds BOS, the prompt and the caption)");

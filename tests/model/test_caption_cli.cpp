@@ -15,6 +15,7 @@
 #include "data/image/image_pipeline.h"
 #include "data/image/png.h"
 #include "data/storage/dataset.h"
+#include "data/text/tokenizer.h"
 #include "tests/support/cli.h"
 #include "tests/support/files.h"
 
@@ -39,6 +40,7 @@ class CaptionCli : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = test::scratch_dir("caption_cli");
     const test::FashionSubset f = test::fashion_subset(vlm(), dir_);
+    tokenizer_ = f.tokenizer;
     // The tiny model with room for whole captions; the vocabulary is the tokenizer's.
     const Result r = test::run_command(
         vlm() + " train --config " + std::string(VLM_SOURCE_DIR) + "/configs/tiny.cfg --data.path " + f.data +
@@ -62,7 +64,7 @@ class CaptionCli : public ::testing::Test {
   static std::string caption(const std::string& extra) {
     return vlm() + " caption --checkpoint " + dir_ + "/ckpt --image " + image_ + " " + extra;
   }
-  static inline std::string dir_, image_;
+  static inline std::string dir_, image_, tokenizer_;
 };
 
 TEST_F(CaptionCli, TpOneAndTwoGiveTheSameCaptionAndPicture) {
@@ -107,13 +109,26 @@ TEST_F(CaptionCli, BadInputsAreOneLine) {
   test::expect_one_error_line(test::run_command(caption("--save-relevance " + dir_ + "/no/such/dir/x.png"), dir_),
                               "vlm caption", "does not exist");
   test::expect_one_error_line(test::run_command(caption("--top-k 2"), dir_), "vlm caption", "--top-k 2");
-  // The checkpoint's train.max_text is 40: BOS, at most 38 prompt tokens and a caption.
-  std::string words;
-  for (int i = 0; i < 40; ++i) words += " shirt";
-  test::expect_one_error_line(test::run_command(caption("--prompt '" + words + "'"), dir_), "vlm caption",
-                              "reads prompts of at most 38");
-  const Result fits = test::run_command(caption("--prompt 'a shirt or a shoe'"), dir_);
+  // The checkpoint's train.max_text is 40: BOS, at most 37 prompt tokens, and a caption
+  // token before the total reaches 40 (model/generate.h). A prompt of 37 tokens runs, one
+  // of 38 is refused.
+  const Tokenizer tok = Tokenizer::load(tokenizer_);
+  std::string words = "a";
+  while (tok.encode(words).size() < 37) {
+    size_t before = tok.encode(words).size();
+    for (const char* piece : {" shirt", " a", " x", "x"})  // the first that keeps to 37 tokens
+      if (tok.encode(words + piece).size() <= 37) {
+        words += piece;
+        break;
+      }
+    ASSERT_GT(tok.encode(words).size(), before) << words;
+  }
+  ASSERT_EQ(tok.encode(words).size(), 37u);
+  const Result fits = test::run_command(caption("--prompt '" + words + "'"), dir_);
   EXPECT_EQ(fits.status, 0) << fits.out << fits.err;
+  ASSERT_EQ(tok.encode(words + " a").size(), 38u);
+  test::expect_one_error_line(test::run_command(caption("--prompt '" + words + " a'"), dir_), "vlm caption",
+                              "--prompt: 38 tokens; the checkpoint's model reads prompts of at most 37");
 }
 
 }  // namespace
