@@ -13,6 +13,7 @@
 
 #include "data/image/glyph.h"
 #include "data/storage/dataset.h"
+#include "tests/data/test_util.h"
 
 namespace vlm::test {
 
@@ -168,13 +169,7 @@ void check_colour_scenes(const std::string& path, int size, int grid, int max_it
           ASSERT_TRUE(p[0] == p[1] && p[1] == p[2]) << "a coloured pixel outside the items at (" << x << ", " << y << ")";
         }
   }
-  const int64_t n = r.num_images();
-  std::vector<int> seen(size_t(n), 0);
-  for (const char* s : {"train", "val", "test"})
-    for (int64_t i : r.split(s)) ++seen[size_t(i)];
-  for (int64_t i = 0; i < n; ++i) EXPECT_EQ(seen[size_t(i)], 1) << "image " << i;
-  EXPECT_EQ(int64_t(r.split("val").size()), n / 10);
-  EXPECT_EQ(int64_t(r.split("test").size()), n / 5);
+  expect_small_build_splits(r);
   if (captions) *captions = r.num_captions();
   // The items are the digits their labels name (a template match at 16 x 16 pixels: all
   // but a rare odd drawing).

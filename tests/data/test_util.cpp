@@ -13,6 +13,16 @@ namespace vlm::test {
 
 namespace fs = std::filesystem;
 
+void expect_small_build_splits(const DatasetReader& r) {
+  const int64_t n = r.num_images();
+  std::vector<int> seen(size_t(n), 0);
+  for (const char* s : {"train", "val", "test"})
+    for (int64_t i : r.split(s)) ++seen[size_t(i)];
+  for (int64_t i = 0; i < n; ++i) EXPECT_EQ(seen[size_t(i)], 1) << "image " << i;
+  EXPECT_EQ(int64_t(r.split("val").size()), n / 10);
+  EXPECT_EQ(int64_t(r.split("test").size()), n / 5);
+}
+
 bool have_fashion_mnist() { return fs::exists(std::string(kFashionDir) + "/train-images-idx3-ubyte.gz"); }
 bool have_tuxpaint() { return fs::is_directory(kTuxDir); }
 

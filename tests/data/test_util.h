@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "data/convert/converters.h"
+#include "data/storage/dataset.h"
 #include "tests/support/files.h"
 
 namespace vlm::test {
@@ -26,6 +27,10 @@ inline BuildOptions small_build(const std::string& out, int64_t limit, uint64_t 
   o.progress = false;
   return o;
 }
+
+// The splits of a file built with small_build's fractions: disjoint, covering every
+// image, floor(n x 0.1) val and floor(n x 0.2) test images.
+void expect_small_build_splits(const DatasetReader& r);
 
 bool have_fashion_mnist();
 bool have_tuxpaint();
