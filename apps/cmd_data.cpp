@@ -23,6 +23,7 @@
 #include "apps/data_tool.h"
 #include "base/error.h"
 #include "data/storage/dataset.h"
+#include "data/storage/dataset_writer.h"
 #include "data/text/tokenizer.h"
 #include "io/atomic_file.h"
 
@@ -42,7 +43,7 @@ int do_build(const Config& c) {
   if (!d.tokenizer.empty()) {
     tok = Tokenizer::load(d.tokenizer);
     o.tokenizer = &*tok;
-    o.tokenizer_name = d.tokenizer;
+    o.tokenizer_name = tokenizer_name_in(o.out, d.tokenizer);
   }
   const std::string from = required_option(d, &DataTool::from);
   std::string input = d.input;
@@ -105,7 +106,7 @@ int do_tokenize(const Config& c) {
   const DataTool d = data_tool().read(c);
   const std::string path = file_or_option(c, d, &DataTool::input);
   const std::string tp = required_option(d, &DataTool::tokenizer);
-  tokenize_captions(path, Tokenizer::load(tp), tp);
+  tokenize_captions(path, Tokenizer::load(tp), tokenizer_name_in(path, tp));
   std::printf("tokenised the captions of %s with %s\n", path.c_str(), tp.c_str());
   return 0;
 }

@@ -2,7 +2,6 @@
 #include "train/train_options.h"
 
 #include <cmath>
-#include <filesystem>
 #include <sstream>
 
 #include "base/error.h"
@@ -189,10 +188,11 @@ void register_all_train_options(Config& cfg) {
 }
 
 std::shared_ptr<const Tokenizer> find_tokenizer(const DataOptions& d, const DatasetReader& ds) {
-  std::string path = d.tokenizer;
-  if (path.empty() && std::filesystem::is_regular_file(ds.tokenizer_name())) path = ds.tokenizer_name();
+  std::string path = d.tokenizer.empty() ? ds.tokenizer_path() : d.tokenizer;
   VLM_REQUIRE(!path.empty(), "--data.tokenizer: a tokenizer.json is required (", d.path,
-              " names none that exists; make one with `vlm data tokenizer`)");
+              ds.tokenizer_name().empty() ? std::string(" names none")
+                                          : cat(" names ", ds.tokenizer_name(), ", found neither beside it nor here"),
+              "; make one with `vlm data tokenizer`)");
   return std::make_shared<const Tokenizer>(Tokenizer::load(path));
 }
 

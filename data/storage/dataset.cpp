@@ -1,6 +1,8 @@
 // Implementation of DatasetReader (see dataset.h for the checks made at open).
 #include "data/storage/dataset.h"
 
+#include <filesystem>
+
 #include "base/error.h"
 #include "base/utf8.h"
 #include "data/storage/schema.h"
@@ -190,6 +192,18 @@ std::vector<int64_t> DatasetReader::read_offsets(const std::string& ds, int64_t 
 
 std::vector<int32_t> DatasetReader::read_i32(const std::string& ds, int64_t n) {
   return h5_read_i32(file_, path_, ds, n, n);
+}
+
+std::string DatasetReader::tokenizer_path() const {
+  namespace fs = std::filesystem;
+  if (tokenizer_name_.empty()) return "";
+  const fs::path name(tokenizer_name_);
+  std::error_code ec;
+  if (name.is_relative()) {
+    const fs::path beside = fs::path(path_).parent_path() / name;
+    if (fs::is_regular_file(beside, ec)) return beside.lexically_normal().string();
+  }
+  return fs::is_regular_file(name, ec) ? name.string() : "";
 }
 
 ImageInfo DatasetReader::image_info(int64_t i) const {

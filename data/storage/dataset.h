@@ -59,7 +59,12 @@ class DatasetReader {
   int64_t caption_image(int64_t j) const { return cap_image_[size_t(j)]; }
   bool has_tokens() const { return !tok_off_.empty(); }
   std::vector<int32_t> tokens(int64_t j) const;
-  std::string tokenizer_name() const { return tokenizer_name_; }
+  std::string tokenizer_name() const { return tokenizer_name_; }  // as stored
+  // The tokenizer file the dataset names, as a path from the working directory: a
+  // relative name from the dataset's folder (as `vlm data` writes it: tokenizer_name_in
+  // in dataset_writer.h), else from the working directory (files written before that
+  // rule); "" when the file names none or the named file exists in neither place.
+  std::string tokenizer_path() const;
 
   // The split names an option may give (split_captions takes each; split() the first three).
   static const std::vector<std::string>& split_names() {

@@ -12,6 +12,15 @@ namespace vlm {
 
 static constexpr size_t kFlushBytes = size_t(4) << 20;
 
+std::string tokenizer_name_in(const std::string& dataset, const std::string& tokenizer) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path tok = fs::absolute(tokenizer, ec).lexically_normal();
+  const fs::path dir = fs::absolute(dataset, ec).lexically_normal().parent_path();
+  const fs::path rel = tok.lexically_relative(dir);
+  return (ec || rel.empty() ? tok : rel).generic_string();
+}
+
 static std::string join_lines(const std::vector<std::string>& names) {
   std::string s;
   for (size_t i = 0; i < names.size(); ++i) s += (i ? "\n" : "") + names[i];

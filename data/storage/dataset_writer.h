@@ -25,6 +25,12 @@
 
 namespace vlm {
 
+// The name a dataset file `dataset` stores for the tokenizer at `tokenizer` (both paths
+// from the working directory): the path from the dataset's folder, so the two files can
+// move together and the name holds from any working directory (DatasetReader::
+// tokenizer_path reads it back); absolute where no relative path exists.
+std::string tokenizer_name_in(const std::string& dataset, const std::string& tokenizer);
+
 class DatasetWriter {
  public:
   // Encoded storage: each image is a PNG/JPEG byte string.
@@ -42,6 +48,7 @@ class DatasetWriter {
   // set_tokenizer().
   void add_caption(int64_t image, std::string_view text, std::string_view prompt = {},
                    const std::vector<int32_t>* tokens = nullptr);
+  // The name /captions@tokenizer stores (tokenizer_name_in below for a path).
   void set_tokenizer(const std::string& name) { tokenizer_ = name; }
   void set_split(const std::string& path, std::vector<int64_t> images);  // schema::kSplit*
   void set_labels(std::vector<int32_t> labels, const std::vector<std::string>& class_names);

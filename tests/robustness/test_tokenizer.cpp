@@ -135,5 +135,41 @@ TEST_F(Tok, TrainingOnABrokenDatasetKeepsTheOldTokenizer) {
           {"bad.h5", "HDF5"});
 }
 
+// A dataset names its tokenizer by the path from its own folder (`vlm data build` and
+// `vlm data tokenize` write it so), so a run finds it from any working directory and after
+// the two files move together; a name found nowhere is one line naming it.
+TEST_F(Tok, ADatasetFindsItsTokenizerFromAnyFolder) {
+  make_dataset("ds.h5");
+  fs::create_directories(path("sub"));
+  fs::create_directories(path("elsewhere"));
+  const auto ok = [](const RunResult& r) {
+    EXPECT_EQ(r.code, 0) << r.err;
+    return r.out;
+  };
+  ok(run_vlm({"data", "tokenizer", "--data.train", "ds.h5", "--data.vocab", "270", "--data.out", "sub/tok.json"},
+             dir_));
+  ok(run_vlm({"data", "build", "--data.from", "jsonl", "--data.input", "src/caps.jsonl", "--data.out", "sub/x.h5",
+              "--data.tokenizer", "sub/tok.json"},
+             dir_));
+  ok(run_vlm({"data", "tokenize", "ds.h5", "--data.tokenizer", "sub/tok.json"}, dir_));
+  EXPECT_NE(ok(run_vlm({"data", "inspect", "sub/x.h5"}, dir_)).find("tokens: present (tok.json)"), std::string::npos);
+  EXPECT_NE(ok(run_vlm({"data", "inspect", "ds.h5"}, dir_)).find("tokens: present (sub/tok.json)"), std::string::npos);
+
+  const std::string tiny = source_dir() + "/configs/tiny.cfg";
+  const auto plan = [&](const std::string& data, const std::string& cwd) {
+    return run_vlm({"plan", "--config", tiny, "--train.steps", "1", "--data.path", data}, cwd);
+  };
+  ok(plan("../sub/x.h5", path("elsewhere")));
+  ok(plan("../ds.h5", path("elsewhere")));
+  ok(plan("x.h5", path("sub")));
+  fs::rename(path("sub"), path("moved"));
+  ok(plan("../moved/x.h5", path("elsewhere")));
+  fs::remove(path("moved/tok.json"));
+  const RunResult r = plan("moved/x.h5", dir_);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("moved/x.h5 names tok.json, found neither beside it nor here"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace vlm::robustness
