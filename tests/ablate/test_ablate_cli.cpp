@@ -41,31 +41,6 @@ using Result = test::CommandResult;
 std::string vlm() { return VLM_BINARY; }
 std::string mpirun(int n) { return std::string(VLM_MPIEXEC) + " -n " + std::to_string(n) + " --oversubscribe "; }
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string w;
-  while (std::getline(ss, w, sep)) out.push_back(w);
-  return out;
-}
-
-// The rows of a CSV file as column name -> text.
-std::vector<std::map<std::string, std::string>> read_csv(const std::string& path) {
-  const std::vector<std::string> lines = split(test::read_file(path), '\n');
-  std::vector<std::map<std::string, std::string>> rows;
-  if (lines.empty()) return rows;
-  const std::vector<std::string> head = split(lines[0], ',');
-  for (size_t i = 1; i < lines.size(); ++i) {
-    std::vector<std::string> f = split(lines[i], ',');
-    if (!lines[i].empty() && lines[i].back() == ',') f.push_back("");
-    EXPECT_EQ(f.size(), head.size()) << path << " line " << i + 1;
-    std::map<std::string, std::string> r;
-    for (size_t c = 0; c < head.size() && c < f.size(); ++c) r[head[c]] = f[c];
-    rows.push_back(r);
-  }
-  return rows;
-}
-
 double rel(double a, double b) { return std::fabs(a - b) / std::max(std::fabs(a), std::fabs(b)); }
 
 class AblateCli : public ::testing::Test {
@@ -94,7 +69,7 @@ TEST_F(AblateCli, PlacementsGiveEqualLossesAndRerunsSkipFinishedRows) {
   const Result r = test::run_command(cmd, dir_);
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   const std::string out = dir_ + "/all";
-  const auto rows = read_csv(out + "/ablation.csv");
+  const auto rows = test::read_csv(out + "/ablation.csv");
   ASSERT_EQ(rows.size(), 24u);
   for (const char* c : {"placement", "lod", "budget", "tp", "dp", "steps", "tokens_per_image", "first_loss", "loss",
                         "val_loss", "accuracy", "answered", "precision", "precision_random", "precision_chance",
@@ -137,17 +112,17 @@ TEST_F(AblateCli, PlacementsGiveEqualLossesAndRerunsSkipFinishedRows) {
     ASSERT_EQ(a.size(), b.size()) << key;
     ASSERT_GE(a.size(), 3u) << key;
     for (size_t i = 0; i < a.size(); ++i) EXPECT_LE(rel(a[i], b[i]), 1e-5) << key << " loss " << i;
-    const std::vector<std::string> early = split(row.at("early_losses"), ';');  // the check's steps
+    const std::vector<std::string> early = test::split(row.at("early_losses"), ';');  // the check's steps
     ASSERT_EQ(early.size(), a.size()) << key;
     for (size_t i = 0; i < a.size(); ++i) EXPECT_LE(rel(std::stod(early[i]), a[i]), 1e-8) << key << " step " << i;
     EXPECT_EQ(row.at("seed"), "1");  // tiny.cfg's
-    EXPECT_EQ(split(row.at("train_precision"), ';').size(), size_t(kTrainingParts)) << key;
-    EXPECT_EQ(split(row.at("scorer_grad"), ';').size(), size_t(kTrainingParts)) << key;
+    EXPECT_EQ(test::split(row.at("train_precision"), ';').size(), size_t(kTrainingParts)) << key;
+    EXPECT_EQ(test::split(row.at("scorer_grad"), ';').size(), size_t(kTrainingParts)) << key;
   }
   const std::string md = test::read_file(out + "/ablation.md");
   EXPECT_EQ(md.find("MISMATCH"), std::string::npos);
   size_t table = 0;
-  for (const std::string& l : split(md, '\n')) table += l.rfind("| ", 0) == 0;
+  for (const std::string& l : test::split(md, '\n')) table += l.rfind("| ", 0) == 0;
   EXPECT_EQ(table, 50u);  // the header and 24 rows, then the summary over seeds (one seed each)
   const std::string png = test::read_file(out + "/ablation.png");
   const RgbImage img = decode_rgb(reinterpret_cast<const uint8_t*>(png.data()), png.size());
@@ -170,7 +145,7 @@ TEST_F(AblateCli, BrokenPlacementIsFlagged) {
       dir_);
   EXPECT_EQ(r.status, 1) << r.out << r.err;
   EXPECT_NE(r.err.find("vlm ablate: loss mismatch: batch-split relevance 8 seed=1 tp=1 dp=1"), std::string::npos) << r.err;
-  const auto rows = read_csv(dir_ + "/broken/ablation.csv");
+  const auto rows = test::read_csv(dir_ + "/broken/ablation.csv");
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].at("loss_check"), "ref");
   EXPECT_EQ(rows[1].at("loss_check"), "MISMATCH");
@@ -185,7 +160,7 @@ TEST_F(AblateCli, SeedsGiveRowsAndASummaryWithStandardErrors) {
   const Result r = test::run_command(ablate("seeds", "--placements replicated --lod relevance --budgets 8 --seeds 1,2"),
                                      dir_);
   ASSERT_EQ(r.status, 0) << r.out << r.err;
-  const auto rows = read_csv(dir_ + "/seeds/ablation.csv");
+  const auto rows = test::read_csv(dir_ + "/seeds/ablation.csv");
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].at("seed"), "1");
   EXPECT_EQ(rows[1].at("seed"), "2");
@@ -232,7 +207,7 @@ TEST_F(AblateCli, SharedPrefixGivesTheFiguresOfRowsTrainedFromTheStart) {
   EXPECT_EQ(count(second.out, "trained once"), 0u) << second.out;
   EXPECT_EQ(count(second.out, "reused from"), 2u) << second.out;
   EXPECT_EQ(count(second.out, "(from the shared prefix's step 3)"), 6u) << second.out;
-  const auto a = read_csv(dir_ + "/whole/ablation.csv"), b = read_csv(dir_ + "/shared/ablation.csv");
+  const auto a = test::read_csv(dir_ + "/whole/ablation.csv"), b = test::read_csv(dir_ + "/shared/ablation.csv");
   ASSERT_EQ(a.size(), 12u);
   ASSERT_EQ(b.size(), a.size());
   const auto key = [](const std::map<std::string, std::string>& r) {

@@ -1,6 +1,8 @@
 // Command-line test helpers (tests/support/cli.h).
 #include "tests/support/cli.h"
 
+#include <sstream>
+
 #include "base/json.h"
 
 namespace vlm::test {
@@ -29,6 +31,30 @@ std::vector<double> jsonl_values(const std::string& path, const std::string& key
     at = nl == std::string::npos ? text.size() : nl + 1;
   }
   return v;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string w;
+  while (std::getline(ss, w, sep)) out.push_back(w);
+  return out;
+}
+
+std::vector<std::map<std::string, std::string>> read_csv(const std::string& path) {
+  const std::vector<std::string> lines = split(read_file(path), '\n');
+  std::vector<std::map<std::string, std::string>> rows;
+  if (lines.empty()) return rows;
+  const std::vector<std::string> head = split(lines[0], ',');
+  for (size_t i = 1; i < lines.size(); ++i) {
+    std::vector<std::string> f = split(lines[i], ',');
+    if (!lines[i].empty() && lines[i].back() == ',') f.push_back("");
+    EXPECT_EQ(f.size(), head.size()) << path << " line " << i + 1;
+    std::map<std::string, std::string> r;
+    for (size_t c = 0; c < head.size() && c < f.size(); ++c) r[head[c]] = f[c];
+    rows.push_back(r);
+  }
+  return rows;
 }
 
 void expect_one_error_line(const CommandResult& r, const std::string& prefix, const std::string& what) {

@@ -2,10 +2,12 @@
 //  - fashion_subset: a Fashion-MNIST subset built by `vlm data build`, its tokenizer and
 //    tokens (the dataset-fashion-mnist package), made once per test suite;
 //  - jsonl_values: one key of every line of a JSONL file (metrics.jsonl), as written;
+//  - read_csv: the rows of a CSV table the tools write (ablation.csv), by column name;
 //  - expect_one_error_line: exit status 2 and exactly one line from vlm on stderr,
 //    "<prefix>: error: ..." holding `what` (under mpirun, mpirun's own notice of the
 //    status may follow).
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,12 @@ struct FashionSubset {
 FashionSubset fashion_subset(const std::string& vlm, const std::string& dir, int limit = 400, int vocab = 300);
 
 std::vector<double> jsonl_values(const std::string& path, const std::string& key);
+
+// The fields of `s` between the `sep`s (std::getline's: no trailing empty field).
+std::vector<std::string> split(const std::string& s, char sep);
+// The rows of a CSV file without quoting (as our tables are written), column name ->
+// text; a row with another number of fields than the header fails the current test.
+std::vector<std::map<std::string, std::string>> read_csv(const std::string& path);
 
 void expect_one_error_line(const CommandResult& r, const std::string& prefix, const std::string& what);
 

@@ -1,4 +1,4 @@
-// The rig of the VLM step tests (test_step.cpp, test_mixed_precision.cpp,
+// The rig of the VLM step tests (test_step.cpp, test_mixed_precision*.cpp,
 // test_step_cuda.cpp, tests/parallel/test_nccl_cuda.cpp): a tiny VLM, a synthetic global
 // batch of kImages samples, its micro-batches per DP rank, the gradients of a model as
 // one vector, a one-rank model and step on a backend, the process groups of a (tp, dp)
@@ -41,6 +41,13 @@ VlmConfig tiny_config(int max_images) {
   c.llm.n_heads = 4, c.llm.n_kv_heads = 4, c.llm.d_ff = 64, c.llm.tied_embeddings = false;
   c.max_images = max_images, c.max_text = 12;
   c.front_slots = 2;  // kM >= 2: micro-batch m+1's front end during m's backbone (train/step.h)
+  return c;
+}
+
+// tiny_config under train.precision=bf16.
+[[maybe_unused]] VlmConfig bf16_config(int max_images) {
+  VlmConfig c = tiny_config(max_images);
+  c.precision = Precision::BF16;
   return c;
 }
 

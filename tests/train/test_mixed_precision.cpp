@@ -11,13 +11,7 @@
 //    the encoder's features are bf16 values, the per-token losses are not (f32 loss);
 //  - gradients: two micro-batches accumulate in f32 (their sum matches the sum of the
 //    micro-batches' separate gradients to 1e-6; a bf16 accumulation is off by ~1e-3);
-//  - communication: serial == overlap bitwise in bf16 at every layout, with bf16 DP
-//    gradient buckets too; every layout (ZeRO-0 and 1, f32 and bf16 gradient buckets,
-//    sequence parallelism at tp > 1)
-//    matches the bf16 (1,1) run's loss and gradient norm to 1e-2 relative (measured at
-//    most 3.3e-3: the bf16 wire and the rounded TP partial sums; fp32 layouts match to
-//    1e-5, test_step.cpp); the DP byte formula at the wire's element size equals the
-//    communicator's counters.
+// Serial against overlap and every layout in bf16: test_mixed_precision_layouts.cpp.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -46,12 +40,6 @@ size_t not_bf16(const std::vector<float>& v) {
   size_t n = 0;
   for (float x : v) n += round_bf16_host(x) != x;
   return n;
-}
-
-VlmConfig bf16_config(int max_images) {
-  VlmConfig c = tiny_config(max_images);
-  c.precision = Precision::BF16;
-  return c;
 }
 
 TEST(MixedPrecision, WeightsAreABf16CopyOfF32MastersAndTheStateIsF32) {
@@ -89,7 +77,9 @@ TEST(MixedPrecision, WeightsAreABf16CopyOfF32MastersAndTheStateIsF32) {
           for (size_t i = 0; i < v.size(); ++i) stale += got[i] != round_bf16_host(v[i]);
           all.insert(all.end(), got.begin(), got.end());
         }
-        if (zero == 0) EXPECT_EQ(m.table->bf16_copy_bytes(), copy_bytes) << module_name(m.id);
+        if (zero == 0) {
+          EXPECT_EQ(m.table->bf16_copy_bytes(), copy_bytes) << module_name(m.id);
+        }
         EXPECT_GE(m.table->working_bytes(), copy_bytes) << module_name(m.id);
       }
       return all;
@@ -243,73 +233,6 @@ TEST(MixedPrecision, ActivationArenasAreAtMost55PercentOfFp32) {
               (long long)f32.activation_bytes(), ratio);
   EXPECT_LE(ratio, 0.55);
   EXPECT_GE(ratio, 0.5);
-}
-
-TEST(MixedPrecision, SerialAndOverlapAreBitwiseEqualInBf16) {
-  expect_serial_equals_overlap(bf16_config, DType::BF16);  // bf16 buckets
-}
-
-// Loss and gradient norm of two steps at every layout (bf16 wire on TP and DP) against
-// the bf16 (1,1) run on this rank alone; and the DP byte formula at bf16.
-TEST(MixedPrecision, EveryLayoutMatchesOneRankInBf16) {
-  Backend& b = cpu_backend();
-  const GlobalBatch g = make_batch(11, tiny_config(kImages));
-  OptimOptions oo;
-  oo.lr = 1e-2;
-  auto run = [&](Communicator& tp, Communicator& dp, Communicator& self, int dps, int r, int zero, DType wire,
-                 bool sp) {
-    VlmConfig c = sharded(bf16_config(kImages / (dps * kM)), zero, dp);
-    c.llm.sequence_parallel = sp;
-    VlmModel model(c, b, tp, self);
-    model.init(5);
-    model.refresh_working_weights();
-    sched::StreamSet streams(b);
-    const std::vector<bool> all(kNumModules, true);
-    DpGrads dpg(model.modules(), all, dp, zero, 25, b, wire);
-    VlmStep step(model, streams, dpg, all, kM, StepOptions{});
-    AdamW opt(model.modules(), all, dpg, b, oo);
-    double loss = 0, norm = 0;
-    for (int k = 1; k <= 2; ++k) {
-      model.zero_grads();
-      dp.reset_counters();
-      loss = all_reduce_values(dp, b.default_stream(), {step.run(shard(g, c, dps, r, kM))})[0];
-      // The DP traffic of the step: every module's gradient arena once (zero = 0: all-
-      // reduced; zero = 1: reduce-scattered, the tail all-reduced), at
-      // the wire's element size, by the formula and by the counters (+ the loss's f64).
-      size_t formula = 0, arenas = 0;
-      for (size_t i = 0; i < model.modules().size(); ++i) {
-        formula += dpg.bytes(i);
-        arenas += size_t(model.modules()[i].table->layout().numel()) * 4;
-      }
-      if (dp.size() > 1) {
-        EXPECT_EQ(formula, arenas / 4 * dtype_size(wire)) << "the byte formula of step " << k;
-        EXPECT_EQ(dp.counters().total_bytes(), formula + 8) << "the DP counters of step " << k;
-      }
-      norm = opt.grad_norm(b.default_stream(), tp);
-      opt.step(b.default_stream(), k, oo.lr, 1.f);  // and the bf16 copies
-    }
-    return std::make_pair(loss, norm);
-  };
-  auto self1 = test::self_comm("a"), self2 = test::self_comm("b"), self3 = test::self_comm("c");
-  const auto ref = run(*self1, *self2, *self3, 1, 0, 0, DType::F32, false);
-  for (int tp : layouts_tp()) {
-    Layout L(tp);
-    const int dp = test::world_size() / tp;
-    for (int v = 0; v < (tp > 1 ? 5 : 4); ++v) {  // ZeRO 0/1 x f32/bf16 gradient wire; SP (bf16, ZeRO-0)
-      const int zero = v < 4 ? v % 2 : 0;
-      const DType wire = v < 2 ? DType::F32 : DType::BF16;
-      const bool sp = v == 4;
-      const auto got = run(L.groups->tp(), L.groups->dp(), *L.self, dp, L.groups->dp().rank(), zero, wire, sp);
-      const double dl = rel(got.first, ref.first), dn = rel(got.second, ref.second);
-      SCOPED_TRACE("tp=" + std::to_string(tp) + " dp=" + std::to_string(dp) + " zero=" + std::to_string(zero) +
-                   " grad wire " + std::string(dtype_name(wire)) + (sp ? " sp" : ""));
-      if (test::world_rank() == 0)
-        std::printf("bf16 tp=%d dp=%d zero=%d grad wire %s%s: loss %.3g, grad norm %.3g relative to (1,1)\n", tp, dp,
-                    zero, std::string(dtype_name(wire)).c_str(), sp ? " sp" : "", dl, dn);
-      EXPECT_LE(dl, 1e-2) << got.first << " vs " << ref.first;
-      EXPECT_LE(dn, 1e-2) << got.second << " vs " << ref.second;
-    }
-  }
 }
 
 }  // namespace

@@ -11,13 +11,7 @@
 //    line; without it on the CPU there is none;
 //  - data.curriculum: its steps train on the batches of the curriculum file alone, the
 //    later ones on data.path's, and a resume inside, at the end of or after it is exact;
-//  - bad runs exit 2 with one line naming the problem: a missing file, a curriculum
-//    without its steps (or the other way round) or one that leaves no step to
-//    data.path, a negative train.peak_tflops, a dataset without captions, a tokenizer
-//    larger than the model's vocabulary, an inconsistent train.global_batch, a TP size
-//    that does not divide the heads; under mpirun, a file
-//    only rank 1 is given (a garbage dataset) is reported by rank 1 alone, and both
-//    ranks end with status 2.
+// The fixture: train_cli.h; the refusals: test_train_cli_refusals.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -31,38 +25,17 @@
 #include <vector>
 
 #include "base/config.h"
-#include "data/storage/dataset_writer.h"
 #include "model/work.h"
 #include "runlog/tb_events.h"
 #include "tests/support/cli.h"
+#include "tests/train/train_cli.h"
 #include "train/train_options.h"
 
 namespace vlm {
 namespace {
 
 using Result = test::CommandResult;
-
-std::string vlm() { return VLM_BINARY; }
-std::string mpirun(int n) { return std::string(VLM_MPIEXEC) + " -n " + std::to_string(n) + " --oversubscribe "; }
-
-class TrainCli : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = test::scratch_dir("train_cli");
-    const test::FashionSubset f = test::fashion_subset(vlm(), dir_);
-    data_ = f.data, tok_ = f.tokenizer;
-  }
-  // `vlm train` with configs/tiny.cfg on the subset; run name `run`.
-  static std::string train(const std::string& run, const std::string& extra) {
-    return vlm() + " train --config " + std::string(VLM_SOURCE_DIR) + "/configs/tiny.cfg --data.path " + data_ +
-           " --data.tokenizer " + tok_ + " --train.out_dir " + dir_ + "/runs --train.run " + run + " " + extra;
-  }
-  // The "loss" of every step in runs/<run>/metrics.jsonl, as written (%.17g).
-  static std::vector<double> losses(const std::string& run) {
-    return test::jsonl_values(dir_ + "/runs/" + run + "/metrics.jsonl", "loss");
-  }
-  static inline std::string dir_, data_, tok_;
-};
+using test::mpirun, test::TrainCli, test::vlm;
 
 TEST_F(TrainCli, EveryLayoutGivesTheSameLosses) {
   struct Case {
@@ -236,55 +209,6 @@ TEST_F(TrainCli, CurriculumReadsItsFileFirstAndResumesExactly) {
     ASSERT_EQ(l.size(), size_t(6 - k)) << run;
     for (size_t i = 0; i < l.size(); ++i) EXPECT_EQ(l[i], ref[size_t(k) + i]) << run << " step " << k + 1 + int(i);
   }
-}
-
-void expect_refused(const Result& r, const std::string& what) { test::expect_one_error_line(r, "vlm train", what); }
-
-TEST_F(TrainCli, BadRunsExitWithOneLine) {
-  expect_refused(test::run_command(train("bad", "--data.path " + dir_ + "/missing.h5"), dir_), dir_ + "/missing.h5");
-  expect_refused(test::run_command(train("bad", "--train.peak_tflops=-1"), dir_),
-                 "--train.peak_tflops: -1 is out of range");
-  {  // a valid dataset with images but no caption
-    const std::string p = dir_ + "/nocaptions.h5";
-    DatasetWriter w = DatasetWriter::raw(p, 28, 28, 1);
-    std::vector<uint8_t> px(28 * 28, 7);
-    w.add_raw(px.data());
-    w.add_raw(px.data());
-    w.set_split("/splits/train", {0, 1});
-    w.finish();
-    expect_refused(test::run_command(train("bad", "--data.path " + p), dir_), "no captions");
-  }
-  expect_refused(test::run_command(train("bad", "--model.vocab_size 100"), dir_), "exceeds the model's (model.vocab_size=100)");
-  expect_refused(test::run_command(train("bad", "--train.global_batch 7"), dir_), "--train.global_batch=7 must equal");
-  expect_refused(test::run_command(mpirun(8) + train("bad", "--tp 8"), dir_), "n_heads");
-  expect_refused(test::run_command(train("bad", "--train.freeze vision,eyes"), dir_), "--train.freeze: unknown module 'eyes'");
-  expect_refused(test::run_command(train("bad", "--data.curriculum_steps 3"), dir_),
-                 "--data.curriculum_steps: 3 with --data.curriculum '' (expected both set");
-  expect_refused(test::run_command(train("bad", "--data.curriculum " + dir_ + "/missing.h5 --data.curriculum_steps 3"),
-                                   dir_),
-                 dir_ + "/missing.h5");
-  expect_refused(test::run_command(train("bad", "--train.steps 4 --data.curriculum " + data_ + " --data.curriculum_steps 4"),
-                                   dir_),
-                 "--data.curriculum_steps: 4 leaves none of the run's 4 steps to " + data_);
-  expect_refused(test::run_command(train("bad", "--train.steps 4 --train.stop_after 9"), dir_),
-                 "--train.stop_after: step 9 is past the run's last step 4");
-}
-
-TEST_F(TrainCli, ARankLocalBadFileEndsEveryRank) {
-  const std::string garbage = dir_ + "/garbage.h5";
-  test::write_file(garbage, "not an HDF5 file\n");
-  // MPMD: one argument list per rank; rank 0's is valid.
-  const std::string cmd = std::string(VLM_MPIEXEC) + " --oversubscribe --tag-output -n 1 " + train("rank_bad", "") +
-                          " : -n 1 " + train("rank_bad", "--data.path " + garbage);
-  const Result r = test::run_command(cmd, dir_);
-  EXPECT_EQ(r.status, 2) << r.err;
-  size_t errors = 0;
-  for (size_t at = r.err.find("error:"); at != std::string::npos; at = r.err.find("error:", at + 1)) ++errors;
-  EXPECT_EQ(errors, 1u) << r.err;
-  // Refused at the start: the ranks' options differ (parallel/runtime.h), and rank 1 names its file.
-  EXPECT_NE(r.err.find(",1]<stderr>:vlm train: error: options differ between ranks: 'data.path = " + garbage),
-            std::string::npos)
-      << r.err;
 }
 
 }  // namespace
