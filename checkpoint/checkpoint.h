@@ -67,9 +67,15 @@ class CheckpointReader {
 };
 
 // `train.resume`-style resolution: a step_<N>.h5 file or a step_<N>/ folder is itself;
-// another folder is what its `latest` names (UserError when there is none, or when it
-// names no complete checkpoint). "" when `allow_missing` and the folder holds none.
+// another folder is what its `latest` names (UserError when it names no complete
+// checkpoint), or without a `latest` (a save killed between its index and `latest`, or
+// `latest` removed) its newest complete save by step. UserError when the folder holds
+// none, or "" when `allow_missing`.
 std::string resolve_checkpoint(const std::string& path, bool allow_missing = false);
+
+// The step of a save's name in a checkpoint folder: step_<N>/ or step_<N>.h5; -1 for
+// any other name.
+int64_t save_step(const std::string& name);
 
 // Every rank loads its slices of every module's parameters into `model` (no optimizer state).
 void load_model(const CheckpointReader& ck, VlmModel& model);
@@ -84,8 +90,13 @@ struct SaveReport {
   int64_t max_rank_bytes = 0;  // the most one rank wrote (on world rank 0)
   int shards = 0;
 };
+// Creates the checkpoint folder `dir` (train.ckpt_dir) when it is missing and checks that
+// this process can write there (UserError naming --train.ckpt_dir otherwise): a run
+// checks it before training, so a bad folder does not surface at the first save.
+void check_checkpoint_folder(const std::string& dir);
+
 // Writes <dir>/step_<state.step>/ (collective over the world: every rank calls it), then
-// `latest`, then prunes to keep_last saves (0 = keep all).
+// `latest`, then prunes to keep_last saves (0 = keep all) among the saves of earlier steps.
 SaveReport save_checkpoint(const std::string& dir, int keep_last, const CheckpointState& state,
                            const Config& options, const Tokenizer& tok, VlmModel& model,
                            const std::vector<bool>& trainable, AdamW& opt, Runtime& rt);

@@ -1,5 +1,6 @@
 // Reading checkpoints (checkpoint/checkpoint.h): the reader of either form, `latest`,
 // loading a model or the whole training state.
+#include <algorithm>
 #include <filesystem>
 
 #include "base/error.h"
@@ -20,12 +21,27 @@ bool is_sharded(const std::string& dir) {
   return fs::is_directory(dir, ec) && fs::exists(dir + "/" + kIndexName, ec);
 }
 
-// A folder with shard files but no index: a save that did not finish.
+// A folder with shard files (or their temporaries) but no index: a save that did not finish.
 bool has_shards(const std::string& dir) {
   std::error_code ec;
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec))
-    if (e.path().extension() == ".shard") return true;
+    if (e.path().filename().string().find(".shard") != std::string::npos) return true;
   return false;
+}
+
+// The newest complete save of a checkpoint folder by step (a step_<N>.h5 file or a
+// step_<N>/ folder with its index), "" when there is none.
+std::string newest_save(const std::string& dir) {
+  std::error_code ec;
+  int64_t best = -1;
+  std::string name;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    const std::string n = e.path().filename().string();
+    const int64_t step = save_step(n);
+    const bool complete = n.ends_with(".h5") ? e.is_regular_file(ec) : is_sharded(e.path().string());
+    if (step > best && complete) best = step, name = n;
+  }
+  return name;
 }
 
 // The file that lists the tensors (for messages): the index of a sharded checkpoint.
@@ -103,6 +119,14 @@ Tensor CheckpointReader::read_local(const std::string& tensor, const ParamTable&
   return t.local_slice(p, read_full(tensor, p.spec.hf));
 }
 
+int64_t save_step(const std::string& n) {
+  if (n.rfind("step_", 0) != 0) return -1;
+  std::string num = n.substr(5);
+  if (num.size() > 3 && num.substr(num.size() - 3) == ".h5") num.resize(num.size() - 3);
+  if (num.empty() || num.size() > 18 || num.find_first_not_of("0123456789") != std::string::npos) return -1;
+  return std::stoll(num);
+}
+
 std::string resolve_checkpoint(const std::string& path, bool allow_missing) {
   std::error_code ec;
   if (fs::is_regular_file(path, ec) || is_sharded(path)) return path;
@@ -113,11 +137,17 @@ std::string resolve_checkpoint(const std::string& path, bool allow_missing) {
   const std::string latest = path + "/" + kLatestName;
   if (!fs::exists(latest, ec)) {
     VLM_REQUIRE(!has_shards(path), path, ": not a complete checkpoint (no ", kIndexName, ": its save did not finish)");
-    VLM_REQUIRE(allow_missing, path, ": no checkpoint in this folder (no '", kLatestName, "' file)");
+    const std::string newest = newest_save(path);
+    if (!newest.empty()) return path + "/" + newest;
+    VLM_REQUIRE(allow_missing, path, ": no checkpoint in this folder (no '", kLatestName,
+                "' file and no complete step_<N> save)");
     return "";
   }
   std::string name = read_file_bounded(latest, 4096, "checkpoint pointer");
   while (!name.empty() && (name.back() == '\n' || name.back() == '\r' || name.back() == ' ')) name.pop_back();
+  VLM_REQUIRE(std::all_of(name.begin(), name.end(), [](unsigned char c) { return c >= 0x20 && c != 0x7f; }), latest,
+              ": expected the name of a checkpoint in this folder, got ", name.size(),
+              " bytes with control characters");
   VLM_REQUIRE(!name.empty() && name.find('/') == std::string::npos && name != "." && name != "..", latest,
               ": expected the name of a checkpoint in this folder, got '", name, "'");
   const std::string p = path + "/" + name;

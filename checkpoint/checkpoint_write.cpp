@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <random>
 #include <set>
@@ -135,28 +136,21 @@ void discard_save(const std::string& folder, const std::string& save) {
   if (fs::is_empty(folder, ec)) fs::remove(folder, ec);
 }
 
-// The step of a save's name: step_<N>/ or step_<N>.h5; -1 for anything else.
-int64_t step_of(const std::string& n) {
-  if (n.rfind("step_", 0) != 0) return -1;
-  std::string num = n.substr(5);
-  if (num.size() > 3 && num.substr(num.size() - 3) == ".h5") num.resize(num.size() - 3);
-  if (num.empty() || num.size() > 18 || num.find_first_not_of("0123456789") != std::string::npos) return -1;
-  return std::stoll(num);
-}
-
-// Removes the oldest saves beyond keep_last (never `keep`), saves that did not finish
-// (folders without an index), and temporaries of single-file saves of killed processes.
+// Removes the oldest saves beyond keep_last (never `keep`, never a save of a later step
+// than `keep`'s: a run restarted from an earlier step leaves what went further alone),
+// saves that did not finish (folders without an index), and temporaries of single-file
+// saves of killed processes.
 void prune(const std::string& dir, int keep_last, const std::string& keep) {
   std::vector<std::pair<int64_t, std::string>> saves;
   std::error_code ec;
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
     const std::string n = e.path().filename().string();
     if (n.rfind(".step_", 0) == 0 && n.find(AtomicFile::kTempInfix) != std::string::npos) fs::remove(e.path(), ec);
-    if (step_of(n) < 0 || n == keep) continue;
+    if (save_step(n) < 0 || n == keep) continue;
     if (e.is_directory(ec) && !fs::exists(e.path() / kIndexName, ec))
       fs::remove_all(e.path(), ec);
-    else
-      saves.push_back({step_of(n), n});
+    else if (save_step(n) < save_step(keep))
+      saves.push_back({save_step(n), n});
   }
   std::sort(saves.begin(), saves.end());
   const size_t others = keep_last > 0 ? size_t(keep_last - 1) : saves.size();  // `keep` is one of the kept
@@ -170,6 +164,15 @@ void prune(const std::string& dir, int keep_last, const std::string& keep) {
 }
 
 }  // namespace
+
+void check_checkpoint_folder(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  VLM_REQUIRE(!ec && fs::is_directory(dir, ec), "--train.ckpt_dir ", dir, ": cannot create the checkpoint folder (",
+              ec ? ec.message() : "not a folder", ")");
+  VLM_REQUIRE(::access(dir.c_str(), W_OK | X_OK) == 0, "--train.ckpt_dir ", dir, ": cannot write there (",
+              std::strerror(errno), ")");
+}
 
 SaveReport save_checkpoint(const std::string& dir, int keep_last, const CheckpointState& state,
                            const Config& options, const Tokenizer& tok, VlmModel& model,

@@ -59,7 +59,7 @@ int64_t shard_header_length(std::string_view trailer, int64_t file_bytes, const 
 
 ShardHeader parse_shard_header(std::string_view text, const std::string& file, int64_t data_bytes) {
   const Value root = json::parse(text, file + " (shard header)", {size_t(kMaxShardHeaderBytes), 16});
-  check_format(root, kShardFormat, kShardedVersion, file);
+  check_format(root, kShardFormat, kShardedVersion, kShardedVersion, file);
   only_keys(root, {"format", "version", "save", "step", "rank", "world", "pieces"}, file);
   ShardHeader h;
   h.save = save_at(root, file);

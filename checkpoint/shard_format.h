@@ -16,11 +16,14 @@
 // pieces of a tensor hold each of its elements once.
 // Shard header (JSON object): format "vlm-checkpoint-shard", version 1, save, step,
 // rank, world, pieces: [{tensor, shape, offset, extent, range: [begin, end], at, crc32c}].
-// Index (JSON object): format "vlm-checkpoint-index", version 1, save, step, saved_tp,
-// saved_dp, zero, global_batch, micro_batches, state: {seed, sampler_seed,
+// Index (JSON object): crc32c, format "vlm-checkpoint-index", version 2, save, step,
+// saved_tp, saved_dp, zero, global_batch, micro_batches, state: {seed, sampler_seed,
 // sampler_epoch, sampler_step}, texts: {config, options, tokenizer: {file, bytes,
 // crc32c}}, shards: [{file, rank, bytes, header_crc32c}], tensors: [{name, shape,
-// pieces: [{shard, offset, extent, range, at, crc32c}]}].
+// pieces: [{shard, offset, extent, range, at, crc32c}]}]. The text begins
+// {"crc32c":<C>, where C is the CRC-32C of every byte after that comma, so a changed
+// byte anywhere (the state included, which nothing else checks) is refused. Version 1
+// (no checksum) is read too.
 // The parsers take bytes and check everything before anything is used (unknown or
 // missing keys, types, ranges, file names, regions inside their tensor, pieces back to
 // back inside their shard, each tensor's pieces adding up to its size): a UserError
@@ -39,7 +42,8 @@ namespace vlm {
 inline constexpr const char* kIndexName = "index.json";
 inline constexpr const char* kIndexFormat = "vlm-checkpoint-index";
 inline constexpr const char* kShardFormat = "vlm-checkpoint-shard";
-inline constexpr int64_t kShardedVersion = 1;
+inline constexpr int64_t kShardedVersion = 1;  // the shard header's
+inline constexpr int64_t kIndexVersion = 2;    // the index's (2 added its checksum; 1 is read too)
 inline constexpr std::string_view kShardMagic = "VLMSHARD";
 inline constexpr int64_t kShardTrailerBytes = 16;  // header length (u64 LE) + magic
 inline constexpr int64_t kMaxShardHeaderBytes = int64_t(1) << 30;

@@ -24,6 +24,17 @@ Value text_value(const TextFile& t) {
   return o;
 }
 
+constexpr std::string_view kChecksumHead = "{\"crc32c\":";
+
+// Whether the index's checksum (version 2) matches the bytes after it.
+bool checksum_matches(std::string_view bytes, const Value& root, const std::string& file) {
+  const uint32_t want = crc_at(root, "crc32c", file);
+  if (bytes.substr(0, kChecksumHead.size()) != kChecksumHead) return false;
+  const size_t comma = bytes.find(',', kChecksumHead.size());
+  if (comma == std::string_view::npos) return false;
+  return crc32c(bytes.data() + comma + 1, bytes.size() - comma - 1) == want;
+}
+
 TextFile text_at(const Value& texts, std::string_view key, const std::string& what) {
   const std::string w = cat(what, ": texts.", key);
   const Value& o = texts.at(key, what + ": texts");
@@ -67,7 +78,7 @@ std::string index_json(const CheckpointIndex& idx) {
   const CheckpointState& s = idx.state;
   Value o = Value::object();
   o.set("format", Value::string(kIndexFormat));
-  o.set("version", int_value(kShardedVersion));
+  o.set("version", int_value(kIndexVersion));
   o.set("save", Value::string(idx.save));
   o.set("step", int_value(s.step));
   o.set("saved_tp", int_value(s.saved_tp));
@@ -113,14 +124,19 @@ std::string index_json(const CheckpointIndex& idx) {
   }
   o.set("shards", Value::array(std::move(shards)));
   o.set("tensors", Value::array(std::move(tensors)));
-  return json::write(o);
+  // The checksum first, over the rest of the object (the writer's text, after its '{').
+  const std::string body = json::write(o).substr(1);
+  return cat(kChecksumHead, crc32c(body.data(), body.size()), ",", body);
 }
 
 CheckpointIndex parse_index(std::string_view bytes, const std::string& file) {
   const Value root = json::parse(bytes, file, {size_t(kMaxIndexBytes), 16});
-  check_format(root, kIndexFormat, kShardedVersion, file);
-  only_keys(root, {"format", "version", "save", "step", "saved_tp", "saved_dp", "zero", "global_batch", "micro_batches",
-                   "state", "texts", "shards", "tensors"},
+  const int64_t version = check_format(root, kIndexFormat, 1, kIndexVersion, file);
+  VLM_REQUIRE((version >= 2) == (root.find("crc32c") != nullptr), file, ": version ", version,
+              version >= 2 ? " without its checksum (crc32c)" : " with a checksum (crc32c), which version 1 lacks");
+  only_keys(root,
+            {"crc32c", "format", "version", "save", "step", "saved_tp", "saved_dp", "zero", "global_batch",
+             "micro_batches", "state", "texts", "shards", "tensors"},
             file);
   CheckpointIndex idx;
   CheckpointState& s = idx.state;
@@ -191,6 +207,9 @@ CheckpointIndex parse_index(std::string_view bytes, const std::string& file) {
   }
   for (size_t k = 0; k < spans.size(); ++k)
     check_disjoint(spans[k], idx.shards[k].bytes - kShardTrailerBytes, cat(file, ": shard ", idx.shards[k].file));
+  // Last, so that the checks above name what a damaged text breaks where they can.
+  VLM_REQUIRE(version < 2 || checksum_matches(bytes, root, file), file,
+              ": its bytes do not match its checksum (crc32c): the index was changed after it was written");
   return idx;
 }
 

@@ -92,13 +92,15 @@ uint32_t crc_at(const Value& o, std::string_view key, const std::string& what) {
   return uint32_t(int_at(o, key, 0, int64_t(UINT32_MAX), what));
 }
 
-void check_format(const Value& root, const char* format, int64_t version, const std::string& file) {
+int64_t check_format(const Value& root, const char* format, int64_t oldest, int64_t newest, const std::string& file) {
   root.as_object(file);
   const Value* f = root.find("format");
   VLM_REQUIRE(f && f->is_string() && f->as_string() == format, file, ": not a vlm checkpoint file (format '", format,
               "' expected)");
   const int64_t v = int_at(root, "version", 0, INT64_MAX, file);
-  VLM_REQUIRE(v == version, file, ": version ", v, " (this vlm reads version ", version, ")");
+  VLM_REQUIRE(v >= oldest && v <= newest, file, ": version ", v, " (this vlm reads ",
+              oldest == newest ? cat("version ", newest) : cat("versions ", oldest, " to ", newest), ")");
+  return v;
 }
 
 void check_disjoint(std::vector<std::pair<int64_t, int64_t>>& spans, int64_t data_bytes, const std::string& what) {

@@ -29,8 +29,9 @@ void put_region(Value& o, const TensorRegion& r);
 
 // Refuses members of `o` other than `keys` (a key the writer never writes is damage).
 void only_keys(const Value& o, std::initializer_list<std::string_view> keys, const std::string& what);
-// The format's name and version of a file's root object.
-void check_format(const Value& root, const char* format, int64_t version, const std::string& file);
+// Checks the format's name of a file's root object and that its version is one of
+// oldest..newest; returns the version.
+int64_t check_format(const Value& root, const char* format, int64_t oldest, int64_t newest, const std::string& file);
 int64_t int_at(const Value& o, std::string_view key, int64_t lo, int64_t hi, const std::string& what);
 // At most kMaxDims entries, each in [0, hi].
 Dims dims_at(const Value& o, std::string_view key, int64_t hi, const std::string& what);

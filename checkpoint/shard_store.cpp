@@ -158,9 +158,15 @@ void ShardStore::check_shard(int k, const std::string& tensor) {
     const ShardPiece& s = h.pieces[i];
     const IndexPiece& p = *pieces[order[i]];
     const IndexTensor& t = *mine[order[i]].second;
-    VLM_REQUIRE(s.tensor == t.name && s.shape == t.shape && s.region == p.region && s.at == p.at &&
-                    s.crc32c == p.crc32c,
-                path, ": its piece at byte ", s.at, " (tensor /", s.tensor, ") is not the index's (tensor /", t.name,
+    const char* differs = s.tensor != t.name   ? "tensor"
+                          : s.shape != t.shape ? "shape"
+                          : s.region != p.region ? "region"
+                          : s.at != p.at       ? "byte offset"
+                          : s.crc32c != p.crc32c ? "checksum"
+                                                 : nullptr;
+    VLM_REQUIRE(!differs, path, ": its piece at byte ", s.at, " (tensor /", s.tensor, ") differs in its ", differs,
+                " from the index's piece there (tensor /", t.name,
+                s.crc32c != p.crc32c ? cat(": checksum ", s.crc32c, " in the shard, ", p.crc32c, " in the index") : "",
                 ")");
   }
   checked_[size_t(k)] = true;

@@ -31,6 +31,19 @@ void Trainer::State::resume() {
                 " and train.micro_batches = ", c.micro_batches, ")");
     VLM_REQUIRE(c.step <= total, path, ": saved at step ", c.step, ", after the last step of this run (", total,
                 "; raise train.steps or train.epochs)");
+    // A resume continues the saved run: the same batches (the seed draws them) in the
+    // same words, from a data position that exists in this run's file.
+    VLM_REQUIRE(c.seed == seed, path, ": saved by a run of seed ", c.seed, ", this run has --seed ", seed,
+                " (a resume continues the saved run: give its seed)");
+    VLM_REQUIRE(ck.tokenizer_json() == tok->to_json(), path, ": saved with another tokenizer than this run's (",
+                data.tokenizer.empty() ? "the one " + data.path + " names" : "--data.tokenizer " + data.tokenizer,
+                "): a resume continues with the tokenizer the model was trained with");
+    const Loader& l = loader_at(c.step);
+    VLM_REQUIRE(c.sampler.epoch >= 0 && c.sampler.step >= 0 && c.sampler.step < l.steps_per_epoch(), path,
+                ": its data position (epoch ", c.sampler.epoch, ", step ", c.sampler.step, " of the epoch) is not in ",
+                c.step <= data.curriculum_steps && curriculum ? "--data.curriculum " + data.curriculum
+                                                              : "--data.path " + data.path,
+                " (", l.steps_per_epoch(), " steps per epoch): resume with the data the run was saved with");
     load_training_state(ck, *model, trainable, *opt);
     read = ck.store().bytes_read(), stored = ck.store().data_bytes();
   });

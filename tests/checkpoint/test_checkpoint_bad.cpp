@@ -10,8 +10,11 @@
 //  - single file: not HDF5, truncated, not a checkpoint, another version, a missing /
 //    reshaped / extra / wrong-type tensor, flipped data bytes, a non-finite value, and
 //    huge finite weights, which stop the resumed run at its first step (non-finite loss);
-//  - either form: another model configuration, another global batch; a dangling
-//    `latest`, a missing path.
+//  - either form: another model configuration, another global batch, another seed or
+//    tokenizer, data without the saved data position; a dangling `latest`, one with
+//    control characters, a missing path;
+//  - a folder without `latest` resumes from its newest complete save, and a fresh run's
+//    pruning leaves the saves of later steps alone.
 #include <hdf5.h>
 
 #include <cmath>
@@ -19,6 +22,7 @@
 #include "io/crc32c.h"
 #include "io/h5_io.h"
 #include "tests/checkpoint/checkpoint_fixture.h"
+#include "tests/checkpoint/index_edit.h"
 
 namespace vlm::test {
 namespace {
@@ -83,7 +87,7 @@ TEST_F(BadCheckpoint, ShardedCheckpointsExitWithOneLine) {
   std::string renamed = text;
   const std::string norm = "\"model/llm/model.norm.weight\"";
   ASSERT_NE(renamed.find(norm), std::string::npos);
-  write_file(b + ix, renamed.replace(renamed.find(norm), norm.size(), "\"model/llm/extra.weight\""));
+  write_file(b + ix, resigned_index(renamed.replace(renamed.find(norm), norm.size(), "\"model/llm/extra.weight\"")));
   refused(b, b + ix + ": tensor /model/llm/extra.weight is not a parameter of this model");
 
   b = copy_step3();
@@ -100,6 +104,68 @@ TEST_F(BadCheckpoint, ShardedCheckpointsExitWithOneLine) {
 
   refused(ckpt("ref", 3), ckpt("ref", 3) + ix + ": tensor /model/", "--train.batch 8 --model.d_model 48");
   refused(ckpt("ref", 3), ckpt("ref", 3) + ": saved with a global batch of 8", "--train.batch 4");
+}
+
+// A resume continues the saved run: another seed, another tokenizer, or data in which the
+// saved data position does not exist are refused, naming the option.
+TEST_F(BadCheckpoint, AResumeKeepsTheSeedTheTokenizerAndADataPositionThatExists) {
+  reference();
+  refused(ckpt("ref", 3), ckpt("ref", 3) + ": saved by a run of seed 1, this run has --seed 7",
+          "--train.batch 8 --seed 7");
+  const std::string other = dir_ + "/tok_other.json";
+  ASSERT_EQ(run_command(vlm() + " data tokenizer --data.train " + data_ + " --data.vocab 280 --data.out " + other, dir_)
+                .status,
+            0);
+  refused(ckpt("ref", 3), ckpt("ref", 3) + ": saved with another tokenizer than this run's (--data.tokenizer " + other,
+          "--train.batch 8 --data.tokenizer " + other);
+  // 16 images: 2 steps of 8 per epoch, where the save stands at step 3 of its epoch.
+  const std::string small = dir_ + "/small.h5";
+  const CommandResult s = run_command(vlm() + " data build --data.from fashion-mnist --data.limit 16 --data.out " + small,
+                                     dir_);
+  ASSERT_EQ(s.status, 0) << s.err;
+  refused(ckpt("ref", 3),
+          ckpt("ref", 3) + ": its data position (epoch 0, step 3 of the epoch) is not in --data.path " + small +
+              " (2 steps per epoch)",
+          "--train.batch 8 --data.path " + small);
+}
+
+// A checkpoint folder without `latest` (a save killed between its index and `latest`)
+// resumes from its newest complete save; a save that did not finish is named so even
+// when only its temporary shards are there; a `latest` with control characters is
+// refused; and a fresh run's pruning leaves saves of later steps (an earlier run's) alone.
+TEST_F(BadCheckpoint, LatestMissingOrDamagedAndPruning) {
+  reference();
+  const std::string folder = dir_ + "/no_latest";
+  fs::remove_all(folder);
+  fs::copy(ckpt_dir("ref"), folder, fs::copy_options::recursive);
+  fs::remove(folder + "/latest");
+  fs::create_directories(folder + "/step_9");  // a save killed before its first shard's commit
+  write_file(folder + "/step_9/.rank_0.0123ab.shard.tmp-1-0", "partial");
+  const CommandResult v = run_command(vlm() + " checkpoint verify --checkpoint " + folder, dir_);
+  EXPECT_EQ(v.status, 0) << v.err;
+  EXPECT_NE(v.out.find(folder + "/step_6: step 6"), std::string::npos) << v.out;
+  const CommandResult u = run_command(vlm() + " checkpoint verify --checkpoint " + folder + "/step_9", dir_);
+  expect_one_error_line(u, "vlm checkpoint verify",
+                        folder + "/step_9: not a complete checkpoint (no index.json: its save did not finish)");
+  write_file(folder + "/latest", std::string("step_6\0junk\n", 12));
+  const CommandResult n = run_command(vlm() + " checkpoint verify --checkpoint " + folder, dir_);
+  expect_one_error_line(n, "vlm checkpoint verify",
+                        folder + "/latest: expected the name of a checkpoint in this folder, got 11 bytes with control "
+                                 "characters");
+
+  // Saves of steps 30 and 60 (renamed copies), then a fresh run keeping one save.
+  const std::string pruned = dir_ + "/pruned";
+  fs::remove_all(pruned);
+  fs::create_directories(pruned);
+  fs::copy(ckpt("ref", 3), pruned + "/step_30", fs::copy_options::recursive);
+  fs::copy(ckpt("ref", 6), pruned + "/step_60", fs::copy_options::recursive);
+  const CommandResult f =
+      run_command(train("fresh", "--train.batch 8 --train.keep_last 1 --train.ckpt_dir " + pruned), dir_);
+  ASSERT_EQ(f.status, 0) << f.err;
+  for (const char* s : {"step_6", "step_30", "step_60"})
+    EXPECT_TRUE(fs::exists(pruned + "/" + s + "/" + kIndexName)) << s;
+  EXPECT_FALSE(fs::exists(pruned + "/step_3")) << "keep_last 1 keeps step_6 alone of the run's own saves";
+  EXPECT_EQ(read_file(pruned + "/latest"), "step_6\n");
 }
 
 // A copy of the consolidated file edited by `edit` (HDF5 C API, read-write).

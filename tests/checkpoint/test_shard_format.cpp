@@ -6,11 +6,14 @@
 //    or missing key, a bad save id, a file name leaving the folder, a duplicate, a shape
 //    beyond 2^50 elements, a region outside its tensor, an empty piece, pieces that do
 //    not add up to their tensor, pieces sharing bytes or running past their shard, a
-//    truncated text, a damaged trailer, pieces that do not lie back to back).
+//    truncated text, a damaged trailer, pieces that do not lie back to back; in the
+//    index, a changed byte the structure allows, such as the step, which its checksum
+//    catches); an index of version 1 (no checksum) reads back too.
 #include <gtest/gtest.h>
 
 #include "base/error.h"
 #include "checkpoint/shard_format.h"
+#include "tests/checkpoint/index_edit.h"
 
 namespace vlm {
 namespace {
@@ -76,6 +79,9 @@ TEST(ShardFormat, HeadersAndIndexReadBackEqual) {
   const CheckpointIndex idx = sample_index();
   const CheckpointIndex back = parse_index(index_json(idx), "i");
   EXPECT_EQ(index_json(back), index_json(idx));
+  // Version 1 (before the checksum) reads the same.
+  const std::string text2 = index_json(idx), body = text2.substr(text2.find(',') + 1);
+  EXPECT_EQ(index_json(parse_index(edit("{" + body, "\"version\":2", "\"version\":1"), "i")), text2);
   EXPECT_EQ(back.state.seed, uint64_t(-3));
   EXPECT_EQ(back.state.sampler.seed, uint64_t(1) << 63);
   EXPECT_EQ(back.state.micro_batches, 2);
@@ -91,16 +97,32 @@ TEST(ShardFormat, HeadersAndIndexReadBackEqual) {
 }
 
 TEST(ShardFormat, BadIndexesAreOneLineNamingTheFile) {
+  // Edits the checks below aim at, re-signed so that the checksum passes them on.
   const std::string good = index_json(sample_index());
+  const auto edit = [](const std::string& text, const std::string& from, const std::string& to) {
+    return test::resigned_index(vlm::edit(text, from, to));
+  };
+  const auto unsigned_edit = [](const std::string& text, const std::string& from, const std::string& to) {
+    return vlm::edit(text, from, to);
+  };
   const std::string a = "{\"name\":\"model/llm/a\",\"shape\":[4,6]";
+  const std::string crc = good.substr(10, good.find(',') - 10);  // after {"crc32c":
   const struct {
     std::string text, what;
   } cases[] = {
       {good.substr(0, good.size() - 1), "JSON error"},
       {"[]", "expected a JSON object"},
       {edit(good, "vlm-checkpoint-index", "vlm-checkpoint-shard"), "not a vlm checkpoint file"},
-      {edit(good, "\"version\":1", "\"version\":2"), "version 2 (this vlm reads version 1)"},
-      {edit(good, "\"version\":1", "\"version\":1,\"extra\":0"), "unexpected key 'extra'"},
+      {edit(good, "\"version\":2", "\"version\":3"), "version 3 (this vlm reads versions 1 to 2)"},
+      {edit(good, "\"version\":2", "\"version\":2,\"extra\":0"), "unexpected key 'extra'"},
+      {edit(good, "\"version\":2", "\"version\":1"), "version 1 with a checksum (crc32c)"},
+      {"{" + good.substr(good.find(',') + 1), "version 2 without its checksum (crc32c)"},
+      // Edits the structure allows: only the checksum sees them.
+      {unsigned_edit(good, "\"step\":7", "\"step\":6"), "its bytes do not match its checksum (crc32c)"},
+      {unsigned_edit(good, "\"sampler_step\":5", "\"sampler_step\":4"), "its bytes do not match its checksum"},
+      {unsigned_edit(good, "\"seed\":-3", "\"seed\":-2"), "its bytes do not match its checksum"},
+      {unsigned_edit(good, "{\"crc32c\":" + crc, "{\"crc32c\":" + std::to_string(std::stoull(crc) ^ 1)),
+       "its bytes do not match its checksum"},
       {edit(good, "\"zero\":1,", ""), "missing key 'zero'"},
       {edit(good, "\"zero\":1", "\"zero\":7"), "zero=7: expected an integer in [0, 3]"},
       {edit(good, "\"save\":\"00ff12\"", "\"save\":\"../x\""), "is not a hexadecimal id"},

@@ -18,6 +18,7 @@
 #include "base/error.h"
 #include "checkpoint/shard_store.h"
 #include "io/crc32c.h"
+#include "tests/checkpoint/index_edit.h"
 #include "tests/support/files.h"
 
 namespace vlm {
@@ -186,7 +187,8 @@ TEST_F(ShardStoreTest, DamageIsRefusedByTheReadsThatNeedIt) {
   write_checkpoint(folder());
   std::string idx = test::read_file(folder() + "/" + kIndexName);
   const std::string from = "\"offset\":[3,0]";  // rank 1's slice moved onto rank 0's: overlap and hole
-  test::write_file(folder() + "/" + kIndexName, idx.replace(idx.find(from), from.size(), "\"offset\":[0,0]"));
+  test::write_file(folder() + "/" + kIndexName,
+                   test::resigned_index(idx.replace(idx.find(from), from.size(), "\"offset\":[0,0]")));
   refused(folder() + "/index.json: tensor /model/llm/a: two of its pieces hold the same elements");
 
   write_checkpoint(folder());
