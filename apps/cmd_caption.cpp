@@ -82,7 +82,8 @@ int caption(const Config& cfg) {
     VLM_REQUIRE(!image.empty(), "--image: an image file is required");
     VLM_REQUIRE(g.decode.top_k == 0 || g.decode.temperature > 0, "--top-k ", g.decode.top_k,
                 " needs --temperature > 0 (greedy decoding takes the top token)");
-    if (!relevance.empty()) check_output_path(relevance);
+    if (!relevance.empty())
+      check_output_path(relevance, cfg, {{"--checkpoint", in.checkpoint}, {"--image", image}});
     require_utf8(in.prompt, "--" + caption_inputs().name_of(&CaptionInputs::prompt));
     rgb = read_rgb_file(image, "--image");
   });

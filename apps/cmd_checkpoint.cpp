@@ -51,7 +51,7 @@ std::string input(const CheckpointInputs& in) {
 int consolidate(const Config& cfg) {
   const CheckpointInputs in = checkpoint_inputs(true).read(cfg);
   VLM_REQUIRE(!in.out.empty(), "--out: the HDF5 file to write is required");
-  check_output_path(in.out);
+  check_output_path(in.out, cfg, {{"--checkpoint", in.checkpoint}});
   const std::string path = input(in);
   VLM_REQUIRE(std::filesystem::is_directory(path), path, ": already a single-file checkpoint");
   const ConsolidateReport r = consolidate_checkpoint(path, in.out);

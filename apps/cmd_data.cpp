@@ -54,6 +54,8 @@ int do_build(const Config& c) {
   if (input.empty() && from == "tuxpaint") input = "/usr/share/tuxpaint/stamps";
   VLM_REQUIRE(!input.empty(), "--data.input is required for --data.from ", from);
   std::string images = d.images;
+  VLM_REQUIRE(images.empty() || std::filesystem::is_directory(images), "--data.images ", images,
+              ": expected the folder the input's image paths are relative to");
   if (images.empty()) images = std::filesystem::path(input).parent_path().string();
   const auto t0 = std::chrono::steady_clock::now();
   BuildReport r;
@@ -106,6 +108,8 @@ int do_tokenize(const Config& c) {
   const DataTool d = data_tool().read(c);
   const std::string path = file_or_option(c, d, &DataTool::input);
   const std::string tp = required_option(d, &DataTool::tokenizer);
+  VLM_REQUIRE(d.out.empty(), "--data.out ", d.out, ": `vlm data tokenize` writes no other file, it rewrites ", path,
+              " in place (copy it first to keep the old tokens)");
   tokenize_captions(path, Tokenizer::load(tp), tokenizer_name_in(path, tp));
   std::printf("tokenised the captions of %s with %s\n", path.c_str(), tp.c_str());
   return 0;

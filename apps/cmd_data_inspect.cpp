@@ -50,7 +50,7 @@ int do_inspect(const Config& c) {
   std::printf("text: %lld captions and %lld prompts, all valid UTF-8\n", (long long)chk.captions,
               (long long)chk.prompts);
   if (r.raw())
-    std::printf("images: raw pixels (nothing to decode)\n");
+    std::printf("images: all %lld raw images read (nothing to decode)\n", (long long)chk.images);
   else if (chk.bad_images == 0)
     std::printf("images: all %lld decode to their recorded size\n", (long long)chk.images);
   else

@@ -75,7 +75,7 @@ int eval(const Config& cfg) {
     in = eval_inputs().read(cfg);
     VLM_REQUIRE(!in.checkpoint.empty(), "--checkpoint: a checkpoint file or folder is required");
     VLM_REQUIRE(!in.data.empty(), "--data: an image-text HDF5 file is required (vlm data build)");
-    if (!in.out.empty()) check_output_path(in.out);
+    if (!in.out.empty()) check_output_path(in.out, cfg, {{"--checkpoint", in.checkpoint}, {"--data", in.data}});
     in.checkpoint = resolve_checkpoint(in.checkpoint);
     const CheckpointReader ck(in.checkpoint);
     const std::unique_ptr<Config> opts = checkpoint_options(ck);

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "apps/command.h"
 #include "base/error.h"
@@ -40,6 +41,30 @@ void export_options(Config& cfg) {
   register_runtime_options(cfg);
 }
 
+// An export is staged: its files are written into <parent>/.<name>.partial and moved
+// into --out (a rename each) only when every one of them was written, so a failed export
+// (a full disk) leaves an earlier export in --out whole instead of a mix of the two.
+std::string staging_of(const std::string& out) {
+  std::filesystem::path p = std::filesystem::path(out).lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();
+  return (p.parent_path() / ("." + p.filename().string() + ".partial")).string();
+}
+
+void move_into(const std::string& from, const std::string& to) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> files;
+  for (const fs::directory_entry& e : fs::recursive_directory_iterator(from))
+    if (e.is_regular_file()) files.push_back(e.path());
+  for (const fs::path& f : files) {
+    const fs::path dst = fs::path(to) / fs::relative(f, from);
+    std::error_code ec;
+    fs::create_directories(dst.parent_path(), ec);
+    fs::rename(f, dst, ec);
+    VLM_REQUIRE(!ec, dst.string(), ": cannot move the export's file into place (", ec.message(), ")");
+  }
+  fs::remove_all(from);
+}
+
 int export_hf(const Config& cfg) {
   Runtime rt = start_runtime(cfg);
   const ExportInputs in = export_inputs().read(cfg);
@@ -50,6 +75,15 @@ int export_hf(const Config& cfg) {
     VLM_REQUIRE(!out.empty(), "--out: an output folder is required");
     VLM_REQUIRE(!std::filesystem::exists(out) || std::filesystem::is_directory(out), "--out ", out,
                 ": exists and is not a folder");
+    {  // inside the checkpoint, its pruning would remove the export (and the export may replace its files)
+      namespace fs = std::filesystem;
+      std::error_code ec;
+      const fs::path o = fs::weakly_canonical(fs::absolute(out, ec), ec);
+      const fs::path c = fs::weakly_canonical(fs::absolute(in.checkpoint, ec), ec);
+      const fs::path rel = o.lexically_relative(c);
+      VLM_REQUIRE(rel.empty() || *rel.begin() == "..", "--out ", out, ": inside ", in.checkpoint,
+                  ", the checkpoint of --checkpoint; write outside it");
+    }
     VLM_REQUIRE(rt.topology().dp() == 1, "vlm export runs as one TP group: the world (", rt.topology().world_size(),
                 " ranks) must equal --parallel.tp (", rt.topology().tp(), ")");
     path = resolve_checkpoint(in.checkpoint);
@@ -66,9 +100,24 @@ int export_hf(const Config& cfg) {
   TrainedModel tm = load_trained_model(path, rt, 1);
   check_exportable(tm.vcfg, path);
   Stream& s = rt.backend().default_stream();
-  const HfExportReport rep = export_vlm_hf(*tm.model, *tm.tok, tm.options->dump_ini(true), tm.state.step,
-                                           rt.groups().tp(), *tm.self, s, out);
+  const std::string staging = staging_of(out);
+  if (rt.root()) std::filesystem::remove_all(staging);  // a killed export's
+  HfExportReport rep;
+  try {
+    rep = export_vlm_hf(*tm.model, *tm.tok, tm.options->dump_ini(true), tm.state.step, rt.groups().tp(), *tm.self, s,
+                        staging);
+  } catch (const UserError& e) {  // named as the files the user asked for
+    if (rt.root()) {
+      std::error_code ec;
+      std::filesystem::remove_all(staging, ec);
+    }
+    std::string msg = e.what();
+    for (size_t at = msg.find(staging); at != std::string::npos; at = msg.find(staging, at + out.size()))
+      msg.replace(at, staging.size(), out);
+    throw UserError(msg);
+  }
   if (rt.root()) {
+    move_into(staging, out);
     std::printf("vlm export: %s (step %lld) -> %s: llm/ %lld tensors (%s), vision/ %lld tensors (SigLIP), "
                 "%s %zu tensors\n",
                 path.c_str(), (long long)tm.state.step, out.c_str(), (long long)rep.llm_tensors,

@@ -13,6 +13,7 @@
 // policy of parallel/runtime.h).
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -71,8 +72,10 @@ int lm_logits(const Config& cfg) {
   ModelConfig m;
   rt.on_every_rank("inputs", [&] {
     VLM_REQUIRE(!dir.empty(), "--hf: a checkpoint directory is required");
+    VLM_REQUIRE(std::filesystem::is_directory(dir), "--hf ", dir,
+                ": expected a Hugging Face model folder (config.json and its *.safetensors)");
     VLM_REQUIRE(!out.empty(), "--out: an output .h5 file is required");
-    check_output_path(out);
+    check_output_path(out, cfg, {{"--hf", dir}});
     for (int64_t x : args.ids) ids.push_back(int32_t(x));
     VLM_REQUIRE(!ids.empty(), "--ids: at least one token id is required");
     m = read_hf_config(dir);

@@ -29,6 +29,7 @@
 #include "core/device_options.h"
 #include "data/image/image_pipeline.h"
 #include "data/image/texture.h"
+#include "io/atomic_file.h"
 #include "io/h5_io.h"
 #include "parallel/runtime.h"
 #include "vision/encoder.h"
@@ -77,6 +78,7 @@ int vision_features(const Config& cfg) {
     VLM_REQUIRE(!image.empty(), "--image: an image file is required");
     VLM_REQUIRE(!out.empty(), "--out: an output .h5 file is required");
     v = resolve_vision_config(cfg);
+    check_output_path(out, cfg, {{"--image", image}, {"--vision.hf", v.hf_dir}});
     if (!v.hf_dir.empty()) {
       ck = read_siglip_config(v.hf_dir);
       readout = siglip_readout(ck);

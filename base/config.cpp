@@ -48,6 +48,7 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 // after which only a comment may follow. Elsewhere '#' or ';' after a space starts a
 // comment (comment_at).
 void Config::Impl::read_ini(const std::string& path) {
+  files.push_back(path);
   std::error_code ec;
   VLM_REQUIRE(!std::filesystem::is_directory(path, ec), "cannot open config file '", path, "': is a directory");
   VLM_REQUIRE(::access(path.c_str(), R_OK) == 0, "cannot open config file '", path, "': ", std::strerror(errno));
@@ -225,6 +226,8 @@ bool Config::is_set(const std::string& n) const {
 }
 bool Config::has(const std::string& n) const { return impl_->find(n) != nullptr; }
 const std::vector<std::string>& Config::positional() const { return impl_->positional; }
+const std::vector<std::string>& Config::files() const { return impl_->files; }
+const std::string& Config::program() const { return impl_->program; }
 
 
 }  // namespace vlm

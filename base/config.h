@@ -72,6 +72,9 @@ class Config {
   // True when `name` was registered (shared code reading optional options).
   bool has(const std::string& name) const;
   const std::vector<std::string>& positional() const;
+  const std::string& program() const;  // as constructed ("vlm train")
+  // The INI files read (--config, read_ini), in order: inputs an output must not replace.
+  const std::vector<std::string>& files() const;
 
   std::string help() const;  // usage + every option grouped by section, with defaults
   // "key = value" lines of every option, grouped as INI sections (for logs/checkpoints).

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <boost/any.hpp>
 #include <boost/program_options.hpp>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <string>
@@ -75,6 +77,7 @@ struct Config::Impl {
   po::options_description desc;  // the Boost value semantics, one per option
   std::vector<Opt> opts;         // registration order (a few hundred at most: found by a scan)
   std::vector<std::string> positional;
+  std::vector<std::string> files;  // the INI files read, in order
   int max_positional = 0;      // allow_positionals()
   std::string positional_meta;
   int files_read = 0;
@@ -134,6 +137,11 @@ struct Config::Impl {
       double x = boost::any_cast<double>(v);
       if (!(x >= o.flo && x <= o.fhi))  // also rejects NaN
         throw bad(cat(raw, " is out of range ", range_of(o)));
+      // A value too small for a double reads as 0 (or a denormal): not what was written.
+      const size_t e = raw.find_first_of("eE");
+      const bool nonzero = raw.substr(0, e).find_first_of("123456789") != std::string::npos;
+      if (nonzero && std::fabs(x) < std::numeric_limits<double>::min())
+        throw bad(cat(raw, " is too small for a double (below ", std::numeric_limits<double>::min(), ")"));
     } else if (o.kind == Kind::Choice) {
       if (std::find(o.choices.begin(), o.choices.end(), raw) == o.choices.end())
         throw bad(cat("'", raw, "' is not one of ", join_choices(o.choices, ", ")));

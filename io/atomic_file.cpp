@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <utility>
 
+#include "base/config.h"
 #include "base/error.h"
 
 namespace vlm {
@@ -22,6 +23,9 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
   const fs::path p(path_);
   std::error_code ec;
   VLM_REQUIRE(!fs::is_directory(p, ec), path_, ": is a directory (expected an output file name)");
+  // The rename would replace a device, FIFO or socket with a regular file.
+  VLM_REQUIRE(!fs::exists(p, ec) || fs::is_regular_file(p, ec), path_,
+              ": exists and is not a regular file (a device, FIFO or socket); give the path of a file");
   VLM_REQUIRE(p.has_filename(), path_, ": expected an output file name, not a folder");
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
   VLM_REQUIRE(fs::is_directory(dir, ec), path_, ": cannot write, the folder ", dir.string(), " does not exist");
@@ -104,9 +108,22 @@ void AtomicFile::commit() {
 void check_output_path(const std::string& path, const std::vector<InputPath>& inputs) {
   AtomicFile probe(path);
   std::error_code ec;
-  for (const InputPath& in : inputs)
-    if (!in.path.empty() && std::filesystem::equivalent(path, in.path, ec))
+  const fs::path out = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  for (const InputPath& in : inputs) {
+    if (in.path.empty()) continue;
+    if (fs::equivalent(path, in.path, ec))
       throw UserError(cat(path, ": the output is the input of ", in.option, "; write to another file"));
+    if (!fs::is_directory(in.path, ec)) continue;
+    const fs::path dir = fs::weakly_canonical(fs::absolute(in.path, ec), ec);
+    const fs::path rel = out.lexically_relative(dir);
+    if (!rel.empty() && *rel.begin() != "..")
+      throw UserError(cat(path, ": inside ", in.path, ", the folder of ", in.option, "; write outside it"));
+  }
+}
+
+void check_output_path(const std::string& path, const Config& cfg, std::vector<InputPath> inputs) {
+  for (const std::string& f : cfg.files()) inputs.push_back({"--config", f});
+  check_output_path(path, inputs);
 }
 
 void write_file_atomic(const std::string& path, std::string_view bytes) {

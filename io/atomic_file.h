@@ -17,9 +17,12 @@
 
 namespace vlm {
 
+class Config;
+
 class AtomicFile {
  public:
-  // UserError naming `path` when its folder does not exist or `path` is a directory.
+  // UserError naming `path` when its folder does not exist, or `path` is a directory or
+  // another file that is not a regular one (a device such as /dev/null, a FIFO).
   explicit AtomicFile(std::string path);
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
@@ -51,12 +54,15 @@ class AtomicFile {
 // The checks of AtomicFile's constructor without creating anything: a command calls it
 // on its output paths before long work, so a bad path fails first. An output that is
 // one of the command's input files (the same file by any path: `inputs` pairs an
-// option's name with its path) is refused too: the rename would destroy that input.
+// option's name with its path), or inside an input folder (a checkpoint, a Hugging Face
+// model), is refused too: the rename would destroy or change that input.
 struct InputPath {
   std::string option;  // "--data.input"
   std::string path;
 };
 void check_output_path(const std::string& path, const std::vector<InputPath>& inputs = {});
+// The same with every INI file the command read (cfg.files(): --config) as an input too.
+void check_output_path(const std::string& path, const Config& cfg, std::vector<InputPath> inputs);
 
 // Writes `bytes` to `path` through an AtomicFile.
 void write_file_atomic(const std::string& path, std::string_view bytes);

@@ -13,11 +13,6 @@
 
 namespace vlm {
 
-std::recursive_mutex& h5_mutex() {
-  static std::recursive_mutex m;
-  return m;
-}
-
 void h5_silence_errors() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -27,6 +22,20 @@ void h5_silence_errors() {
     H5dont_atexit();
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   });
+}
+
+std::recursive_mutex& h5_mutex() {
+  static std::recursive_mutex m;
+  // HDF5 keeps an error stack per thread (and prints it unless told not to): each thread
+  // that calls HDF5 (the loader's workers too) silences its own before its first call.
+  thread_local bool silenced = false;
+  if (!silenced) {
+    silenced = true;
+    std::lock_guard<std::recursive_mutex> lock(m);
+    h5_silence_errors();
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  }
+  return m;
 }
 
 void H5Id::reset() {

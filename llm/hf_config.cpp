@@ -73,14 +73,14 @@ ModelConfig read_hf_config(const std::string& path) {
 
   ModelConfig m;
   m.family = ModelFamily::Llama;
-  constexpr int64_t kMaxI32 = INT32_MAX;
-  m.vocab_size = r.get_int("vocab_size", kMaxI32);
-  m.d_model = r.get_int("hidden_size", int64_t(1) << 20);
-  m.n_layers = int(r.get_int("num_hidden_layers", 10000));
-  m.n_heads = int(r.get_int("num_attention_heads", int64_t(1) << 16));
-  m.n_kv_heads = int(r.get_int_or("num_key_value_heads", m.n_heads, int64_t(1) << 16));
-  m.d_ff = r.get_int("intermediate_size", int64_t(1) << 24);
-  m.max_pos = r.get_int_or("max_position_embeddings", 2048, kMaxI32);
+  // The backbone's limits (llm/model_config.h), in the file's keys.
+  m.vocab_size = r.get_int("vocab_size", kMaxVocab);
+  m.d_model = r.get_int("hidden_size", kMaxWidth);
+  m.n_layers = int(r.get_int("num_hidden_layers", kMaxLayers));
+  m.n_heads = int(r.get_int("num_attention_heads", kMaxHeads));
+  m.n_kv_heads = int(r.get_int_or("num_key_value_heads", m.n_heads, kMaxHeads));
+  m.d_ff = r.get_int("intermediate_size", kMaxWidth);
+  m.max_pos = r.get_int_or("max_position_embeddings", 2048, kMaxPositions);
   m.norm_eps = float(r.get_double_or("rms_norm_eps", 1e-6, 1e-30, 1.0));
   m.rope_theta = float(rope_theta_of(r));
   m.tied_embeddings = r.get_bool_or("tie_word_embeddings", false);

@@ -34,13 +34,15 @@ BlockConfig ModelConfig::block() const {
 
 void ModelConfig::validate(int tp) const {
   VLM_REQUIRE(tp >= 1, "parallel.tp: expected >= 1, got ", tp);
-  VLM_REQUIRE(vocab_size > 0, "model.vocab_size: expected > 0, got ", vocab_size);
-  VLM_REQUIRE(n_layers > 0, "model.n_layers: expected > 0, got ", n_layers);
-  VLM_REQUIRE(n_heads > 0, "model.n_heads: expected > 0, got ", n_heads);
-  VLM_REQUIRE(d_model > 0 && d_model % n_heads == 0, "model.d_model: expected a positive multiple of ",
-              "model.n_heads=", n_heads, ", got ", d_model);
-  VLM_REQUIRE(d_ff > 0, "model.d_ff: expected > 0, got ", d_ff);
-  VLM_REQUIRE(max_pos > 0, "model.max_pos: expected > 0, got ", max_pos);
+  VLM_REQUIRE(vocab_size > 0 && vocab_size <= kMaxVocab, "model.vocab_size: expected [1, ", kMaxVocab, "], got ",
+              vocab_size);
+  VLM_REQUIRE(n_layers > 0 && n_layers <= kMaxLayers, "model.n_layers: expected [1, ", kMaxLayers, "], got ", n_layers);
+  VLM_REQUIRE(n_heads > 0 && n_heads <= kMaxHeads, "model.n_heads: expected [1, ", kMaxHeads, "], got ", n_heads);
+  VLM_REQUIRE(d_model > 0 && d_model <= kMaxWidth && d_model % n_heads == 0, "model.d_model: expected a multiple of ",
+              "model.n_heads=", n_heads, " in [1, ", kMaxWidth, "], got ", d_model);
+  VLM_REQUIRE(d_ff > 0 && d_ff <= kMaxWidth, "model.d_ff: expected [1, ", kMaxWidth, "], got ", d_ff);
+  VLM_REQUIRE(max_pos > 0 && max_pos <= kMaxPositions, "model.max_pos: expected [1, ", kMaxPositions, "], got ",
+              max_pos);
   VLM_REQUIRE(norm_eps > 0, "model.norm_eps: expected > 0, got ", norm_eps);
   const int nkv = kv_heads();
   VLM_REQUIRE(nkv > 0 && n_heads % nkv == 0, "model.n_kv_heads: expected a divisor of model.n_heads=",
@@ -68,16 +70,16 @@ const OptionSet<ModelConfig>& model_options() {
     s.option("model.family", &ModelConfig::family,
              "backbone family: gpt2 (LayerNorm, GELU, learned positions) or llama (RMSNorm, SwiGLU, RoPE, GQA)")
         .choices(choices_of(family_name, {ModelFamily::GPT2, ModelFamily::Llama}));
-    s.option("model.vocab_size", &ModelConfig::vocab_size, "vocabulary size V (unpadded)").at_least(1);
-    s.option("model.d_model", &ModelConfig::d_model, "model width C").at_least(1);
-    s.option("model.n_layers", &ModelConfig::n_layers, "number of transformer blocks L").at_least(1);
-    s.option("model.n_heads", &ModelConfig::n_heads, "attention heads NH").at_least(1);
+    s.option("model.vocab_size", &ModelConfig::vocab_size, "vocabulary size V (unpadded)").range(1, kMaxVocab);
+    s.option("model.d_model", &ModelConfig::d_model, "model width C").range(1, kMaxWidth);
+    s.option("model.n_layers", &ModelConfig::n_layers, "number of transformer blocks L").range(1, kMaxLayers);
+    s.option("model.n_heads", &ModelConfig::n_heads, "attention heads NH").range(1, kMaxHeads);
     s.option("model.n_kv_heads", &ModelConfig::n_kv_heads,
              "key/value heads NKV for grouped-query attention (0 = n_heads)")
-        .at_least(0);
-    s.option("model.d_ff", &ModelConfig::d_ff, "MLP hidden width").at_least(1);
+        .range(0, kMaxHeads);
+    s.option("model.d_ff", &ModelConfig::d_ff, "MLP hidden width").range(1, kMaxWidth);
     s.option("model.max_pos", &ModelConfig::max_pos, "maximum positions (learned position table rows for gpt2)")
-        .at_least(1);
+        .range(1, kMaxPositions);
     s.option("model.rope_theta", &ModelConfig::rope_theta, "RoPE base (llama)").at_least(1e-6);
     s.option("model.norm_eps", &ModelConfig::norm_eps, "epsilon of LayerNorm/RMSNorm").range(1e-12, 1.0);
     s.option("model.qkv_bias", &ModelConfig::qkv_bias, "bias on the q/k/v projections (llama family; Qwen2 has it)");

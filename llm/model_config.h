@@ -23,6 +23,14 @@ namespace vlm {
 
 enum class ModelFamily { GPT2, Llama };
 
+// The largest backbone the options and ModelConfig::validate accept (every tensor's
+// element count then fits int64 many times over; the largest real models are far below).
+inline constexpr int64_t kMaxVocab = int64_t(1) << 24;      // V
+inline constexpr int64_t kMaxWidth = int64_t(1) << 18;      // C and the MLP width
+inline constexpr int kMaxLayers = 4096;                      // L
+inline constexpr int kMaxHeads = 4096;                       // NH, NKV
+inline constexpr int64_t kMaxPositions = int64_t(1) << 24;  // max_pos
+
 struct ModelConfig {
   ModelFamily family = ModelFamily::GPT2;
   int64_t vocab_size = 50257;  // V (unpadded, as in the tokenizer / HF config)

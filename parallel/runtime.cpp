@@ -115,10 +115,10 @@ void on_every_rank(const std::string& what, double timeout_s, const std::functio
 
 namespace {
 
-// The options of this rank as "section.key = value" lines (every option's value, then
-// the positional words).
+// The options of this rank as "section.key = value" lines (the command first, every
+// option's value, then the positional words).
 std::vector<std::string> option_lines(const Config& cfg) {
-  std::vector<std::string> lines;
+  std::vector<std::string> lines{"command = " + cfg.program()};
   std::istringstream in(cfg.dump_ini());
   std::string section;
   for (std::string l; std::getline(in, l);) {

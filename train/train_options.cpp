@@ -22,10 +22,14 @@ std::array<bool, kNumModules> parse_frozen(const std::string& list) {
   std::array<bool, kNumModules> frozen{};
   std::stringstream ss(list);
   for (std::string w; std::getline(ss, w, ',');) {
-    if (w.empty()) continue;
+    VLM_REQUIRE(!w.empty(), "--train.freeze: '", list, "' has an empty item (expected a comma list of vision, "
+                "projector, scorers, llm)");
     bool found = false;
     for (int m = 0; m < kNumModules; ++m)
-      if (w == module_name(ModuleId(m))) frozen[size_t(m)] = found = true;
+      if (w == module_name(ModuleId(m))) {
+        VLM_REQUIRE(!frozen[size_t(m)], "--train.freeze: '", w, "' is given twice");
+        frozen[size_t(m)] = found = true;
+      }
     VLM_REQUIRE(found, "--train.freeze: unknown module '", w, "' (expected a comma list of vision, projector, scorers, llm)");
   }
   return frozen;
@@ -115,8 +119,9 @@ const OptionSet<TrainOptions>& train_options() {
     s.option("train.keep_last", &T::keep_last, "saves kept in train.ckpt_dir (0 = all)").range(0, 1 << 20);
     s.option("train.ckpt_dir", &T::ckpt_dir, "checkpoint folder (empty = <train.out_dir>/<train.run>/checkpoints)");
     s.option("train.resume", &T::resume,
-             "resume from a checkpoint: auto (the save `latest` names in train.ckpt_dir, when there is one), "
-             "a step_N folder, a step_N.h5 file or a checkpoint folder; empty = start afresh");
+             "resume from a checkpoint: auto (the save `latest` names in train.ckpt_dir, else its newest complete "
+             "save, when there is one), a step_N folder, a step_N.h5 file or a checkpoint folder; empty = start "
+             "afresh");
     s.option("train.bucket_mb", &T::bucket_mb, "DP gradient bucket size in MiB").range(0.001, 1 << 20);
     s.option("train.precision", &T::precision,
              "arithmetic: fp32, or bf16 mixed precision (bf16 weight copies and activations, f32 master "
@@ -171,6 +176,10 @@ void TrainOptions::check(int dp) const {
               " must equal dp x train.micro_batches x train.batch = ", dp, " x ", micro_batches, " x ", batch, " = ",
               derived);
   VLM_REQUIRE(steps > 0 || epochs > 0, "--train.steps or --train.epochs: one must be positive");
+  // AdamW divides by 1 - beta^t (bias correction) and by sqrt(v) + eps.
+  VLM_REQUIRE(optim.beta1 < 1, "--train.beta1: ", optim.beta1, " (expected below 1: AdamW divides by 1 - beta1^t)");
+  VLM_REQUIRE(optim.beta2 < 1, "--train.beta2: ", optim.beta2, " (expected below 1: AdamW divides by 1 - beta2^t)");
+  VLM_REQUIRE(optim.eps > 0, "--train.eps: ", optim.eps, " (expected above 0: AdamW divides by sqrt(v) + eps)");
   bool all = true;
   for (bool f : frozen) all = all && f;
   VLM_REQUIRE(!all, "--train.freeze: every module is frozen, nothing would train");

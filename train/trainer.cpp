@@ -17,6 +17,7 @@
 #include "core/device_options.h"
 #include "core/out_of_memory.h"
 #include "data/storage/dataset.h"
+#include "io/atomic_file.h"
 #include "llm/hf_import.h"
 #include "model/batch.h"
 #include "model/evaluate.h"
@@ -63,6 +64,13 @@ Trainer::Trainer(const Config& cfg, Runtime& rt) : st_(std::make_unique<State>(c
     S.vcfg = resolve_vlm_config(cfg, S.train, *S.tok, tp);
     S.vcfg.sharding = DpSharding{S.train.zero, dp, rt.groups().dp().rank()};  // nn/param_layout.h
     S.rule = text_rule(S.data, S.train, *S.tok);
+    // The outputs, last: a run refused above creates nothing.
+    if (!S.sched.trace.empty())
+      check_output_path(S.sched.trace, cfg,
+                        {{"--data.path", S.data.path},
+                         {"--data.curriculum", S.data.curriculum},
+                         {"--data.tokenizer", S.data.tokenizer.empty() ? ds.tokenizer_path() : S.data.tokenizer}});
+    if (S.train.save_every >= 0) check_checkpoint_folder(S.train.ckpt_dir);
   });
 
   S.layout.tp = tp, S.layout.tp_rank = rt.groups().tp().rank(), S.layout.dp = dp;

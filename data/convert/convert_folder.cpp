@@ -36,6 +36,9 @@ BuildReport write_entries(const std::vector<Entry>& entries, const std::string& 
   std::vector<std::string> paths;        // resolved path of each entry
   int64_t distinct = 0;
   for (const Entry& e : entries) {
+    // A caption with nothing to learn (BOS EOS alone) is a mistake of the file.
+    VLM_REQUIRE(e.caption.find_first_not_of(" \t\r\n") != std::string::npos, e.where,
+                ": the caption is empty (a sample needs words to learn)");
     paths.push_back(image_path(root, e.image, e.where, opt));  // every path checked before any is read
     if (!index.count(paths.back())) index[paths.back()] = -2, ++distinct;
   }

@@ -1,15 +1,19 @@
 // Implementation of the decode / letterbox pipeline (see image_pipeline.h) with OpenCV.
 #include "data/image/image_pipeline.h"
 
+#include <zlib.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
+
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
 #include "base/error.h"
 #include "base/file_read.h"
+#include "data/image/codec_messages.h"
 #include "data/storage/schema.h"
 
 namespace vlm {
@@ -60,13 +64,23 @@ namespace {
 
 uint32_t be32(const uint8_t* p) { return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3]; }
 
-// Whether the PNG's chunks (length, type, data, CRC) are all there up to IEND: a cut
-// file is refused here, before libpng would print its complaint to stderr.
-bool png_chunks_complete(const uint8_t* p, size_t n) {
+// Whether the PNG's chunks (length, type, data, CRC) are all there up to IEND, each
+// with the CRC of its type and data, and its IDAT chunks hold enough compressed bytes
+// for the rows IHDR declares (deflate expands at most 1032:1): a cut, damaged or
+// inflated file is refused here, before libpng would print its complaint to stderr.
+bool png_chunks_sound(const uint8_t* p, size_t n, uint64_t w, uint64_t h) {
+  uint64_t idat = 0;
   for (size_t at = 8; at + 12 <= n;) {
     const size_t len = be32(p + at);
     if (len > n - at - 12) return false;
-    if (std::equal(p + at + 4, p + at + 8, "IEND")) return true;
+    const uint8_t* type = p + at + 4;
+    if (crc32(crc32(0L, Z_NULL, 0), type, uInt(len + 4)) != be32(type + 4 + len)) return false;
+    if (std::equal(type, type + 4, "IDAT")) idat += len;
+    if (std::equal(type, type + 4, "IEND")) {
+      const uint64_t bit_depth = p[24];  // IHDR's; rows of at least one sample of that depth
+      const uint64_t least_raw = h * (1 + (w * bit_depth + 7) / 8);
+      return idat * 1032 >= least_raw;
+    }
     at += 12 + len;
   }
   return false;
@@ -77,23 +91,29 @@ bool png_chunks_complete(const uint8_t* p, size_t n) {
 bool png_or_jpeg_size(const uint8_t* p, size_t n, uint64_t* w, uint64_t* h) {
   static const uint8_t kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
   if (n >= 24 && std::equal(kPng, kPng + 8, p)) {
-    if (!std::equal(p + 12, p + 16, "IHDR") || !png_chunks_complete(p, n)) return false;
+    if (!std::equal(p + 12, p + 16, "IHDR")) return false;
     *w = be32(p + 16), *h = be32(p + 20);
-    return true;
+    return png_chunks_sound(p, n, *w, *h);
   }
   if (n < 4 || p[0] != 0xFF || p[1] != 0xD8) return false;
+  bool sof = false;
   for (size_t i = 2; i + 4 <= n;) {
     if (p[i] != 0xFF) return false;
     const uint8_t m = p[i + 1];
     if (m == 0xFF) { ++i; continue; }                                           // fill byte
     if (m == 0x01 || (m >= 0xD0 && m <= 0xD8)) { i += 2; continue; }           // no length
-    if (m == 0xD9 || m == 0xDA) return false;                                  // EOI/SOS before SOF
+    if (m == 0xD9) return false;                                               // EOI before a scan
     const size_t len = size_t(p[i + 2]) << 8 | p[i + 3];
     if (len < 2) return false;
+    if (m == 0xDA) {  // the first scan: a whole file has an EOI after it (entropy data never holds FF D9)
+      if (!sof || len > n - i - 2) return false;
+      const uint8_t eoi[2] = {0xFF, 0xD9};
+      return std::search(p + i + 2 + len, p + n, eoi, eoi + 2) != p + n;
+    }
     if (m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC) {     // SOFn
       if (i + 9 > n) return false;
       *h = uint64_t(p[i + 5]) << 8 | p[i + 6], *w = uint64_t(p[i + 7]) << 8 | p[i + 8];
-      return true;
+      sof = true;
     }
     i += 2 + len;
   }
@@ -113,8 +133,11 @@ RgbImage decode_rgb(const uint8_t* data, size_t n, uint8_t background) {
   if (!decodable_header(data, n)) return {};
   try {
     const cv::Mat buf(1, int(n), CV_8U, const_cast<uint8_t*>(data));
+    // The image libraries print nothing; a libjpeg warning (corrupt data, which OpenCV
+    // would return as an image) refuses the image (data/image/codec_messages.h).
+    const int64_t warnings = jpeg_warnings_on_this_thread();
     cv::Mat m = cv::imdecode(buf, cv::IMREAD_UNCHANGED);
-    if (m.empty()) return {};
+    if (m.empty() || jpeg_warnings_on_this_thread() != warnings) return {};
     return own(to_rgb8(m, true, background));
   } catch (const cv::Exception&) {
     return {};

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "base/error.h"
 #include "data/image/image_pipeline.h"
 
 namespace vlm {
@@ -37,7 +38,7 @@ Loader::Loader(LoaderOptions opt) : opt_(std::move(opt)) {
 Loader::~Loader() {
   stop();
   if (skipped_total_ > 0)
-    std::fprintf(stderr, "loader: %s: skipped %lld undecodable image(s) in total\n", opt_.path.c_str(),
+    std::printf("loader: %s: skipped %lld undecodable image(s) in total\n", opt_.path.c_str(),
                  (long long)skipped_total_.load());
 }
 
@@ -149,8 +150,8 @@ Batch Loader::build(int64_t epoch, int64_t step, const std::vector<SampleRef>& r
     if (rgb.empty()) {
       ++b.skipped;
       if (warnings_.fetch_add(1) < 10)
-        std::fprintf(stderr, "loader: warning: %s: image %lld (%zu bytes) cannot be decoded; skipped\n",
-                     opt_.path.c_str(), (long long)img, data.size());
+        std::printf("loader: warning: %s: image %lld (%zu bytes) cannot be decoded; skipped\n", opt_.path.c_str(),
+                    (long long)img, data.size());
       continue;
     }
     // The letterboxed (and augmented) S x S RGB image: in its batch slot, or for float
@@ -192,6 +193,9 @@ Batch Loader::build(int64_t epoch, int64_t step, const std::vector<SampleRef>& r
     b.is_pad.push_back(r.is_pad ? 1 : 0);
     ++kept;
   }
+  VLM_REQUIRE(kept > 0 || n == 0, opt_.path, ": none of the ", n, " images of a batch decodes (the first: image ",
+              reader_->caption_image(samples_[size_t(refs.front().index)]), "); `vlm data inspect ", opt_.path,
+              "` lists the damaged images");
   if (opt_.float_images) b.images_f32.resize(kept * img_elems);
   else b.images_u8.resize(kept * img_elems);
   if (opt_.texture) b.texture.resize(kept * tex_elems);

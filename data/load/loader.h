@@ -8,8 +8,9 @@
 //    restore(state()) after a checkpoint resumes the identical batch sequence.
 //  - An undecodable image drops its sample from the batch (Batch::skipped counts it,
 //    skipped_total() sums them over the batches next() has returned, a warning is
-//    printed for the first few and a summary at destruction); a batch may therefore
-//    hold fewer than batch_size samples.
+//    printed (stdout) for the first few and a summary at destruction); a batch may
+//    therefore hold fewer than batch_size samples, but not none (a UserError naming the
+//    file, re-thrown by next()).
 //  - Destruction stops and joins every worker; it never waits for work in flight to
 //    be consumed. A worker's exception is re-thrown by next().
 #pragma once

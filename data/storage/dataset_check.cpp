@@ -24,7 +24,6 @@ DatasetCheck check_dataset(const DatasetReader& r, int threads) {
     ++c.captions;
     if (r.has_prompts()) r.prompt(j), ++c.prompts;
   }
-  if (r.raw()) return c;
   c.images = r.num_images();
   std::atomic<int64_t> next{0};
   std::mutex mu;
@@ -35,7 +34,8 @@ DatasetCheck check_dataset(const DatasetReader& r, int threads) {
     std::vector<uint8_t> bytes;
     try {
       for (int64_t i = next++; i < r.num_images(); i = next++) {
-        r.image_data(i, bytes);
+        r.image_data(i, bytes);  // raw storage: read (a corrupt chunk fails here), nothing to decode
+        if (r.raw()) continue;
         const RgbImage m = decode_rgb(bytes.data(), bytes.size());
         const ImageInfo want = r.image_info(i);
         if (!m.empty() && m.height == want.height && m.width == want.width) continue;

@@ -2,7 +2,8 @@
 // checks at open (data/storage/dataset.h): every caption and prompt is valid UTF-8 (the
 // reader checks each one it reads; here every one is read), and every image decodes
 // (encoded storage: PNG or JPEG through the loader's decoder, data/image/image_pipeline.h)
-// to the size recorded in /images/{height,width}. Raw storage has nothing to decode.
+// to the size recorded in /images/{height,width}. Raw storage has nothing to decode, but
+// every image is read (a corrupt compressed chunk is a UserError naming the dataset).
 // A text that is not UTF-8 is a UserError naming the file, the dataset and the caption
 // (as the reader's); images that fail are counted and the first few named, because the
 // loader skips them (data/load/loader.h) and the user decides what to do with them
@@ -19,7 +20,7 @@ class DatasetReader;
 struct DatasetCheck {
   int64_t captions = 0, prompts = 0;  // texts read (all valid: else UserError)
   int64_t caption_bytes_min = 0, caption_bytes_max = 0, caption_bytes_sum = 0;
-  int64_t images = 0;                 // images decoded (0 for raw storage)
+  int64_t images = 0;                 // images read (and, encoded, decoded)
   int64_t bad_images = 0;             // undecodable, or not of their recorded size
   std::vector<int64_t> first_bad;     // their indices, ascending, at most kShownBad
   std::string first_reason;           // why the first of them failed

@@ -4,6 +4,7 @@
 // to allocate); token datasets written, then replaced, by tokenize_captions.
 #include <gtest/gtest.h>
 #include <hdf5.h>
+#include <zlib.h>
 
 #include <opencv2/imgcodecs.hpp>
 
@@ -247,6 +248,29 @@ TEST(ImagePipeline, CutPngRefusedBeforeDecoding) {
   std::vector<uint8_t> padded(png);
   padded.insert(padded.end(), 100, 0xAB);
   EXPECT_EQ(decode_rgb(padded.data(), padded.size()).width, 20);
+}
+
+// Every damaged byte of a PNG's chunks is refused by its CRC, and a header inflated past
+// what its compressed rows can fill (its CRC made right) by the size bound, before libpng
+// runs (which would print "libpng error: ..." to stderr).
+TEST(ImagePipeline, DamagedOrInflatedPngRefusedBeforeDecoding) {
+  const std::vector<uint8_t> png = png_of(12, 20, 3);
+  size_t accepted = 0;
+  for (size_t i = 8; i < png.size(); ++i) {
+    std::vector<uint8_t> bad = png;
+    bad[i] ^= 0x10;
+    accepted += decodable_header(bad.data(), bad.size());
+  }
+  EXPECT_EQ(accepted, 0u) << "PNGs with a flipped byte whose check passed";
+  std::vector<uint8_t> big = png;
+  for (int k = 0; k < 2; ++k) {  // IHDR width and height: 7000 x 7000
+    big[size_t(16 + 4 * k) + 2] = 0x1B, big[size_t(16 + 4 * k) + 3] = 0x58;
+    big[size_t(16 + 4 * k)] = big[size_t(16 + 4 * k) + 1] = 0;
+  }
+  const uLong crc = crc32(crc32(0L, Z_NULL, 0), big.data() + 12, 17);
+  for (int k = 0; k < 4; ++k) big[size_t(29 + k)] = uint8_t(crc >> (24 - 8 * k));
+  EXPECT_FALSE(decodable_header(big.data(), big.size()));
+  EXPECT_TRUE(decodable_header(png.data(), png.size()));
 }
 
 TEST(H5Schema, TokenizeCaptionsWritesThenReplaces) {

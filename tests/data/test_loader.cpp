@@ -128,6 +128,38 @@ TEST(Loader, BadOptionsAreUserErrors) {
   EXPECT_THROW(Loader l(o), UserError);
 }
 
+// A batch none of whose images decodes is an error naming the file (the model takes no
+// empty micro-batch), re-thrown by next().
+TEST(Loader, ABatchWithoutOneDecodableImageIsAnError) {
+  const std::string path = test::scratch_dir("loader_none") + "/none.h5";
+  {
+    DatasetWriter w = DatasetWriter::encoded(path);
+    for (int i = 0; i < 2; ++i) {
+      cv::Mat m(20, 20, CV_8UC3, cv::Scalar(10, 20, 30));
+      std::vector<uint8_t> png;
+      cv::imencode(".png", m, png);
+      png.resize(png.size() / 2);
+      w.add_encoded(png.data(), png.size(), 20, 20, 3);
+      w.add_caption(i, "broken");
+    }
+    w.set_split(schema::kSplitTrain, {0, 1});
+    w.finish();
+  }
+  LoaderOptions o;
+  o.path = path;
+  o.batch_size = 2;
+  o.image_size = 16;
+  o.grid = 4;
+  Loader l(o);
+  try {
+    l.next();
+    ADD_FAILURE() << "a batch of undecodable images was returned";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find(path + ": none of the 2 images of a batch decodes"), std::string::npos)
+        << e.what();
+  }
+}
+
 // Caption boxes and labels (schema version 2) follow the letterbox: a 40 x 20 (W x H)
 // image on a 32 x 32 canvas is scaled by 0.8 and centred 8 rows down; a 20 x 40 one is
 // centred 8 columns across. A file without them gives empty arrays.

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/error.h"
@@ -147,6 +148,48 @@ TEST(H5Io, AtomicWriteReplacesOnlyWhenComplete) {
   const std::string bad = scratch("no_such_dir") + "/x.h5";
   EXPECT_NE(error_of([&] { h5_write_file_atomic(bad, [](H5Handle) {}); }).find(bad + ": cannot write, the folder "),
             std::string::npos);
+}
+
+// A corrupt gzip chunk read on a thread that never called HDF5 before (as the loader's
+// workers): a UserError naming the file and dataset, and nothing from HDF5 on stderr (its
+// error stack, which it prints by default, is per thread).
+TEST(H5Io, ACorruptChunkOnAnotherThreadPrintsNothing) {
+  const std::string path = scratch("corrupt_chunk.h5");
+  std::vector<uint8_t> rows(64 * 256);
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = uint8_t((i * 7) % 251);
+  h5_write_file_atomic(path, [&](H5Handle f) {
+    H5Appender a(f, "x", H5Elem::U8, {256}, 16, 4);
+    a.append(rows.data(), 64);
+  });
+  haddr_t at = 0;
+  hsize_t size = 0;
+  {
+    H5Id f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+    H5Id ds(H5Dopen2(f, "x", H5P_DEFAULT));
+    hsize_t offset[2];
+    unsigned mask = 0;
+    H5Id space(H5Dget_space(ds));
+    ASSERT_GE(H5Dget_chunk_info(ds, space, 1, offset, &mask, &at, &size), 0);
+  }
+  ASSERT_GT(size, 24u);
+  std::string bytes = test::read_file(path);
+  for (size_t i = 4; i < 20; ++i) bytes[size_t(at) + i] = char(bytes[size_t(at) + i] ^ 0x5A);
+  test::write_file(path, bytes);
+
+  std::string msg;
+  const std::string printed = test::stderr_of([&] {
+    std::thread t([&] {
+      msg = error_of([&] {
+        H5Id f = h5_open_file(path);
+        H5Id ds = h5_open_dataset(f, path, "/x", H5Elem::U8, 2, nullptr);
+        std::vector<uint8_t> out(16 * 256);
+        h5_read_rows(ds, H5Elem::U8, 16, 16, 256, out.data());
+      });
+    });
+    t.join();
+  });
+  EXPECT_NE(msg.find(path + ": dataset /x: reading 16 rows from row 16 failed"), std::string::npos) << msg;
+  EXPECT_EQ(printed, "") << "HDF5 printed its error stack";
 }
 
 }  // namespace

@@ -113,6 +113,11 @@ TEST_F(Cli, IntegerOutOfRange) {
   refused({"data", "build", "--data.limit", "-5"}, {"--data.limit", "out of range"});
 }
 
+TEST_F(Cli, FloatTooSmallForADouble) {  // it would read as 0
+  refused({"data", "build", "--data.val_fraction", "1e-400"},
+          {"--data.val_fraction: 1e-400 is too small for a double"});
+}
+
 TEST_F(Cli, NotANumber) {
   refused({"data", "build", "--data.max_bad_images", "nan"}, {"--data.max_bad_images"});
 }
@@ -124,6 +129,58 @@ TEST_F(Cli, UnknownDataSubcommandIsOneLine) {
 TEST_F(Cli, NonAsciiFileNameIsNamed) {
   write("caf\xC3\xA9.h5", "not hdf5");
   refused({"data", "inspect", "caf\xC3\xA9.h5"}, {"caf\xC3\xA9.h5", "HDF5"});
+}
+
+// Backbone sizes whose tensors would overflow a size: refused by the option's range, on
+// the command line and in a Hugging Face config.json (llm/model_config.h, kMax*).
+TEST_F(Cli, HugeBackboneSizesAreOutOfRange) {
+  const std::string tiny = source_dir() + "/configs/tiny.cfg";
+  for (const char* o : {"--model.d_ff", "--model.vocab_size", "--model.d_model", "--model.max_pos"})
+    refused({"plan", "--config", tiny, "--model.vocab_size", "300", o, "9223372036854775807"},
+            {std::string(o) + ": 9223372036854775807 is out of range [1, "});
+  fs::copy(hf_tiny("qwen2"), path("hf"));
+  std::string cfg = read_file(path("hf/config.json"));
+  const std::string key = "\"intermediate_size\":";
+  const size_t at = cfg.find(key);
+  ASSERT_NE(at, std::string::npos) << cfg;
+  cfg.insert(at + key.size(), " 288230376151711744, \"x_was\":");
+  write("hf/config.json", cfg);
+  refused({"lm", "logits", "--hf", "hf", "--ids", "1", "--out", "o.h5", "--device", "cpu"},
+          {"hf/config.json: intermediate_size=288230376151711744: expected an integer in [1, 262144]"});
+}
+
+// Options that would be silently wrong: a file where a folder is expected, an output
+// option the command does not write, AdamW settings that divide by zero.
+TEST_F(Cli, OptionsThatCannotMeanWhatTheySay) {
+  make_dataset("ds.h5");
+  refused({"lm", "logits", "--hf", "ds.h5", "--ids", "1", "--out", "o.h5", "--device", "cpu"},
+          {"--hf ds.h5: expected a Hugging Face model folder"});
+  refused({"data", "build", "--data.from", "jsonl", "--data.input", "src/caps.jsonl", "--data.images", "nowhere",
+           "--data.out", "x.h5"},
+          {"--data.images nowhere: expected the folder"});
+  const RunResult t = run_vlm({"data", "tokenizer", "--data.train", "ds.h5", "--data.vocab", "280", "--data.out",
+                               "tok.json"},
+                              dir_);
+  ASSERT_EQ(t.code, 0) << t.err;
+  refused({"data", "tokenize", "ds.h5", "--data.tokenizer", "tok.json", "--data.out", "other.h5"},
+          {"--data.out other.h5: `vlm data tokenize` writes no other file"});
+  const std::vector<std::string> train{"train", "--config", source_dir() + "/configs/tiny.cfg", "--data.path", "ds.h5",
+                                       "--data.tokenizer", "tok.json", "--train.steps", "1"};
+  for (const auto& [opt, what] : {std::pair{"--train.beta1", "--train.beta1: 1 (expected below 1"},
+                                  std::pair{"--train.beta2", "--train.beta2: 1 (expected below 1"}}) {
+    std::vector<std::string> a = train;
+    a.insert(a.end(), {opt, "1"});
+    refused(a, {what});
+  }
+  std::vector<std::string> a = train;
+  a.insert(a.end(), {"--train.eps", "0"});
+  refused(a, {"--train.eps: 0 (expected above 0"});
+  for (const auto& [list, what] : {std::pair{"vision,vision", "--train.freeze: 'vision' is given twice"},
+                                   std::pair{"vision,,llm", "--train.freeze: 'vision,,llm' has an empty item"}}) {
+    std::vector<std::string> f = train;
+    f.insert(f.end(), {"--train.freeze", list});
+    refused(f, {what});
+  }
 }
 
 TEST_F(Cli, BadDevice) { refused({"selfcheck", "--device", "gpu"}, {"--device", "'gpu'"}); }

@@ -44,6 +44,12 @@ TEST_F(Build, TooManyBadImages) {
   build("jsonl", "in/caps.jsonl", {"in/caps.jsonl", "1 of the 2 images", "--data.max_bad_images=0.1"});
 }
 
+TEST_F(Build, EmptyCaption) {
+  write("in/a.png", png_bytes(20, 20, 1));
+  jsonl("in/caps.jsonl", "{\"image\": \"a.png\", \"caption\": \"a\"}\n{\"image\": \"a.png\", \"caption\": \" \"}\n");
+  build("jsonl", "in/caps.jsonl", {"in/caps.jsonl:2: the caption is empty"});
+}
+
 TEST_F(Build, ImagePathIsADirectory) {
   std::filesystem::create_directories(path("in/folder.png"));
   jsonl("in/caps.jsonl", "{\"image\": \"folder.png\", \"caption\": \"a\"}\n");

@@ -5,7 +5,8 @@
 // in one line naming the file, the dataset and the caption; a prompt given on the command
 // line (`vlm caption --prompt`, `--data.prompt`) likewise. An image whose bytes do not
 // decode, or decode to another size than recorded, makes `vlm data inspect` report how
-// many fail and which, with exit code 2, while `vlm data build` never writes one.
+// many fail and which, with exit code 2, while `vlm data build` never writes one; a
+// damaged compressed chunk of raw images is refused by inspect as by training.
 #include <hdf5.h>
 
 #include "robustness.h"
@@ -137,6 +138,34 @@ TEST_F(Content, ImageOfAnotherSizeThanRecorded) {
   write_bytes(path("ds.h5"), "/images/width", widths);
   refused({"data", "inspect", "ds.h5"},
           {"1 of 3 images cannot be used (images 1; first: image 1 decodes to 20x25, not its recorded size 20x99"});
+}
+
+// Raw pixels need no decoding, but `vlm data inspect` reads them all: a damaged
+// compressed chunk of /images/raw (found with the HDF5 C API) is one line, as in training.
+TEST_F(Content, CorruptChunkOfRawImages) {
+  const RunResult b = run_vlm({"data", "build", "--data.from", "fashion-mnist", "--data.limit", "300", "--data.out",
+                               "ds.h5"},
+                              dir_);
+  ASSERT_EQ(b.code, 0) << b.err;
+  haddr_t at = 0;
+  hsize_t size = 0;
+  {
+    const hid_t f = H5Fopen(path("ds.h5").c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    const hid_t d = H5Dopen2(f, "/images/raw", H5P_DEFAULT);
+    const hid_t s = H5Dget_space(d);
+    hsize_t offset[4];
+    unsigned mask = 0;
+    hsize_t chunks = 0;
+    H5Dget_num_chunks(d, s, &chunks);
+    const herr_t e = H5Dget_chunk_info(d, s, chunks - 1, offset, &mask, &at, &size);
+    H5Sclose(s), H5Dclose(d), H5Fclose(f);
+    ASSERT_GE(e, 0);
+  }
+  ASSERT_GT(size, 40u);
+  std::string bytes = read_file(path("ds.h5"));
+  for (size_t i = 10; i < 30; ++i) bytes[size_t(at) + i] = char(bytes[size_t(at) + i] ^ 0x5A);
+  write("ds.h5", bytes);
+  refused({"data", "inspect", "ds.h5"}, {"ds.h5: dataset /images/raw: reading"});
 }
 
 TEST_F(Content, BuildNeverWritesAnUndecodableImage) {

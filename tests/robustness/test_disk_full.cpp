@@ -171,10 +171,17 @@ TEST_F(DiskFull, Export) {
   ASSERT_GE(files.size(), 5u);
   for (const std::string& f : files) write("disk/" + f, "an earlier export's " + f);  // so a rewrite would show
   replaces(args, "disk/hf/llm/model.safetensors");
+  const uint64_t llm_pages = pages_of(path("disk/hf/llm/model.safetensors"));
   for (const std::string& f : files) write("disk/" + f, "an earlier export's " + f);
-  fill(0);
-  refused(args, {"disk/hf/", kNoSpace});
-  EXPECT_EQ(on_disk(), files);
+  // No page free, then room for the backbone's weights but not the rest: the earlier
+  // export stays whole, not mixed with the new one (the export is staged).
+  for (const uint64_t free : {uint64_t(0), llm_pages + 4}) {
+    fs::remove(disk_ + "/.filler");
+    fill(free);
+    refused(args, {"disk/hf/", kNoSpace});
+    EXPECT_EQ(on_disk(), files);
+    for (const std::string& f : files) EXPECT_EQ(read_file(path("disk/" + f)), "an earlier export's " + f) << free;
+  }
 }
 
 TEST_F(DiskFull, TrainCheckpoint) {

@@ -75,5 +75,49 @@ TEST_F(Outputs, LmLogits) {
                          "out.h5", 65536, {"PMIX_MCA_gds=hash", "OMPI_MCA_btl=self"});
 }
 
+// An output never replaces what it would destroy: a FIFO (or a device such as /dev/null:
+// the rename would put a regular file in its place), an input file of the command by
+// any option (--image, --config, the trace against the dataset), or a file inside an
+// input folder (a Hugging Face model, a checkpoint).
+TEST_F(Outputs, NeverReplaceAnInputOrASpecialFile) {
+  make_dataset("ds.h5");
+  ASSERT_EQ(mkfifo(path("pipe").c_str(), 0644), 0);
+  refused({"data", "build", "--data.from", "jsonl", "--data.input", "src/caps.jsonl", "--data.out", "pipe"},
+          {"pipe: exists and is not a regular file"});
+  EXPECT_TRUE(fs::is_fifo(path("pipe")));
+  fs::copy(hf_tiny("siglip"), path("hf"));
+  const std::vector<std::string> features{"vision", "features", "--device", "cpu", "--vision.hf", "hf", "--image",
+                                          "src/im0.png", "--out"};
+  const auto with = [](std::vector<std::string> a, std::initializer_list<std::string> more) {
+    a.insert(a.end(), more);
+    return a;
+  };
+  refused(with(features, {"src/im0.png"}), {"src/im0.png: the output is the input of --image"});
+  refused(with(features, {"hf/model.safetensors"}), {"hf/model.safetensors: inside hf, the folder of --vision.hf"});
+  write("enc.cfg", "[vision]\nimage_size = 32\n");
+  refused(with(features, {"enc.cfg", "--config", "enc.cfg"}), {"enc.cfg: the output is the input of --config"});
+  const RunResult t = run_vlm({"data", "tokenizer", "--data.train", "ds.h5", "--data.vocab", "280", "--data.out",
+                               "tok.json"},
+                              dir_);
+  ASSERT_EQ(t.code, 0) << t.err;
+  const std::vector<std::string> train{"train", "--config", source_dir() + "/configs/tiny.cfg", "--data.path", "ds.h5",
+                                       "--data.tokenizer", "tok.json", "--train.steps", "1", "--scheduler.trace"};
+  refused(with(train, {"ds.h5"}), {"ds.h5: the output is the input of --data.path"});
+  refused(with(train, {"tok.json"}), {"tok.json: the output is the input of --data.tokenizer"});
+}
+
+// A checkpoint folder that cannot be made is refused before training, not at the save.
+TEST_F(Outputs, AnUnusableCheckpointFolderIsRefusedFirst) {
+  make_dataset("ds.h5");
+  const RunResult t = run_vlm({"data", "tokenizer", "--data.train", "ds.h5", "--data.vocab", "280", "--data.out",
+                               "tok.json"},
+                              dir_);
+  ASSERT_EQ(t.code, 0) << t.err;
+  write("afile", "not a folder");
+  refused({"train", "--config", source_dir() + "/configs/tiny.cfg", "--data.path", "ds.h5", "--data.tokenizer",
+           "tok.json", "--train.steps", "100000", "--train.ckpt_dir", "afile/ck"},
+          {"--train.ckpt_dir afile/ck: cannot create the checkpoint folder"});
+}
+
 }  // namespace
 }  // namespace vlm::robustness

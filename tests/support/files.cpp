@@ -1,6 +1,7 @@
 // The file helpers of the tests (see files.h).
 #include "tests/support/files.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +13,29 @@
 namespace vlm::test {
 
 namespace fs = std::filesystem;
+
+std::string stderr_of(const std::function<void()>& f) {
+  const std::string path = scratch_dir("stderr_of") + "/stderr.txt";
+  std::fflush(stderr);
+  const int saved = dup(2);
+  FILE* sink = std::fopen(path.c_str(), "w");
+  if (saved < 0 || sink == nullptr) throw std::runtime_error("stderr_of: cannot redirect stderr");
+  dup2(fileno(sink), 2);
+  try {
+    f();
+  } catch (...) {
+    std::fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    std::fclose(sink);
+    throw;
+  }
+  std::fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  std::fclose(sink);
+  return read_file(path);
+}
 
 std::string scratch_dir(const std::string& name) {
   const fs::path p = fs::temp_directory_path() / ("vlm_test_" + std::to_string(getpid()) + "_" + name);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <string>
 
 namespace vlm::test {
@@ -21,6 +22,10 @@ struct CommandResult {
   std::string out, err;
 };
 CommandResult run_command(const std::string& cmd, const std::string& dir);
+
+// What `f` (and any thread it runs) writes to this process's stderr (file descriptor 2,
+// redirected into a scratch file meanwhile): a library's message, which no caller sees.
+std::string stderr_of(const std::function<void()>& f);
 
 // A fresh folder per test (named after the test), removed after it.
 class TempDirTest : public ::testing::Test {
