@@ -199,6 +199,13 @@ class Robust : public ::testing::Test {
     fs::copy_file(cache.dir + "/ds.h5", path(rel), fs::copy_options::overwrite_existing);
   }
 
+  // A tokenizer `out` (vocabulary 280) trained by `vlm data tokenizer` on dataset `data`.
+  void make_tokenizer(const std::string& data, const std::string& out = "tok.json") const {
+    const RunResult r =
+        run_vlm({"data", "tokenizer", "--data.train", data, "--data.vocab", "280", "--data.out", out}, dir_);
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+
   // Runs vlm and checks the promise: exit code 2, one line on stderr starting with "vlm"
   // and holding every needle, every file of the case folder unchanged.
   RunResult refused(const std::vector<std::string>& args, const std::vector<std::string>& needles,

@@ -158,10 +158,7 @@ TEST_F(Cli, OptionsThatCannotMeanWhatTheySay) {
   refused({"data", "build", "--data.from", "jsonl", "--data.input", "src/caps.jsonl", "--data.images", "nowhere",
            "--data.out", "x.h5"},
           {"--data.images nowhere: expected the folder"});
-  const RunResult t = run_vlm({"data", "tokenizer", "--data.train", "ds.h5", "--data.vocab", "280", "--data.out",
-                               "tok.json"},
-                              dir_);
-  ASSERT_EQ(t.code, 0) << t.err;
+  make_tokenizer("ds.h5");
   refused({"data", "tokenize", "ds.h5", "--data.tokenizer", "tok.json", "--data.out", "other.h5"},
           {"--data.out other.h5: `vlm data tokenize` writes no other file"});
   const std::vector<std::string> train{"train", "--config", source_dir() + "/configs/tiny.cfg", "--data.path", "ds.h5",

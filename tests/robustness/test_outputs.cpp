@@ -96,10 +96,7 @@ TEST_F(Outputs, NeverReplaceAnInputOrASpecialFile) {
   refused(with(features, {"hf/model.safetensors"}), {"hf/model.safetensors: inside hf, the folder of --vision.hf"});
   write("enc.cfg", "[vision]\nimage_size = 32\n");
   refused(with(features, {"enc.cfg", "--config", "enc.cfg"}), {"enc.cfg: the output is the input of --config"});
-  const RunResult t = run_vlm({"data", "tokenizer", "--data.train", "ds.h5", "--data.vocab", "280", "--data.out",
-                               "tok.json"},
-                              dir_);
-  ASSERT_EQ(t.code, 0) << t.err;
+  make_tokenizer("ds.h5");
   const std::vector<std::string> train{"train", "--config", source_dir() + "/configs/tiny.cfg", "--data.path", "ds.h5",
                                        "--data.tokenizer", "tok.json", "--train.steps", "1", "--scheduler.trace"};
   refused(with(train, {"ds.h5"}), {"ds.h5: the output is the input of --data.path"});
@@ -109,10 +106,7 @@ TEST_F(Outputs, NeverReplaceAnInputOrASpecialFile) {
 // A checkpoint folder that cannot be made is refused before training, not at the save.
 TEST_F(Outputs, AnUnusableCheckpointFolderIsRefusedFirst) {
   make_dataset("ds.h5");
-  const RunResult t = run_vlm({"data", "tokenizer", "--data.train", "ds.h5", "--data.vocab", "280", "--data.out",
-                               "tok.json"},
-                              dir_);
-  ASSERT_EQ(t.code, 0) << t.err;
+  make_tokenizer("ds.h5");
   write("afile", "not a folder");
   refused({"train", "--config", source_dir() + "/configs/tiny.cfg", "--data.path", "ds.h5", "--data.tokenizer",
            "tok.json", "--train.steps", "100000", "--train.ckpt_dir", "afile/ck"},
