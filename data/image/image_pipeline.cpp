@@ -87,7 +87,8 @@ bool png_chunks_sound(const uint8_t* p, size_t n, uint64_t w, uint64_t h) {
 }
 
 // Width and height from a PNG's IHDR or a JPEG's first SOF marker; false when the bytes
-// are neither (or a PNG is cut short), so no other decoder of OpenCV ever runs.
+// are neither, so no other decoder of OpenCV ever runs, or are a PNG whose chunks are not
+// sound or a JPEG without its EOI after the first scan (a cut file).
 bool png_or_jpeg_size(const uint8_t* p, size_t n, uint64_t* w, uint64_t* h) {
   static const uint8_t kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
   if (n >= 24 && std::equal(kPng, kPng + 8, p)) {

@@ -22,9 +22,9 @@ inline constexpr uint64_t kMaxDecodeSide = 32768;                // as schema::k
 inline constexpr uint64_t kMaxDecodePixels = uint64_t(1) << 26;  // 64 megapixels
 
 // True when the bytes start as a PNG or JPEG whose header size is within the limits
-// above, and for a PNG every chunk is there with its CRC and the compressed rows could
-// fill the declared size (the check every decoder of data/image makes before OpenCV
-// runs, so that libpng never prints its complaints to stderr).
+// above, a PNG has every chunk with its CRC and compressed rows that could fill the
+// declared size, and a JPEG has an EOI after its first scan (the check every decoder of
+// data/image makes before OpenCV runs).
 bool decodable_header(const uint8_t* data, size_t n);
 // PNG or JPEG bytes -> RGB, or empty on failure.
 RgbImage decode_rgb(const uint8_t* data, size_t n, uint8_t background = 0);

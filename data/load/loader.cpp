@@ -39,7 +39,7 @@ Loader::~Loader() {
   stop();
   if (skipped_total_ > 0)
     std::printf("loader: %s: skipped %lld undecodable image(s) in total\n", opt_.path.c_str(),
-                 (long long)skipped_total_.load());
+                (long long)skipped_total_.load());
 }
 
 void Loader::start() {

@@ -21,19 +21,19 @@ std::string stderr_of(const std::function<void()>& f) {
   FILE* sink = std::fopen(path.c_str(), "w");
   if (saved < 0 || sink == nullptr) throw std::runtime_error("stderr_of: cannot redirect stderr");
   dup2(fileno(sink), 2);
-  try {
+  {
+    struct Restore {  // stderr back, also when f throws
+      int saved;
+      FILE* sink;
+      ~Restore() {
+        std::fflush(stderr);
+        dup2(saved, 2);
+        close(saved);
+        std::fclose(sink);
+      }
+    } restore{saved, sink};
     f();
-  } catch (...) {
-    std::fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    std::fclose(sink);
-    throw;
   }
-  std::fflush(stderr);
-  dup2(saved, 2);
-  close(saved);
-  std::fclose(sink);
   return read_file(path);
 }
 
