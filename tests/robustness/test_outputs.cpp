@@ -3,7 +3,9 @@
 // truncated its output: a file-size limit (RLIMIT_FSIZE) makes the write itself fail
 // half-way, as a full disk would. Each case first shows that the same command without
 // the limit does replace the file, so the check could fail; with the limit the old file
-// must stay byte for byte, with no temporary file left beside it.
+// must stay byte for byte, with no temporary file left beside it. Outputs that would
+// replace an input or a special file, and a checkpoint folder that cannot be made, are
+// refused before any work.
 #include "robustness.h"
 
 namespace vlm::robustness {
