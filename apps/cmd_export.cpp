@@ -15,6 +15,7 @@
 #include "base/options.h"
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/export_hf.h"
+#include "io/atomic_file.h"
 #include "parallel/runtime.h"
 #include "train/train_options.h"
 #include "train/trained_model.h"
@@ -75,15 +76,9 @@ int export_hf(const Config& cfg) {
     VLM_REQUIRE(!out.empty(), "--out: an output folder is required");
     VLM_REQUIRE(!std::filesystem::exists(out) || std::filesystem::is_directory(out), "--out ", out,
                 ": exists and is not a folder");
-    {  // inside the checkpoint, its pruning would remove the export (and the export may replace its files)
-      namespace fs = std::filesystem;
-      std::error_code ec;
-      const fs::path o = fs::weakly_canonical(fs::absolute(out, ec), ec);
-      const fs::path c = fs::weakly_canonical(fs::absolute(in.checkpoint, ec), ec);
-      const fs::path rel = o.lexically_relative(c);
-      VLM_REQUIRE(rel.empty() || *rel.begin() == "..", "--out ", out, ": inside ", in.checkpoint,
-                  ", the checkpoint of --checkpoint; write outside it");
-    }
+    // Inside the checkpoint, its pruning would remove the export (and the export may replace its files).
+    VLM_REQUIRE(!path_inside(out, in.checkpoint), "--out ", out, ": inside ", in.checkpoint,
+                ", the checkpoint of --checkpoint; write outside it");
     VLM_REQUIRE(rt.topology().dp() == 1, "vlm export runs as one TP group: the world (", rt.topology().world_size(),
                 " ranks) must equal --parallel.tp (", rt.topology().tp(), ")");
     path = resolve_checkpoint(in.checkpoint);

@@ -105,18 +105,22 @@ void AtomicFile::commit() {
   }
 }
 
+bool path_inside(const std::string& path, const std::string& folder) {
+  std::error_code ec;
+  const fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  const fs::path dir = fs::weakly_canonical(fs::absolute(folder, ec), ec);
+  const fs::path rel = p.lexically_relative(dir);
+  return !rel.empty() && *rel.begin() != "..";
+}
+
 void check_output_path(const std::string& path, const std::vector<InputPath>& inputs) {
   AtomicFile probe(path);
   std::error_code ec;
-  const fs::path out = fs::weakly_canonical(fs::absolute(path, ec), ec);
   for (const InputPath& in : inputs) {
     if (in.path.empty()) continue;
     if (fs::equivalent(path, in.path, ec))
       throw UserError(cat(path, ": the output is the input of ", in.option, "; write to another file"));
-    if (!fs::is_directory(in.path, ec)) continue;
-    const fs::path dir = fs::weakly_canonical(fs::absolute(in.path, ec), ec);
-    const fs::path rel = out.lexically_relative(dir);
-    if (!rel.empty() && *rel.begin() != "..")
+    if (fs::is_directory(in.path, ec) && path_inside(path, in.path))
       throw UserError(cat(path, ": inside ", in.path, ", the folder of ", in.option, "; write outside it"));
   }
 }

@@ -61,6 +61,9 @@ struct InputPath {
   std::string path;
 };
 void check_output_path(const std::string& path, const std::vector<InputPath>& inputs = {});
+// Whether `path` (existing or not) lies inside the folder `folder`, compared by their
+// canonical forms (links and `..` resolved).
+bool path_inside(const std::string& path, const std::string& folder);
 // The same with every INI file the command read (cfg.files(): --config) as an input too.
 void check_output_path(const std::string& path, const Config& cfg, std::vector<InputPath> inputs);
 

@@ -39,7 +39,7 @@ void Trainer::State::resume() {
                 data.tokenizer.empty() ? "the one " + data.path + " names" : "--data.tokenizer " + data.tokenizer,
                 "): a resume continues with the tokenizer the model was trained with");
     const Loader& l = loader_at(c.step);
-    VLM_REQUIRE(c.sampler.epoch >= 0 && c.sampler.step >= 0 && c.sampler.step < l.steps_per_epoch(), path,
+    VLM_REQUIRE(l.fits(c.sampler), path,
                 ": its data position (epoch ", c.sampler.epoch, ", step ", c.sampler.step, " of the epoch) is not in ",
                 c.step <= data.curriculum_steps && curriculum ? "--data.curriculum " + data.curriculum
                                                               : "--data.path " + data.path,

@@ -111,6 +111,7 @@ class Loader {
 
   int64_t num_samples() const { return int64_t(samples_.size()); }
   int64_t steps_per_epoch() const { return sampler_->steps_per_epoch(); }
+  bool fits(const SamplerState& s) const { return sampler_->fits(s); }  // restore() takes it
   int64_t skipped_total() const { return skipped_total_.load(); }
   const DatasetReader& dataset() const { return *reader_; }
 

@@ -63,8 +63,12 @@ std::vector<SampleRef> DistributedSampler::next() {
   return b;
 }
 
+bool DistributedSampler::fits(const SamplerState& s) const {
+  return s.step >= 0 && s.step < steps_per_epoch() && s.epoch >= 0;
+}
+
 void DistributedSampler::restore(const SamplerState& s) {
-  VLM_REQUIRE(s.step >= 0 && s.step < steps_per_epoch() && s.epoch >= 0,
+  VLM_REQUIRE(fits(s),
               "sampler state (epoch ", s.epoch, ", step ", s.step, ") does not fit ", steps_per_epoch(),
               " steps per epoch");
   state_ = s;

@@ -44,7 +44,9 @@ class DistributedSampler {
   std::vector<SampleRef> batch_at(int64_t epoch, int64_t step) const;
 
   SamplerState state() const { return state_; }
-  void restore(const SamplerState& s);
+  // Whether `s` is a position of this sampler (its step inside an epoch).
+  bool fits(const SamplerState& s) const;
+  void restore(const SamplerState& s);  // UserError when !fits(s)
   int64_t size() const { return n_; }
 
   // The epoch's permutation of 0..n-1 (exposed for tests).

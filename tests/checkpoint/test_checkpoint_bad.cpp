@@ -113,9 +113,9 @@ TEST_F(BadCheckpoint, AResumeKeepsTheSeedTheTokenizerAndADataPositionThatExists)
   refused(ckpt("ref", 3), ckpt("ref", 3) + ": saved by a run of seed 1, this run has --seed 7",
           "--train.batch 8 --seed 7");
   const std::string other = dir_ + "/tok_other.json";
-  ASSERT_EQ(run_command(vlm() + " data tokenizer --data.train " + data_ + " --data.vocab 280 --data.out " + other, dir_)
-                .status,
-            0);
+  const CommandResult t =
+      run_command(vlm() + " data tokenizer --data.train " + data_ + " --data.vocab 280 --data.out " + other, dir_);
+  ASSERT_EQ(t.status, 0) << t.err;
   refused(ckpt("ref", 3), ckpt("ref", 3) + ": saved with another tokenizer than this run's (--data.tokenizer " + other,
           "--train.batch 8 --data.tokenizer " + other);
   // 16 images: 2 steps of 8 per epoch, where the save stands at step 3 of its epoch.

@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "checkpoint/shard_format.h"
 #include "tests/checkpoint/index_edit.h"
+#include "tests/support/errors.h"
 
 namespace vlm {
 namespace {
@@ -36,16 +37,7 @@ CheckpointIndex sample_index() {
                      {"tokenizer.00ff12.json", 99, 77}, {shard_header_json(header(0)), shard_header_json(header(1))});
 }
 
-// The UserError message of f(), or "" when it does not throw one.
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 // `text` with its first `from` replaced by `to` (which must be there).
 std::string edit(std::string text, const std::string& from, const std::string& to) {

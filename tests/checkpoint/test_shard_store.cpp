@@ -19,6 +19,7 @@
 #include "checkpoint/shard_store.h"
 #include "io/crc32c.h"
 #include "tests/checkpoint/index_edit.h"
+#include "tests/support/errors.h"
 #include "tests/support/files.h"
 
 namespace vlm {
@@ -89,15 +90,7 @@ void write_checkpoint(const std::string& dir, float poison = 0) {
   test::write_file(dir + "/" + kIndexName, index_json(idx));
 }
 
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 class ShardStoreTest : public test::TempDirTest {
  protected:
