@@ -17,6 +17,7 @@
 #include "base/error.h"
 #include "base/file_read.h"
 #include "base/options.h"
+#include "base/stop_signal.h"
 #include "core/device_options.h"
 #include "data/storage/dataset.h"
 #include "io/atomic_file.h"
@@ -221,7 +222,16 @@ int run_ablation(const Config& cfg, Runtime& rt) {
   SharedPrefixes prefixes(a.out, P.fingerprint, rt);
   for (size_t i = 0; i < P.todo.size(); ++i) {
     const std::string progress = cat(i + 1, "/", P.todo.size());
-    const AblationRow r = run_row(cfg, rt, P, P.todo[i], prefixes, progress);
+    AblationRow r;
+    try {
+      r = run_row(cfg, rt, P, P.todo[i], prefixes, progress);
+    } catch (const Interrupted& e) {  // a signal (train.on_signal): the rows done stay in the table
+      if (rt.root())
+        std::printf("vlm ablate: %s in row %s; the %zu rows done are kept in %s/ablation.csv, and the same "
+                    "command runs the others (this one from its start)\n",
+                    e.what(), progress.c_str(), done.size(), a.out.c_str());
+      throw;
+    }
     done.push_back(r);
     write_files(done, false);
     if (rt.root()) {

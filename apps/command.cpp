@@ -9,6 +9,7 @@
 
 #include "base/config.h"
 #include "base/error.h"
+#include "base/stop_signal.h"
 #include "parallel/mpi/mpi_session.h"
 #include "parallel/runtime.h"
 
@@ -88,6 +89,8 @@ int run_command(const Command& c, int argc, char** argv) {
       parse();
     }
     return c.run(cfg);
+  } catch (const Interrupted& e) {  // every rank stopped at the same step and said why
+    return e.exit_code();
   } catch (const std::exception& e) {
     return report_command_error(who, e);
   }

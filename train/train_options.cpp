@@ -116,6 +116,12 @@ const OptionSet<TrainOptions>& train_options() {
     s.option("train.save_every", &T::save_every,
              "checkpoint every N steps and at the end (0 = at the end only, -1 = never; docs/checkpoints.md)")
         .range(-1, int64_t(1) << 40);
+    s.option("train.on_signal", &T::save_on_signal,
+             "SIGTERM, SIGINT or SIGUSR1 (a cluster's notice; under mpirun send SIGUSR1 to mpirun): save = every "
+             "rank ends after the step under way, saves a checkpoint there (unless train.save_every = -1) and exits "
+             "with 128 + the signal's number, a second signal ends at once; exit = the signal ends the process "
+             "(docs/checkpoints.md, \"Preemption\")")
+        .choices({{"save", true}, {"exit", false}});
     s.option("train.keep_last", &T::keep_last, "saves kept in train.ckpt_dir (0 = all)").range(0, 1 << 20);
     s.option("train.ckpt_dir", &T::ckpt_dir, "checkpoint folder (empty = <train.out_dir>/<train.run>/checkpoints)");
     s.option("train.resume", &T::resume,

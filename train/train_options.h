@@ -65,6 +65,9 @@ struct TrainOptions {
   bool grad_reduce_bf16 = false;          // train.grad_reduce_dtype=bf16 (optim/dp_grads.h)
   int64_t save_every = 0;       // checkpoints (checkpoint/checkpoint.h): every N steps and at the end; -1 never
   int keep_last = 3;
+  // train.on_signal=save: SIGTERM, SIGINT or SIGUSR1 end the run after the step under
+  // way, with a checkpoint there (base/stop_signal.h; docs/checkpoints.md, "Preemption").
+  bool save_on_signal = true;
   std::string ckpt_dir;         // resolved: <out_dir>/<run>/checkpoints when not given
   std::string resume;           // "", "auto", a file or a folder
   std::string llm_hf;           // Hugging Face backbone checkpoint (llm.hf)

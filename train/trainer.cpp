@@ -9,9 +9,11 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "base/config.h"
 #include "base/error.h"
+#include "base/stop_signal.h"
 #include "checkpoint/checkpoint.h"
 #include "core/counting_backend.h"
 #include "core/device_options.h"
@@ -149,11 +151,15 @@ TrainReport Trainer::run_steps() {
   RunStats stats(tp.counters().total_bytes(), S.dpg->counters().total_bytes());
   const auto t_start = TrainClock::now();
   const int64_t last = S.last_step();
+  std::optional<StopSignal> stop;  // train.on_signal=save: a signal ends the run between two steps
+  if (S.train.save_on_signal) stop.emplace();
   for (int64_t step = S.start; step <= last; ++step) {
     const RunStats::Step st = S.train_step(step, trace, seconds_since(t_start));
     stats.add(st);
-    if (S.train.save_every >= 0 && (step == last || (S.train.save_every > 0 && step % S.train.save_every == 0)))
-      S.save(step);
+    const bool save =
+        S.train.save_every >= 0 && (step == last || (S.train.save_every > 0 && step % S.train.save_every == 0));
+    if (save) S.save(step);
+    if (stop) S.stop_if_signalled(*stop, step, save);
     if (S.train.eval_every > 0 && step % S.train.eval_every == 0 && step < last) {
       const double v = S.validate(step);
       if (rt.root()) std::printf("step %lld: val loss %.4f (%s)\n", (long long)step, v, S.data.val_split.c_str());
@@ -196,6 +202,27 @@ void Trainer::State::print_header() const {
               vcfg.llm.str().c_str(), vcfg.precision == Precision::BF16 ? "bf16" : "fp32", plan.memory.str().c_str());
   if (!peak.note.empty()) std::printf("  %s\n", peak.note.c_str());
   std::fflush(stdout);
+}
+
+// The ranks agree whether any of them received a stop signal (one all-reduce of the
+// world per step: SLURM signals every task, mpirun forwards SIGUSR1 to every rank, a
+// user may signal one). When one did, every rank saves step n (unless it was just saved
+// or train.save_every = -1) and throws Interrupted: the command exits 128 + the signal.
+void Trainer::State::stop_if_signalled(StopSignal& stop, int64_t n, bool saved) {
+  const std::vector<double> any =
+      all_reduce_values(rt.groups().world(), rt.backend().default_stream(), {double(stop.pending())}, ReduceOp::Max);
+  const int sig = int(any[0]);
+  if (sig == 0) return;
+  if (!saved && train.save_every >= 0) save(n);
+  if (rt.root()) {
+    std::printf("vlm train: stopped by %s after step %lld of %lld; %s\n", signal_name(sig).c_str(), (long long)n,
+                (long long)total,
+                train.save_every >= 0 ? "the same command with --train.resume auto goes on from the checkpoint above"
+                                      : "nothing saved (train.save_every = -1)");
+    std::fflush(stdout);
+  }
+  stop.take();
+  throw Interrupted(sig);
 }
 
 // The validation loss over train.eval_batches of the val split, logged at step n with

@@ -36,10 +36,10 @@
 namespace vlm {
 namespace {
 
+using test::vlm;
+using test::mpirun;
 using Result = test::CommandResult;
 
-std::string vlm() { return VLM_BINARY; }
-std::string mpirun(int n) { return std::string(VLM_MPIEXEC) + " -n " + std::to_string(n) + " --oversubscribe "; }
 
 double rel(double a, double b) { return std::fabs(a - b) / std::max(std::fabs(a), std::fabs(b)); }
 

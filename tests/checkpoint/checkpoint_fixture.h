@@ -16,8 +16,6 @@ namespace vlm::test {
 
 namespace fs = std::filesystem;
 
-inline std::string vlm() { return VLM_BINARY; }
-inline std::string mpirun(int n) { return std::string(VLM_MPIEXEC) + " -n " + std::to_string(n) + " --oversubscribe "; }
 // [32, 32], rows split over TP
 inline constexpr const char* kQproj = "model/llm/model.layers.0.self_attn.q_proj.weight";
 

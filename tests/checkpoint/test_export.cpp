@@ -36,7 +36,7 @@
 namespace vlm {
 namespace {
 
-std::string vlm() { return VLM_BINARY; }
+using test::vlm;
 
 class ExportRoundTrip : public ::testing::Test {
  protected:

@@ -21,7 +21,7 @@ class ScenesCli : public TempDirTest {
       GTEST_SKIP() << "dataset-fashion-mnist or tuxpaint-stamps-default not installed";
     TempDirTest::SetUp();
   }
-  CommandResult vlm(const std::string& args) { return run_command(std::string(VLM_BINARY) + " " + args, dir_); }
+  CommandResult vlm(const std::string& args) { return run_command(test::vlm() + " " + args, dir_); }
 };
 
 TEST_F(ScenesCli, BuildPrintsProgressAndInspectShowsBoxes) {

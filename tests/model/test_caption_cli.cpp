@@ -22,10 +22,10 @@
 namespace vlm {
 namespace {
 
+using test::vlm;
+using test::mpirun;
 using Result = test::CommandResult;
 
-std::string vlm() { return VLM_BINARY; }
-std::string mpirun(int n) { return std::string(VLM_MPIEXEC) + " -n " + std::to_string(n) + " --oversubscribe "; }
 
 // The value after "<key>: " on its line of `out` ("" when absent).
 std::string field(const std::string& out, const std::string& key) {

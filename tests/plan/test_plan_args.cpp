@@ -19,9 +19,9 @@
 namespace vlm {
 namespace {
 
+using test::vlm;
 using Result = test::CommandResult;
 
-std::string vlm() { return VLM_BINARY; }
 std::string cfg() { return std::string(VLM_SOURCE_DIR) + "/configs/tiny.cfg"; }
 
 class PlanArgs : public ::testing::Test {

@@ -31,12 +31,12 @@
 namespace vlm {
 namespace {
 
+using test::vlm;
+using test::mpirun;
 using Result = test::CommandResult;
 using Bytes = std::map<std::string, uint64_t>;  // collective kind -> bytes
 
-std::string vlm() { return VLM_BINARY; }
 std::string cfg() { return std::string(VLM_SOURCE_DIR) + "/configs/tiny.cfg"; }
-std::string mpirun(int n) { return std::string(VLM_MPIEXEC) + " -n " + std::to_string(n) + " --oversubscribe "; }
 
 // The trainer's line "memory per rank (...): rank 0 N B, rank 1 N B, ..." -> N per world rank.
 std::vector<uint64_t> measured_peaks(const std::string& out) {

@@ -1,4 +1,5 @@
 // Tests of `vlm` commands run as a user runs them (tests/support/files.h run_command):
+//  - vlm(), mpirun(n): the program and the launcher (tests registered with CLI);
 //  - fashion_subset: a Fashion-MNIST subset built by `vlm data build`, its tokenizer and
 //    tokens (the dataset-fashion-mnist package), made once per test suite;
 //  - jsonl_values: one key of every line of a JSONL file (metrics.jsonl), as written;
@@ -14,6 +15,12 @@
 #include "tests/support/files.h"
 
 namespace vlm::test {
+
+#ifdef VLM_BINARY  // a test registered with vlm_add_test(... CLI) (tests/support/CMakeLists.txt)
+// The `vlm` program of this build, and the prefix that starts n ranks of a command.
+inline std::string vlm() { return VLM_BINARY; }
+inline std::string mpirun(int n) { return std::string(VLM_MPIEXEC) + " -n " + std::to_string(n) + " --oversubscribe "; }
+#endif
 
 struct FashionSubset {
   std::string data, tokenizer;

@@ -23,10 +23,10 @@
 namespace vlm {
 namespace {
 
+using test::vlm;
+using test::mpirun;
 using Result = test::CommandResult;
 
-std::string vlm() { return VLM_BINARY; }
-std::string mpirun(int n) { return std::string(VLM_MPIEXEC) + " -n " + std::to_string(n) + " --oversubscribe "; }
 
 class Bf16Cli : public ::testing::Test {
  protected:

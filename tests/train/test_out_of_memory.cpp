@@ -18,7 +18,8 @@
 namespace vlm {
 namespace {
 
-std::string vlm() { return VLM_BINARY; }
+using test::vlm;
+using test::mpirun;
 
 class OutOfMemory : public ::testing::Test {
  protected:
@@ -48,7 +49,7 @@ class OutOfMemory : public ::testing::Test {
 
 TEST_F(OutOfMemory, OneRankOfTwoNamesItselfTheArenaAndThePlanAndBothEnd) {
   const std::string total = planned_total(2);
-  const std::string cmd = "timeout 300 " + std::string(VLM_MPIEXEC) + " --oversubscribe -n 1 " + vlm() + " train" +
+  const std::string cmd = "timeout 300 " + mpirun(1) + vlm() + " train" +
                           options() + " --train.run two : -n 1 env VLM_FAULT_ARENA_ALLOC=3 " + vlm() + " train" +
                           options() + " --train.run two";
   const test::CommandResult r = test::run_command(cmd, dir_);

@@ -56,7 +56,7 @@ TEST_F(TrainCli, ARankLocalBadFileEndsEveryRank) {
   const std::string garbage = dir_ + "/garbage.h5";
   write_file(garbage, "not an HDF5 file\n");
   // MPMD: one argument list per rank; rank 0's is valid.
-  const std::string cmd = std::string(VLM_MPIEXEC) + " --oversubscribe --tag-output -n 1 " + train("rank_bad", "") +
+  const std::string cmd = mpirun(1) + "--tag-output " + train("rank_bad", "") +
                           " : -n 1 " + train("rank_bad", "--data.path " + garbage);
   const Result r = run_command(cmd, dir_);
   EXPECT_EQ(r.status, 2) << r.err;

@@ -12,10 +12,6 @@
 
 namespace vlm::test {
 
-inline std::string vlm() { return VLM_BINARY; }
-inline std::string mpirun(int n) {
-  return std::string(VLM_MPIEXEC) + " -n " + std::to_string(n) + " --oversubscribe ";
-}
 
 class TrainCli : public ::testing::Test {
  protected:

@@ -21,6 +21,7 @@
 #include "data/image/texture.h"
 #include "io/h5_io.h"
 #include "siglip_test_util.h"
+#include "tests/support/cli.h"
 
 namespace vlm::test {
 namespace {
@@ -33,7 +34,7 @@ namespace fs = std::filesystem;
 CommandResult run_vlm(const std::string& dir, const std::string& args) {
   const char* asan = std::getenv("ASAN_OPTIONS");
   const std::string env = std::string("ASAN_OPTIONS='") + (asan ? asan : "") + ":detect_leaks=0' ";
-  return run_command(env + VLM_BINARY + " " + args, dir);
+  return run_command(env + vlm() + " " + args, dir);
 }
 
 std::vector<float> read_f32(const std::string& path, const std::string& name, std::vector<int64_t>* dims) {

@@ -1,0 +1,64 @@
+// A graceful stop on a signal (docs/checkpoints.md, "Preemption"): what a cluster sends
+// before it takes the nodes back (SLURM: SIGTERM to every task, then SIGKILL after its
+// KillWait; `--signal=USR1@120` ahead of the time limit; mpirun forwards SIGUSR1 to
+// every rank), and Ctrl-C.
+//
+//   StopSignal stop;                 // SIGTERM, SIGINT, SIGUSR1 now set a flag
+//   for (...) {
+//     work();
+//     if (int sig = stop.pending()) { finish(); stop.take(); throw Interrupted(sig); }
+//   }
+//
+// Invariants:
+//  - While a StopSignal lives (one at a time), the first of those signals ends nothing:
+//    pending() returns it from then on. A second one ends the process as the signal
+//    would have without us (the default action), so a user who presses Ctrl-C twice is
+//    never kept waiting.
+//  - Its destructor restores the handlers it replaced. A signal that arrived and was
+//    not taken is raised again then, with those handlers: none is swallowed.
+//  - The handler only stores the number (async-signal-safe); nothing else runs inside
+//    it. System calls interrupted by it restart (SA_RESTART).
+//  - Interrupted is the agreed end of the work for a signal: the command that catches it
+//    exits with 128 + the signal's number (apps/command.cpp), as a shell reports a
+//    process the signal ended, so a job script can tell "stopped, resume me" from
+//    "finished" (0) and from "bad input" (2).
+#pragma once
+#include <csignal>
+#include <stdexcept>
+#include <string>
+
+namespace vlm {
+
+class StopSignal {
+ public:
+  StopSignal();
+  ~StopSignal();
+  StopSignal(const StopSignal&) = delete;
+  StopSignal& operator=(const StopSignal&) = delete;
+
+  // The first signal received since construction (SIGTERM, SIGINT or SIGUSR1), or 0.
+  int pending() const;
+  // The holder acts on the pending signal: the destructor will not raise it again.
+  void take();
+
+ private:
+  struct sigaction old_[3];
+  bool taken_ = false;
+};
+
+// "SIGTERM", "SIGINT", "SIGUSR1", else "signal N".
+std::string signal_name(int sig);
+
+// The work stopped for `signal` after finishing what it could (its message says what
+// was saved); every rank throws it at the same point.
+class Interrupted : public std::runtime_error {
+ public:
+  explicit Interrupted(int signal) : std::runtime_error("stopped by " + signal_name(signal)), signal_(signal) {}
+  int signal() const { return signal_; }
+  int exit_code() const { return 128 + signal_; }
+
+ private:
+  int signal_;
+};
+
+}  // namespace vlm

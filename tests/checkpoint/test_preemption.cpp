@@ -1,0 +1,126 @@
+// `vlm train` stopped by a signal, as a cluster stops it (train.on_signal; base/
+// stop_signal.h; docs/checkpoints.md, "Preemption"), through the binary and real mpirun,
+// on configs/tiny.cfg runs long enough that only the signal ends them:
+//  - SIGTERM to one process: it ends after the step under way (k), with status 143, a
+//    complete save of step k named by `latest` and k steps in metrics.jsonl; the same
+//    command with train.resume auto then gives bitwise the losses of a run that was never
+//    stopped;
+//  - SIGUSR1 to mpirun (which forwards it) at dp = 2 with ZeRO-1: both ranks save step k
+//    and end with 138, and the resume at dp = 2 is bitwise too;
+//  - SIGTERM to rank 1 only at tp = 2: rank 0 learns it through the agreement, both save
+//    the same step and end (143), and the save resumes;
+//  - train.save_every = -1: the run stops for the signal with nothing saved;
+//    train.on_signal = exit: the signal ends the process as it ends any program.
+#include <csignal>
+
+#include "tests/checkpoint/checkpoint_fixture.h"
+#include "tests/support/signalled_run.h"
+
+namespace vlm::test {
+namespace {
+
+constexpr int64_t kLongRun = 100000;  // steps: minutes at the tiny config's pace, so the signal ends the run
+
+class Preemption : public Checkpoint {
+ protected:
+  // `vlm train` of kLongRun steps (the schedules of that run), without the fixture's saves.
+  static std::string long_run(const std::string& run, const std::string& extra) {
+    return vlm() + " train --config " + std::string(VLM_SOURCE_DIR) + "/configs/tiny.cfg --data.path " + data_ +
+           " --data.tokenizer " + tok_ + " --train.out_dir " + dir_ + "/runs --train.run " + run +
+           " --train.steps " + std::to_string(kLongRun) + " --train.log_every 1000 " + extra;
+  }
+  // True once runs/<run>/metrics.jsonl holds the losses of n steps (counted as text: the
+  // file is being written).
+  static std::function<bool()> steps_logged(const std::string& run, size_t n) {
+    return [path = dir_ + "/runs/" + run + "/metrics.jsonl", n] {
+      std::error_code ec;
+      if (!fs::exists(path, ec)) return false;
+      const std::string t = read_file(path);
+      size_t steps = 0;
+      for (size_t at = t.find("\"loss\":"); at != std::string::npos; at = t.find("\"loss\":", at + 1)) ++steps;
+      return steps >= n;
+    };
+  }
+  // The run stopped by the signal at step k = the steps it logged: its message, `latest`
+  // and the save of step k (with `shards` shards). Returns k.
+  static int64_t expect_stopped_and_saved(const SignalledRun& r, const std::string& run, const std::string& signal,
+                                          int shards) {
+    const int64_t k = int64_t(losses(run).size());
+    EXPECT_GE(k, 3);
+    EXPECT_NE(r.out.find("vlm train: stopped by " + signal + " after step " + std::to_string(k) + " of " +
+                         std::to_string(kLongRun) + "; the same command with --train.resume auto"),
+              std::string::npos)
+        << r.out << r.err;
+    EXPECT_EQ(read_file(ckpt_dir(run) + "/latest"), "step_" + std::to_string(k) + "\n");
+    const CheckpointIndex ix = index(ckpt(run, int(k)));
+    EXPECT_EQ(ix.state.step, k);
+    EXPECT_EQ(int(ix.shards.size()), shards);
+    return k;
+  }
+};
+
+TEST_F(Preemption, SigtermEndsAfterTheStepUnderWayAndTheResumeIsExact) {
+  const SignalledRun r = run_and_signal(long_run("term", ""), dir_, steps_logged("term", 3), SIGTERM);
+  ASSERT_TRUE(r.sent) << r.out << r.err;
+  EXPECT_EQ(r.status, 143) << r.out << r.err;
+  EXPECT_EQ(r.err, "");
+  const int64_t k = expect_stopped_and_saved(r, "term", "SIGTERM", 1);
+  const std::string until = " --train.stop_after " + std::to_string(k + 3);
+  const CommandResult resumed = run_command(long_run("term", "--train.resume auto" + until), dir_);
+  ASSERT_EQ(resumed.status, 0) << resumed.out << resumed.err;
+  const CommandResult ref = run_command(long_run("never_stopped", until), dir_);
+  ASSERT_EQ(ref.status, 0) << ref.out << ref.err;
+  EXPECT_EQ(losses("term"), losses("never_stopped"));  // steps 1..k stopped, k+1..k+3 resumed: bitwise
+}
+
+TEST_F(Preemption, SigusrToMpirunStopsEveryRankAtTheSameStep) {
+  const std::string dp2 = "--train.batch 4 --train.zero 1";
+  const SignalledRun r = run_and_signal(mpirun(2) + long_run("usr1", dp2), dir_, steps_logged("usr1", 3), SIGUSR1);
+  ASSERT_TRUE(r.sent) << r.out << r.err;
+  EXPECT_EQ(r.status, 138) << r.out << r.err;
+  const int64_t k = expect_stopped_and_saved(r, "usr1", "SIGUSR1", 2);
+  const std::string until = dp2 + " --train.stop_after " + std::to_string(k + 2);
+  const CommandResult resumed = run_command(mpirun(2) + long_run("usr1", "--train.resume auto " + until), dir_);
+  ASSERT_EQ(resumed.status, 0) << resumed.out << resumed.err;
+  const CommandResult ref = run_command(mpirun(2) + long_run("usr1_ref", until), dir_);
+  ASSERT_EQ(ref.status, 0) << ref.out << ref.err;
+  EXPECT_EQ(losses("usr1"), losses("usr1_ref"));
+}
+
+TEST_F(Preemption, ASignalToOneRankStopsThemAll) {
+  const SignalledRun r =
+      run_and_signal(mpirun(2) + long_run("one", "--tp 2"), dir_, steps_logged("one", 3), SIGTERM, /*rank=*/1);
+  ASSERT_TRUE(r.sent) << r.out << r.err;
+  EXPECT_EQ(r.status, 143) << r.out << r.err;  // mpirun's: the first rank's status
+  const int64_t k = expect_stopped_and_saved(r, "one", "SIGTERM", 2);
+  const CommandResult resumed = run_command(
+      mpirun(2) + long_run("one", "--tp 2 --train.resume auto --train.stop_after " + std::to_string(k + 1)), dir_);
+  ASSERT_EQ(resumed.status, 0) << resumed.out << resumed.err;
+  EXPECT_NE(resumed.out.find("resumed from"), std::string::npos) << resumed.out;
+  EXPECT_EQ(int64_t(losses("one").size()), k + 1);
+}
+
+TEST_F(Preemption, WithoutSavesTheRunStopsAndSavesNothing) {
+  const SignalledRun r =
+      run_and_signal(long_run("nosave", "--train.save_every -1"), dir_, steps_logged("nosave", 3), SIGINT);
+  ASSERT_TRUE(r.sent) << r.out << r.err;
+  EXPECT_EQ(r.status, 130) << r.out << r.err;
+  const int64_t k = int64_t(losses("nosave").size());
+  EXPECT_NE(r.out.find("stopped by SIGINT after step " + std::to_string(k) + " of " + std::to_string(kLongRun) +
+                       "; nothing saved (train.save_every = -1)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_FALSE(fs::exists(ckpt_dir("nosave")));
+}
+
+TEST_F(Preemption, OnSignalExitLetsTheSignalEndTheProcess) {
+  const SignalledRun r =
+      run_and_signal(long_run("exit", "--train.on_signal exit"), dir_, steps_logged("exit", 3), SIGTERM);
+  ASSERT_TRUE(r.sent) << r.out << r.err;
+  EXPECT_EQ(r.signal, SIGTERM) << r.status << r.out << r.err;
+  EXPECT_EQ(r.out.find("stopped by"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(ckpt_dir("exit") + "/latest"));
+}
+
+}  // namespace
+}  // namespace vlm::test
