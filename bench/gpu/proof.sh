@@ -149,16 +149,18 @@ cmd_run() {
   # over one step of llama1b cut to 2 layers (bench/gpu/kernel_table.py). A rehearsal (no
   # ncu) runs the same step without the profiler.
   step kernels 120 40 perf.log -- bash -c kernel_profile
-  # Our kernels (not cuBLASLt's and cuDNN's: matmul, conv) under memcheck, the kernels
-  # with shared memory under racecheck, with the time left. A rehearsal runs the same
-  # tests without the tool (no GPU here).
-  # (Not the 16.8M-element cases either: the tool slows every access some 100 times.)
+  # Our kernels (not cuBLASLt's and cuDNN's: matmul, conv; attention with
+  # VLM_CUDNN_ATTENTION=0) under memcheck, the kernels with shared memory under
+  # racecheck, with the time left. A rehearsal runs the same tests without the tool (no
+  # GPU here). (Not the 16.8M-element cases either: the tool slows every access some
+  # 100 times.)
   local ours_only="Ops/Conformance.Cuda/*-*_matmul_*:*_conv2d_*:*_bias_backward_*:*_n16781313" c
   local shared=""
   for c in attention norm softmax cross_entropy vocab_ce sum_squares; do shared+="${shared:+:}Ops/Conformance.Cuda/*$c*"; done
-  step memcheck $(( (END - $(date +%s)) * 2 / 3 )) 40 sanitizer.log -- "${ours[@]}" "${memcheck[@]}" \
-    "$W/bin/test_conformance" "--gtest_filter=$ours_only"
-  step racecheck 600 30 sanitizer.log -- "${ours[@]}" "${racecheck[@]}" "$W/bin/test_conformance" "--gtest_filter=$shared"
+  step memcheck $(( (END - $(date +%s)) * 2 / 3 )) 40 sanitizer.log -- "${ours[@]}" VLM_CUDNN_ATTENTION=0 \
+    "${memcheck[@]}" "$W/bin/test_conformance" "--gtest_filter=$ours_only"
+  step racecheck 600 30 sanitizer.log -- "${ours[@]}" VLM_CUDNN_ATTENTION=0 "${racecheck[@]}" \
+    "$W/bin/test_conformance" "--gtest_filter=$shared"
 
   # Ours against PyTorch: bench_llm's tokens/s over torch's, same model and shape.
   local a e c2 ratio=""

@@ -159,6 +159,6 @@ kernel_profile() {
 # gtest arguments of each GPU test binary (none: all of its tests).
 gtest_args() {
   case $1 in
-    test_conformance) echo "--gtest_filter=Ops/Conformance.Cuda/*:ConformanceTable.*" ;;
+    test_conformance) echo "--gtest_filter=Ops/Conformance.Cuda/*:ConformanceTable.*:ConformanceAttention.*" ;;
   esac
 }

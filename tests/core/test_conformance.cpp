@@ -5,6 +5,7 @@
 //    ops are deterministic, so two runs agree bitwise).
 //  - Conformance/Cuda: the CUDA backend against the CPU; skipped with the reason
 //    (vlm::cuda_unavailable_reason()) when no GPU or no CUDA build is present.
+//  - ConformanceAttention: on CUDA, which path each bf16 attention shape took.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -50,6 +51,33 @@ TEST_P(Conformance, Cuda) {
 
 INSTANTIATE_TEST_SUITE_P(Ops, Conformance, ::testing::Range(size_t(0), cases().size()),
                          [](const ::testing::TestParamInfo<size_t>& info) { return test_name(info.param); });
+
+// The bf16 attention cases at the models' head sizes (64, 128, 256) take cuDNN's fused
+// attention on a GPU: a refusal would pass every case above on our kernel, unnoticed.
+// Prints the path of every shape class, with cuDNN's reason where it refused.
+TEST(ConformanceAttention, TheModelsHeadSizesTakeCuDnn) {
+  if (!cuda_available()) {
+    GTEST_SKIP() << "no CUDA backend: " << cuda_unavailable_reason();
+  }
+  Backend& b = cuda_backend();
+  for (const OpCase& c : cases()) {
+    if (!c.name.starts_with("attention bf16")) continue;
+    EXPECT_TRUE(check_op_case(c, b).ok) << c.name;
+  }
+  const std::vector<std::string> paths = attention_paths(b.default_stream());
+  ASSERT_FALSE(paths.empty()) << "no bf16 attention case ran on the default stream";
+  for (const std::string& p : paths) {
+    std::printf("  attention path: %s\n", p.c_str());
+    if (p.find("not compiled in") != std::string::npos || p.find("VLM_CUDNN_ATTENTION=0") != std::string::npos) {
+      GTEST_SKIP() << "cuDNN's route is off in this run: " << p;
+    }
+    const bool model_head = p.find(" HS64 ") != std::string::npos || p.find(" HS128 ") != std::string::npos ||
+                            p.find(" HS256 ") != std::string::npos;
+    if (model_head) {
+      EXPECT_NE(p.find(": cuDNN fused attention"), std::string::npos) << p;
+    }
+  }
+}
 
 TEST(ConformanceTable, CoversEveryOp) {
   // Every op of the op table (vlm::op_names(), core/ops/ops_all.inc) is covered by a
