@@ -92,7 +92,7 @@ int eval(const Config& cfg) {
     VLM_REQUIRE(!ds.split_captions(in.split).empty(), in.data, ": split '", in.split, "' has no captions (--split)");
   });
   const auto t0 = Clock::now();
-  TrainedModel tm = load_trained_model(in.checkpoint, rt, in.batch);
+  TrainedModel tm = load_trained_model(in.checkpoint, rt, in.batch, "--batch");
   Stream& s = rt.backend().default_stream();
   Communicator& dp = rt.groups().dp();
   LoaderOptions o;

@@ -1,9 +1,11 @@
 // The single-file checkpoint, step_<N>.h5: the form of `vlm checkpoint consolidate`
 // (for h5py users and for tools that want one file), and the form `vlm train` wrote
 // before checkpoints were sharded; every reader reads it (checkpoint/tensor_store.h).
-// Layout (format "vlm-checkpoint", version 1; h5py reads every name):
+// Layout (format "vlm-checkpoint", version 2; h5py reads every name):
 //   /                          attrs format, version, step, saved_tp, saved_dp, zero,
-//                              global_batch, micro_batches
+//                              global_batch, micro_batches, crc32c (h5_state_checksum: the
+//                              state and the three texts below; version 2 on, version 1
+//                              files are read without it)
 //   /config                    u8 [n]: every option of the run as INI text (Config::dump_ini)
 //   /options                   u8 [n]: the options the run was given (Config::dump_ini(true)),
 //                              which the readers read back: an option the run left unset
@@ -17,8 +19,9 @@
 //                              master weights are /model
 //   /state                     attrs sampler_seed, sampler_epoch, sampler_step (the sampler
 //                              position of the next batch), seed
-// Every tensor carries an attribute crc32c (CRC-32C of its little-endian f32 bytes), so
-// flipped bits in the data are refused, not trained on.
+// Every tensor carries an attribute crc32c (CRC-32C of its little-endian f32 bytes), and
+// the root one covers everything else, so flipped bits anywhere are refused, not trained
+// on.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -26,9 +29,16 @@
 namespace vlm {
 
 inline constexpr const char* kCheckpointFormat = "vlm-checkpoint";
-inline constexpr int64_t kCheckpointVersion = 1;
+inline constexpr int64_t kCheckpointVersion = 2;  // written; 1 and 2 are read
 inline constexpr const char* kChecksumAttr = "crc32c";
 inline constexpr int64_t kMaxTokenizerBytes = int64_t(1) << 30;
+
+struct CheckpointMeta;
+// The root attribute crc32c: CRC-32C of the state's fields as decimal text, in the
+// layout's order (step saved_tp saved_dp zero global_batch micro_batches seed
+// sampler_seed sampler_epoch sampler_step, each followed by a space), then the config,
+// options and tokenizer bytes.
+uint32_t h5_state_checksum(const CheckpointMeta& m);
 
 struct ConsolidateReport {
   int64_t tensors = 0, bytes = 0;  // tensors written and their data bytes

@@ -43,6 +43,7 @@ ConsolidateReport consolidate_checkpoint(const std::string& dir, const std::stri
   h5_write_attr_int(f, "zero", s.zero);
   h5_write_attr_int(f, "global_batch", s.global_batch);
   h5_write_attr_int(f, "micro_batches", s.micro_batches);
+  h5_write_attr_int(f, kChecksumAttr, int64_t(h5_state_checksum(meta)));
   const std::pair<const char*, const std::string*> texts[] = {
       {"config", &meta.config}, {"options", &meta.options}, {"tokenizer", &meta.tokenizer}};
   for (const auto& [name, text] : texts) h5_write_1d(f, name, H5Elem::U8, text->data(), int64_t(text->size()), true);

@@ -3,7 +3,8 @@
 a sharded save (a step_N/ folder, or a checkpoint folder: its `latest`) with the standard
 library alone, or a single file (step_N.h5, `vlm checkpoint consolidate`) with h5py.
 Prints the run state, the modules with their tensor counts and parameters, and checks
-that every tensor is f32, finite, matches its CRC-32C (of its little-endian bytes), that
+the checksum of the index (version 2) or of the single file's state and texts (version
+2), that every tensor is f32, finite, matches its CRC-32C (of its little-endian bytes), that
 the AdamW moments have the shapes of their parameters, and for a sharded save that every
 shard is the one the index describes (size, header, pieces) and that the pieces hold
 each element of each tensor exactly once. Exits 1 on a failed check, 2 on bad arguments.
@@ -80,11 +81,16 @@ def box_elements(shape, offset, extent, begin, end):
 
 
 def check_sharded(folder, listing):
-    idx = json.load(open(os.path.join(folder, "index.json")))
-    if idx.get("format") != "vlm-checkpoint-index" or idx.get("version") != 1:
-        print(f"{folder}: not a vlm checkpoint index of version 1", file=sys.stderr)
+    text = open(os.path.join(folder, "index.json"), "rb").read()
+    idx = json.loads(text)
+    if idx.get("format") != "vlm-checkpoint-index" or idx.get("version") not in (1, 2):
+        print(f"{folder}: not a vlm checkpoint index of version 1 or 2", file=sys.stderr)
         sys.exit(1)
     bad = 0
+    if idx["version"] == 2:  # {"crc32c":C, then the bytes C covers
+        head = b'{"crc32c":%d,' % idx["crc32c"]
+        if not text.startswith(head) or crc32c(text[len(head):]) != idx["crc32c"]:
+            print(f"  index.json: its bytes do not match its checksum"); bad += 1
     print(f"{folder}: sharded, step {idx['step']}, saved at tp={idx['saved_tp']} dp={idx['saved_dp']} "
           f"zero={idx['zero']}, global batch {idx['global_batch']}, {len(idx['shards'])} shards")
     st = idx["state"]
@@ -143,6 +149,14 @@ def check_h5(path, listing):
     if f.attrs.get("format") not in ("vlm-checkpoint", b"vlm-checkpoint"):
         print(f"{path}: not a vlm checkpoint", file=sys.stderr)
         sys.exit(1)
+    if f.attrs["version"] >= 2:  # the state's fields as decimal text, then the three texts
+        a, st = f.attrs, f["state"].attrs
+        fields = [a["step"], a["saved_tp"], a["saved_dp"], a["zero"], a["global_batch"], a["micro_batches"],
+                  st["seed"], st["sampler_seed"], st["sampler_epoch"], st["sampler_step"]]
+        data = "".join(f"{int(v)} " for v in fields).encode()
+        data += b"".join(f[t][()].tobytes() for t in ("config", "options", "tokenizer"))
+        if crc32c(data) != int(a["crc32c"]):
+            print(f"  state and texts: crc32c mismatch"); bad += 1
     print(f"{path}: version {f.attrs['version']}, step {f.attrs['step']}, saved at tp={f.attrs['saved_tp']} "
           f"dp={f.attrs['saved_dp']} zero={f.attrs['zero']}, global batch {f.attrs['global_batch']}")
     st = f["state"].attrs

@@ -4,6 +4,8 @@
 #include <mpi.h>
 
 #include "base/config.h"
+#include "base/error.h"
+#include "core/out_of_memory.h"
 #include "parallel/communicator.h"
 #include "parallel/runtime.h"
 #include "train/train_options.h"
@@ -21,7 +23,8 @@ TrainedModel::TrainedModel() = default;
 TrainedModel::TrainedModel(TrainedModel&&) noexcept = default;
 TrainedModel::~TrainedModel() = default;
 
-TrainedModel load_trained_model(const std::string& checkpoint, Runtime& rt, int64_t max_images) {
+TrainedModel load_trained_model(const std::string& checkpoint, Runtime& rt, int64_t max_images,
+                                const std::string& images_option) {
   TrainedModel r;
   std::unique_ptr<CheckpointReader> ck;
   rt.on_every_rank("checkpoint", [&] {
@@ -38,7 +41,13 @@ TrainedModel load_trained_model(const std::string& checkpoint, Runtime& rt, int6
   });
   Backend& b = rt.backend();
   r.self = make_communicator(b.device(), MPI_COMM_SELF, "self", rt.options().parallel.timeout_s);
-  r.model = std::make_unique<VlmModel>(r.vcfg, b, rt.groups().tp(), *r.self);
+  try {  // the activation arenas grow with the images per forward
+    r.model = std::make_unique<VlmModel>(r.vcfg, b, rt.groups().tp(), *r.self);
+  } catch (const OutOfMemory& e) {
+    if (images_option.empty()) throw;
+    throw UserError(cat(images_option, " ", max_images, ": the model for ", max_images,
+                        " images per forward does not fit (", e.what(), "); give fewer"));
+  }
   rt.on_every_rank("checkpoint tensors", [&] { load_model(*ck, *r.model); });
   return r;
 }

@@ -22,7 +22,8 @@ class Runtime;
 std::unique_ptr<Config> checkpoint_options(const CheckpointReader& ck);
 
 // A trained model ready for inference. max_images: images per forward
-// (VlmConfig::max_images).
+// (VlmConfig::max_images), given by the option images_option (e.g. "--batch"; "" when the
+// command fixes it): a model of that size that does not fit is a UserError naming it.
 struct TrainedModel {
   std::unique_ptr<Config> options;
   CheckpointState state;
@@ -35,6 +36,7 @@ struct TrainedModel {
   TrainedModel(TrainedModel&&) noexcept;
   ~TrainedModel();
 };
-TrainedModel load_trained_model(const std::string& checkpoint, Runtime& rt, int64_t max_images);
+TrainedModel load_trained_model(const std::string& checkpoint, Runtime& rt, int64_t max_images,
+                                const std::string& images_option = "");
 
 }  // namespace vlm

@@ -187,6 +187,15 @@ void write_f32(hid_t f, const char* name, const std::vector<hsize_t>& dims, floa
   if (crc) h5_write_attr_int(ds, "crc32c", int64_t(crc32c(v.data(), v.size() * 4)));
 }
 
+// The bytes of a u8 dataset of the file (its texts: config, options, tokenizer).
+std::string text_of(hid_t f, const char* name) {
+  std::vector<int64_t> dims;
+  H5Id ds = h5_open_dataset(f, "bad.h5", name, H5Elem::U8, 1, &dims);
+  std::string t(static_cast<size_t>(dims[0]), '\0');
+  h5_read_rows(ds, H5Elem::U8, 0, dims[0], 1, t.data());
+  return t;
+}
+
 TEST_F(BadCheckpoint, SingleFileCheckpointsExitWithOneLine) {
   reference();
   const std::string good = ref_h5(), bad = dir_ + "/bad.h5";
@@ -197,8 +206,31 @@ TEST_F(BadCheckpoint, SingleFileCheckpointsExitWithOneLine) {
   write_file(bad, bytes.substr(0, bytes.size() / 2));
   refused(bad, bad);
   refused(data_, data_ + ": not a vlm checkpoint");
-  refused(edited(good, bad, [](hid_t f) { h5_delete_attr(f, "version"), h5_write_attr_int(f, "version", 2); }),
-          bad + ": checkpoint version 2");
+  refused(edited(good, bad, [](hid_t f) { h5_delete_attr(f, "version"), h5_write_attr_int(f, "version", 3); }),
+          bad + ": checkpoint version 3 (this vlm reads versions 1 to 2)");
+  // The state and the texts are covered by the root checksum: the next batch moved, a
+  // byte of the options changed.
+  refused(edited(good, bad,
+                 [](hid_t f) {
+                   H5Id st(H5Gopen2(f, "state", H5P_DEFAULT));
+                   h5_delete_attr(st, "sampler_step"), h5_write_attr_int(st, "sampler_step", 1);
+                 }),
+          bad + ": the checkpoint's state or texts are corrupt (the root attribute crc32c does not match them)");
+  refused(edited(good, bad,
+                 [](hid_t f) {
+                   std::string o = text_of(f, "options");
+                   o[o.find('=') + 2] ^= 1;
+                   H5Ldelete(f, "options", H5P_DEFAULT);
+                   h5_write_1d(f, "options", H5Elem::U8, o.data(), int64_t(o.size()), true);
+                 }),
+          bad + ": the checkpoint's state or texts are corrupt");
+  {  // a file of version 1 (written before the root checksum) is still read
+    const std::string v1 = edited(good, dir_ + "/v1.h5", [](hid_t f) {
+      h5_delete_attr(f, "version"), h5_write_attr_int(f, "version", 1), h5_delete_attr(f, "crc32c");
+    });
+    const CommandResult r = run_command(train("v1", "--train.batch 8 --train.resume " + v1), dir_);
+    EXPECT_EQ(r.status, 0) << r.out << r.err;
+  }
   refused(edited(good, bad, [](hid_t f) { H5Ldelete(f, kQproj, H5P_DEFAULT); }),
           bad + ": tensor " + tensor + " is missing");
   refused(edited(good, bad, [](hid_t f) { write_f32(f, kQproj, {32, 16}, 0.f, true); }),

@@ -23,10 +23,10 @@
 namespace vlm {
 namespace {
 
+using test::vlm;
+using test::mpirun;
 using Result = test::CommandResult;
 
-std::string vlm() { return VLM_BINARY; }
-std::string mpirun(int n) { return std::string(VLM_MPIEXEC) + " -n " + std::to_string(n) + " --oversubscribe "; }
 
 class EvalCli : public ::testing::Test {
  protected:
@@ -119,6 +119,10 @@ TEST_F(EvalCli, BadInputsExitWithOneLine) {
   expect_refused(run(vlm() + " eval" + ck + " --data " + dir_ + "/nope.h5"), "eval", dir_ + "/nope.h5");
   expect_refused(run(vlm() + " eval" + ck + " --data " + data_ + " --split dev"), "eval", "--split: 'dev' is not one of");
   expect_refused(run(vlm() + " eval" + ck + " --data " + data_ + " --out " + dir_), "eval", dir_);
+  // A model for --batch images that does not fit (the first arena's allocation fails,
+  // injected): named by the option.
+  expect_refused(run("VLM_FAULT_ARENA_ALLOC=1 " + vlm() + " eval" + ck + " --data " + data_ + " --batch 3"), "eval",
+                 "--batch 3: the model for 3 images per forward does not fit (arena '");
   expect_refused(run(mpirun(2) + eval("--tp 2 --data " + dir_ + "/nope.h5")), "eval", dir_ + "/nope.h5");
   expect_refused(run(vlm() + " export --out " + dir_ + "/x"), "export", "--checkpoint");
   expect_refused(run(vlm() + " export" + ck), "export", "--out");
