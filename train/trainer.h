@@ -11,6 +11,9 @@
 //    any (tp, dp) with the same global batch trains the same model.
 //  - A non-finite loss or gradient norm stops the run with a UserError naming the step,
 //    before the optimizer touches the weights.
+//  - With train.on_signal=save, a SIGTERM, SIGINT or SIGUSR1 to any rank ends the run
+//    after the step under way: every rank saves that step and throws Interrupted
+//    (base/stop_signal.h; docs/checkpoints.md, "Preemption").
 //  - An allocation that fails (core/out_of_memory.h: a device out of memory, or a host
 //    arena larger than the memory available) is a UserError naming the rank, the arena
 //    and the bytes asked, the bytes this rank held, and what `vlm plan` predicts for

@@ -80,7 +80,10 @@ cmd_run() {
     python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$TARBALL" "$W" ||
       die "cannot unpack $TARBALL into $W"
   fi
-  PYTHON=${PYTHON:-python3}
+  if [ -z "${PYTHON:-}" ]; then  # the baseline's PyTorch: $PYTHON, else the project-local venv, else python3
+    PYTHON=python3
+    [ -x "$ROOT/.venv-bench/bin/python" ] && PYTHON=$ROOT/.venv-bench/bin/python
+  fi
   LIBPATH=$(lib_path)
   export VLM_SOURCE_DIR=$ROOT NCCL_DEBUG=${NCCL_DEBUG:-WARN} PYTHONUNBUFFERED=1 GTEST_COLOR=no
   export W LIBPATH PYTHON MODE ROOT SYSTEM_LIBS

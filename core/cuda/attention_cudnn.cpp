@@ -132,7 +132,8 @@ std::vector<std::string> attention_paths(CudaStream& s) {
   std::vector<std::string> lines;
   plans_of(s).cache.for_each([&](const SdpaKey& k, const SdpaPlan& p) {
     lines.push_back(k.str() + ": " +
-                    (p.ok ? cat("cuDNN fused attention (workspace ", p.workspace, " B)") : "our kernel: " + p.why));
+                    (p.ok ? cat("cuDNN fused attention (workspace ", p.workspace, " B", p.note, ")")
+                          : "our kernel: " + p.why));
   });
   std::sort(lines.begin(), lines.end());
   return lines;

@@ -6,11 +6,11 @@
 //    sample rounded up to a power of two >= 64, tokens rounded the same way for the
 //    backward's workspace, heads, head size, mask) and stream, built at its first call
 //    and cached (core/plan_cache.h); the composite engine, and for the backward cuDNN's
-//    deterministic algorithm. A shape cuDNN does not take, a graph whose workspace is
-//    beyond the planned scratch (the stream would reallocate inside a step), a build
-//    without the frontend (VLM_HAS_CUDNN_FRONTEND unset) or VLM_CUDNN_ATTENTION=0 in the
-//    environment return false, and the verdict is cached too, so cuDNN is asked once per
-//    shape class; attention_paths says which path each class took, and why.
+//    deterministic algorithm. A shape cuDNN does not take, a build without the frontend
+//    (VLM_HAS_CUDNN_FRONTEND unset) or VLM_CUDNN_ATTENTION=0 in the environment return
+//    false, and the verdict is cached too, so cuDNN is asked once per shape class;
+//    attention_paths says which path each class took, and why (and when a workspace is
+//    beyond the scratch the model planned, so the stream's grows at its first call).
 //  - bf16 through our kernels (attention_bf16.cu): f32 copies in the stream's scratch,
 //    our kernels, the results rounded to bf16 once.
 //  - the aux kernels of the cuDNN route (attention_ragged.cu): the sequence lengths and

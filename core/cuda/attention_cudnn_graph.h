@@ -43,7 +43,8 @@ struct SdpaPlan {
   std::shared_ptr<SdpaGraph> graph;
   int64_t workspace = 0;
   bool ok = false;
-  std::string why;  // when !ok: the reason our kernel runs instead
+  std::string why;   // when !ok: the reason our kernel runs instead
+  std::string note;  // when ok: what attention_paths adds ("; beyond the planned scratch ...")
 };
 
 // One of the 4 int32 arrays of lengths and offsets the graph reads, 256-byte aligned:
@@ -51,8 +52,7 @@ struct SdpaPlan {
 inline size_t aux_array_bytes(const SdpaKey& k) { return (size_t(k.b + 1) * 4 + 255) / 256 * 256; }
 
 // The graph of k, built and planned on cs's cuDNN handle, or the reason it is not (the
-// frontend not compiled in, cuDNN's refusal, an exception of the frontend, a workspace
-// beyond the planned scratch). Never throws.
+// frontend not compiled in, cuDNN's refusal, an exception of the frontend). Never throws.
 std::unique_ptr<SdpaPlan> build_sdpa_plan(CudaStream& cs, const SdpaKey& k);
 
 // The device pointers of one call of a plan (the d* only for a backward).
