@@ -6,6 +6,7 @@
 
 #include "apps/command.h"
 #include "base/config.h"
+#include "base/stop_signal.h"
 #include "parallel/runtime.h"
 #include "train/train_options.h"
 #include "train/trainer.h"
@@ -17,7 +18,15 @@ namespace {
 int train(const Config& cfg) {
   Runtime rt = start_runtime(cfg);
   Trainer trainer(cfg, rt);
-  trainer.run();
+  try {
+    trainer.run();
+  } catch (const Interrupted&) {  // a signal (train.on_signal=save; the trainer said where it stopped)
+    if (rt.root() && read_train_options(cfg).save_every >= 0) {
+      std::printf("vlm train: the same command with --train.resume auto goes on from that checkpoint\n");
+      std::fflush(stdout);
+    }
+    throw;
+  }
   return 0;
 }
 

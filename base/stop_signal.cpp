@@ -2,6 +2,7 @@
 #include "base/stop_signal.h"
 
 #include <atomic>
+#include <exception>
 
 #include "base/error.h"
 
@@ -41,7 +42,9 @@ StopSignal::~StopSignal() {
   for (int k = 0; k < 3; ++k) sigaction(kSignals[k], &old_[k], nullptr);
   const int sig = g_pending.exchange(0);
   g_live.store(false);
-  if (sig != 0 && !taken_) std::raise(sig);  // with the handlers restored: as if we had never caught it
+  // With the handlers restored: as if we had never caught it. Not while an exception
+  // unwinds: its error is reported and ends the process (exit code 2) instead.
+  if (sig != 0 && !taken_ && std::uncaught_exceptions() == 0) std::raise(sig);
 }
 
 int StopSignal::pending() const { return g_pending.load(); }

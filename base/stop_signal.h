@@ -15,7 +15,9 @@
 //    would have without us (the default action), so a user who presses Ctrl-C twice is
 //    never kept waiting.
 //  - Its destructor restores the handlers it replaced. A signal that arrived and was
-//    not taken is raised again then, with those handlers: none is swallowed.
+//    not taken is raised again then, with those handlers: none is swallowed; except
+//    while an exception unwinds the holder (an error while a signal was pending), so the
+//    error is reported and ends the process with its own exit code.
 //  - The handler only stores the number (async-signal-safe); nothing else runs inside
 //    it. System calls interrupted by it restart (SA_RESTART).
 //  - Interrupted is the agreed end of the work for a signal: the command that catches it

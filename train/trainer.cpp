@@ -163,14 +163,17 @@ TrainReport Trainer::run_steps() {
     if (S.train.eval_every > 0 && step % S.train.eval_every == 0 && step < last) {
       const double v = S.validate(step);
       if (rt.root()) std::printf("step %lld: val loss %.4f (%s)\n", (long long)step, v, S.data.val_split.c_str());
+      if (stop) S.stop_if_signalled(*stop, step, save);  // a signal during the validation
     }
   }
+  stop.reset();  // the final validation and evaluation end at a signal, as any program
   TrainReport rep = stats.report(seconds_since(t_start), tp.counters().total_bytes(), S.dpg->counters().total_bytes());
   rep.steps = last;
   rep.optimizer_bytes = S.plan.memory.optimizer, rep.grad_bytes = S.plan.memory.grads;
   rep.planned_arena_bytes = S.plan.memory.total(), rep.peak_arena_bytes = S.meter->peak_bytes();
   report_memory_and_bytes(rt, rt.backend().default_stream(), rep);
-  if (rt.root()) std::printf("%s\n", stats.time_line(rep.train_seconds).c_str());
+  const bool ran = !rep.losses.empty();  // none when resumed from the run's last step (a stop there)
+  if (rt.root() && ran) std::printf("%s\n", stats.time_line(rep.train_seconds).c_str());
   S.write_trace(trace);
   if (!S.loader->dataset().split_captions(S.data.val_split).empty()) rep.val_loss = S.validate(last);
   S.caption_accuracy(rep);
@@ -180,9 +183,13 @@ TrainReport Trainer::run_steps() {
       std::snprintf(val, sizeof val, "val loss %.4f", rep.val_loss);
     else
       std::snprintf(val, sizeof val, "no val loss (split %s is empty)", S.data.val_split.c_str());
-    std::printf("vlm train: %lld steps in %s | loss %.4f -> %.4f | %s | %.1f img/s | %.0f tok/s | run %s\n",
-                (long long)rep.steps, format_duration(rep.train_seconds).c_str(), rep.first_loss, rep.last_loss,
-                val, rep.images_per_s, rep.tokens_per_s, S.log->dir().c_str());
+    if (ran)
+      std::printf("vlm train: %lld steps in %s | loss %.4f -> %.4f | %s | %.1f img/s | %.0f tok/s | run %s\n",
+                  (long long)rep.steps, format_duration(rep.train_seconds).c_str(), rep.first_loss, rep.last_loss,
+                  val, rep.images_per_s, rep.tokens_per_s, S.log->dir().c_str());
+    else
+      std::printf("vlm train: no step left (resumed at step %lld of %lld) | %s | run %s\n", (long long)(S.start - 1),
+                  (long long)S.total, val, S.log->dir().c_str());
     std::fflush(stdout);
   }
   return rep;
@@ -213,15 +220,15 @@ void Trainer::State::stop_if_signalled(StopSignal& stop, int64_t n, bool saved) 
       all_reduce_values(rt.groups().world(), rt.backend().default_stream(), {double(stop.pending())}, ReduceOp::Max);
   const int sig = int(any[0]);
   if (sig == 0) return;
+  stop.take();  // acted on: a save that fails is reported as the error it is (exit code 2)
   if (!saved && train.save_every >= 0) save(n);
   if (rt.root()) {
     std::printf("vlm train: stopped by %s after step %lld of %lld; %s\n", signal_name(sig).c_str(), (long long)n,
                 (long long)total,
-                train.save_every >= 0 ? "the same command with --train.resume auto goes on from the checkpoint above"
+                train.save_every >= 0 ? "saved there (train.resume goes on from it)"
                                       : "nothing saved (train.save_every = -1)");
     std::fflush(stdout);
   }
-  stop.take();
   throw Interrupted(sig);
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <stdexcept>
 
 namespace vlm {
 namespace {
@@ -49,6 +50,21 @@ TEST(StopSignal, ASignalNotTakenIsRaisedAgainWhenItEnds) {
         std::_Exit(0);
       },
       ::testing::KilledBySignal(SIGTERM), "");
+}
+
+TEST(StopSignal, AnErrorWhileASignalIsPendingIsReportedNotHidden) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        try {
+          StopSignal stop;
+          std::raise(SIGTERM);
+          throw std::runtime_error("the save failed");  // unwinds through the StopSignal
+        } catch (const std::runtime_error&) {
+          std::_Exit(2);  // the error's exit code, as the command reports it
+        }
+      },
+      ::testing::ExitedWithCode(2), "");
 }
 
 TEST(StopSignal, TheHandlersItReplacedComeBack) {

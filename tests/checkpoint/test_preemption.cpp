@@ -10,7 +10,13 @@
 //  - SIGTERM to rank 1 only at tp = 2: rank 0 learns it through the agreement, both save
 //    the same step and end (143), and the save resumes;
 //  - train.save_every = -1: the run stops for the signal with nothing saved;
-//    train.on_signal = exit: the signal ends the process as it ends any program.
+//    train.on_signal = exit: the signal ends the process as it ends any program;
+//  - a signal during the final validation ends the process at once (the handler lives
+//    during the steps only), and the requeued command, resumed at the run's last step,
+//    runs no step but the validation;
+//  - a save that fails at the stop is reported as the error it is (exit 2, one line),
+//    not hidden behind the signal's exit code.
+#include <chrono>
 #include <csignal>
 
 #include "tests/checkpoint/checkpoint_fixture.h"
@@ -48,7 +54,8 @@ class Preemption : public Checkpoint {
     const int64_t k = int64_t(losses(run).size());
     EXPECT_GE(k, 3);
     EXPECT_NE(r.out.find("vlm train: stopped by " + signal + " after step " + std::to_string(k) + " of " +
-                         std::to_string(kLongRun) + "; the same command with --train.resume auto"),
+                         std::to_string(kLongRun) + "; saved there (train.resume goes on from it)\n" +
+                         "vlm train: the same command with --train.resume auto goes on from that checkpoint\n"),
               std::string::npos)
         << r.out << r.err;
     EXPECT_EQ(read_file(ckpt_dir(run) + "/latest"), "step_" + std::to_string(k) + "\n");
@@ -111,6 +118,46 @@ TEST_F(Preemption, WithoutSavesTheRunStopsAndSavesNothing) {
             std::string::npos)
       << r.out;
   EXPECT_FALSE(fs::exists(ckpt_dir("nosave")));
+}
+
+TEST_F(Preemption, ASignalDuringTheFinalValidationEndsTheProcess) {
+  // 5 steps, saved at the last, then a validation of 3000 batches (seconds): the signal
+  // goes 1 s after the fifth step's line, well inside the validation.
+  std::chrono::steady_clock::time_point logged{};
+  const auto in_validation = [&, done = steps_logged("final", 5)]() {
+    if (logged == std::chrono::steady_clock::time_point{}) {
+      if (done()) logged = std::chrono::steady_clock::now();
+      return false;
+    }
+    return std::chrono::steady_clock::now() - logged > std::chrono::seconds(1);
+  };
+  const std::string five = "--train.steps 5 --train.eval_batches 3000";
+  const SignalledRun r = run_and_signal(long_run("final", five), dir_, in_validation, SIGTERM);
+  ASSERT_TRUE(r.sent) << r.out << r.err;
+  EXPECT_EQ(r.signal, SIGTERM) << r.status << r.out << r.err;
+  EXPECT_EQ(r.out.find("vlm train: 5 steps in"), std::string::npos) << r.out;
+  // Requeued: resumed at the run's last step, it runs the validation alone.
+  const CommandResult again = run_command(long_run("final", five + " --train.eval_batches 2 --train.resume auto"), dir_);
+  ASSERT_EQ(again.status, 0) << again.out << again.err;
+  EXPECT_NE(again.out.find("vlm train: no step left (resumed at step 5 of 5) | val loss "), std::string::npos)
+      << again.out;
+  EXPECT_EQ(losses("final").size(), 5u);
+}
+
+TEST_F(Preemption, ASaveThatFailsAtTheStopIsTheErrorNotTheSignal) {
+  // Once the run is under way its checkpoint folder becomes a file (as a full disk or a
+  // quota would fail the save): the save at the stop fails with one line and status 2.
+  const std::string folder = dir_ + "/runs/failing/checkpoints";
+  const auto block_the_folder = [&, done = steps_logged("failing", 3)]() {
+    if (!done()) return false;
+    fs::remove_all(folder);
+    write_file(folder, "not a folder\n");
+    return true;
+  };
+  const SignalledRun r = run_and_signal(long_run("failing", ""), dir_, block_the_folder, SIGTERM);
+  ASSERT_TRUE(r.sent) << r.out << r.err;
+  expect_one_error_line(CommandResult{r.status, r.out, r.err}, "vlm train", folder);
+  EXPECT_EQ(r.out.find("stopped by"), std::string::npos) << r.out;
 }
 
 TEST_F(Preemption, OnSignalExitLetsTheSignalEndTheProcess) {
