@@ -125,6 +125,14 @@ cmd_run() {
       step "$t" 90 20 tests.log -- "${ours[@]}" "$W/bin/$t" $(gtest_args "$t")
     fi
   done
+  # cuDNN's own reason when it refused an attention shape of the models (the test
+  # ConformanceAttention failed): that test again with the frontend's log, its tail into
+  # tests.log. A rehearsal runs it always (the test skips there), to prove the line.
+  if [ "$MODE" = rehearse ] || grep -q '^\[  FAILED  \] ConformanceAttention' "$OUT/tests.log" 2>/dev/null; then
+    step test_cudnn_log 60 20 tests.log -- bash -c 'set -o pipefail; "$@" 2>&1 | tail -300' _ "${ours[@]}" \
+      CUDNN_FRONTEND_LOG_INFO=1 CUDNN_FRONTEND_LOG_FILE=stderr "$W/bin/test_conformance" \
+      '--gtest_filter=ConformanceAttention.*'
+  fi
   for t in "${NCCL_TESTS[@]}"; do
     for np in 2 4; do
       step "nccl_np$np" 120 30 nccl.log -- "${ours[@]}" mpirun -np "$np" --bind-to none -x LD_LIBRARY_PATH \
