@@ -121,7 +121,7 @@ TEST_F(Preemption, WithoutSavesTheRunStopsAndSavesNothing) {
 }
 
 TEST_F(Preemption, ASignalDuringTheFinalValidationEndsTheProcess) {
-  // 5 steps, saved at the last, then a validation of 3000 batches (seconds): the signal
+  // 5 steps, saved at the last, then a validation of 30000 batches (half a minute): the signal
   // goes 1 s after the fifth step's line, well inside the validation.
   std::chrono::steady_clock::time_point logged{};
   const auto in_validation = [&, done = steps_logged("final", 5)]() {
@@ -131,7 +131,7 @@ TEST_F(Preemption, ASignalDuringTheFinalValidationEndsTheProcess) {
     }
     return std::chrono::steady_clock::now() - logged > std::chrono::seconds(1);
   };
-  const std::string five = "--train.steps 5 --train.eval_batches 3000";
+  const std::string five = "--train.steps 5 --train.eval_batches 30000";
   const SignalledRun r = run_and_signal(long_run("final", five), dir_, in_validation, SIGTERM);
   ASSERT_TRUE(r.sent) << r.out << r.err;
   EXPECT_EQ(r.signal, SIGTERM) << r.status << r.out << r.err;
