@@ -112,14 +112,18 @@ TEST_F(Ckpt, HeaderLengthAboveTheLimit) {
 
 TEST_F(Ckpt, HeaderNotStartingWithABrace) {
   Safetensors s = st();
-  write("ck/model.safetensors", st_bytes(" " + json::write(s.header), s.data));
+  std::string h = " ";
+  h += json::write(s.header);
+  write("ck/model.safetensors", st_bytes(h, s.data));
   logits({"ck/model.safetensors", "must start with '{'"});
 }
 
 TEST_F(Ckpt, HeaderNotUtf8) {
   Safetensors s = st();
   std::string h = json::write(s.header);
-  h.replace(h.find("lm_head"), 1, "\xFF");
+  const size_t at = h.find("lm_head");
+  ASSERT_NE(at, std::string::npos);
+  h[at] = '\xFF';
   write("ck/model.safetensors", st_bytes(h, s.data));
   logits({"ck/model.safetensors", "UTF-8"});
 }
