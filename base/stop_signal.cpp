@@ -51,6 +51,10 @@ int StopSignal::pending() const { return g_pending.load(); }
 
 void StopSignal::take() { taken_ = true; }
 
+Interrupted::Interrupted(int signal)
+    : std::runtime_error(signal ? std::string("stopped by ").append(signal_name(signal)) : "stopped at its time limit"),
+      signal_(signal) {}
+
 std::string signal_name(int sig) {
   switch (sig) {
     case SIGTERM: return "SIGTERM";

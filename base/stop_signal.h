@@ -23,7 +23,8 @@
 //  - Interrupted is the agreed end of the work for a signal: the command that catches it
 //    exits with 128 + the signal's number (apps/command.cpp), as a shell reports a
 //    process the signal ended, so a job script can tell "stopped, resume me" from
-//    "finished" (0) and from "bad input" (2).
+//    "finished" (0) and from "bad input" (2); at the work's own time limit (no signal),
+//    kExitTimeLimit.
 #pragma once
 #include <csignal>
 #include <stdexcept>
@@ -51,13 +52,17 @@ class StopSignal {
 // "SIGTERM", "SIGINT", "SIGUSR1", else "signal N".
 std::string signal_name(int sig);
 
-// The work stopped for `signal` after finishing what it could (its message says what
-// was saved); every rank throws it at the same point.
+// Exit code of work stopped at its own time limit (train.time_limit) after saving.
+inline constexpr int kExitTimeLimit = 3;
+
+// The work stopped early after finishing what it could (its message says what was
+// saved): for `signal`, or (signal 0) at its time limit; every rank throws it at the same
+// point.
 class Interrupted : public std::runtime_error {
  public:
-  explicit Interrupted(int signal) : std::runtime_error("stopped by " + signal_name(signal)), signal_(signal) {}
+  explicit Interrupted(int signal);  // "stopped by SIGTERM", "stopped at its time limit"
   int signal() const { return signal_; }
-  int exit_code() const { return 128 + signal_; }
+  int exit_code() const { return signal_ ? 128 + signal_ : kExitTimeLimit; }
 
  private:
   int signal_;

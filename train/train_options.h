@@ -68,6 +68,9 @@ struct TrainOptions {
   // train.on_signal=save: SIGTERM, SIGINT or SIGUSR1 end the run after the step under
   // way, with a checkpoint there (base/stop_signal.h; docs/checkpoints.md, "Preemption").
   bool save_on_signal = true;
+  // train.time_limit: minutes of steps (from this process's first) after which the run
+  // saves and stops as for a signal, with exit code 3 (0 = none).
+  double time_limit_min = 0;
   std::string ckpt_dir;         // resolved: <out_dir>/<run>/checkpoints when not given
   std::string resume;           // "", "auto", a file or a folder
   std::string llm_hf;           // Hugging Face backbone checkpoint (llm.hf)

@@ -153,17 +153,18 @@ TrainReport Trainer::run_steps() {
   const int64_t last = S.last_step();
   std::optional<StopSignal> stop;  // train.on_signal=save: a signal ends the run between two steps
   if (S.train.save_on_signal) stop.emplace();
+  const bool ask = stop || S.train.time_limit_min > 0;  // whether the ranks agree on a stop after each step
   for (int64_t step = S.start; step <= last; ++step) {
     const RunStats::Step st = S.train_step(step, trace, seconds_since(t_start));
     stats.add(st);
     const bool save =
         S.train.save_every >= 0 && (step == last || (S.train.save_every > 0 && step % S.train.save_every == 0));
     if (save) S.save(step);
-    if (stop) S.stop_if_signalled(*stop, step, save);
+    if (ask) S.stop_if_asked(stop ? &*stop : nullptr, step, save, seconds_since(t_start));
     if (S.train.eval_every > 0 && step % S.train.eval_every == 0 && step < last) {
       const double v = S.validate(step);
       if (rt.root()) std::printf("step %lld: val loss %.4f (%s)\n", (long long)step, v, S.data.val_split.c_str());
-      if (stop) S.stop_if_signalled(*stop, step, save);  // a signal during the validation
+      if (ask) S.stop_if_asked(stop ? &*stop : nullptr, step, save, seconds_since(t_start));  // during the validation
     }
   }
   stop.reset();  // the final validation and evaluation end at a signal, as any program
@@ -211,20 +212,23 @@ void Trainer::State::print_header() const {
   std::fflush(stdout);
 }
 
-// The ranks agree whether any of them received a stop signal (one all-reduce of the
-// world per step: SLURM signals every task, mpirun forwards SIGUSR1 to every rank, a
-// user may signal one). When one did, every rank saves step n (unless it was just saved
-// or train.save_every = -1) and throws Interrupted: the command exits 128 + the signal.
-void Trainer::State::stop_if_signalled(StopSignal& stop, int64_t n, bool saved) {
-  const std::vector<double> any =
-      all_reduce_values(rt.groups().world(), rt.backend().default_stream(), {double(stop.pending())}, ReduceOp::Max);
+// The ranks agree whether any of them received a stop signal or passed train.time_limit
+// after `elapsed` seconds of steps (one all-reduce of the world: SLURM signals every
+// task, mpirun forwards SIGUSR1 to every rank, a user may signal one, clocks differ).
+// When one did, every rank saves step n (unless it was just saved or train.save_every =
+// -1) and throws Interrupted: the command exits 128 + the signal, or 3 at the limit.
+void Trainer::State::stop_if_asked(StopSignal* stop, int64_t n, bool saved, double elapsed) {
+  const bool over = train.time_limit_min > 0 && elapsed >= 60 * train.time_limit_min;
+  const std::vector<double> any = all_reduce_values(rt.groups().world(), rt.backend().default_stream(),
+                                                    {double(stop ? stop->pending() : 0), double(over)}, ReduceOp::Max);
   const int sig = int(any[0]);
-  if (sig == 0) return;
-  stop.take();  // acted on: a save that fails is reported as the error it is (exit code 2)
+  if (sig == 0 && any[1] == 0) return;
+  if (stop) stop->take();  // acted on: a save that fails is reported as the error it is (exit code 2)
   if (!saved && train.save_every >= 0) save(n);
   if (rt.root()) {
-    std::printf("vlm train: stopped by %s after step %lld of %lld; %s\n", signal_name(sig).c_str(), (long long)n,
-                (long long)total,
+    const std::string why = sig ? cat("by ", signal_name(sig)) : cat("at train.time_limit (", train.time_limit_min,
+                                                                     " min)");
+    std::printf("vlm train: stopped %s after step %lld of %lld; %s\n", why.c_str(), (long long)n, (long long)total,
                 train.save_every >= 0 ? "saved there (train.resume goes on from it)"
                                       : "nothing saved (train.save_every = -1)");
     std::fflush(stdout);

@@ -82,7 +82,7 @@ struct Trainer::State {
   void print_header() const;
   RunStats::Step train_step(int64_t n, sched::Trace& trace, double elapsed_before);
   void log_balancer(int64_t n);
-  void stop_if_signalled(StopSignal& stop, int64_t n, bool saved);
+  void stop_if_asked(StopSignal* stop, int64_t n, bool saved, double elapsed);
   double validate(int64_t n);
   void caption_accuracy(TrainReport& rep);
   void write_trace(const sched::Trace& trace);

@@ -88,6 +88,8 @@ TEST(StopSignal, TheExitCodeIsTheShells) {
   EXPECT_EQ(Interrupted(SIGINT).exit_code(), 130);
   EXPECT_EQ(Interrupted(SIGUSR1).exit_code(), 138);
   EXPECT_STREQ(Interrupted(SIGUSR1).what(), "stopped by SIGUSR1");
+  EXPECT_EQ(Interrupted(0).exit_code(), kExitTimeLimit);  // no signal: the work's own time limit
+  EXPECT_STREQ(Interrupted(0).what(), "stopped at its time limit");
 }
 
 }  // namespace

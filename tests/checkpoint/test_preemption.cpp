@@ -9,6 +9,8 @@
 //    and end with 138, and the resume at dp = 2 is bitwise too;
 //  - SIGTERM to rank 1 only at tp = 2: rank 0 learns it through the agreement, both save
 //    the same step and end (143), and the save resumes;
+//  - train.time_limit at dp = 2: both ranks save the step where one passed it, end with
+//    exit code 3, and the save resumes;
 //  - train.save_every = -1: the run stops for the signal with nothing saved;
 //    train.on_signal = exit: the signal ends the process as it ends any program;
 //  - a signal during the final validation ends the process at once (the handler lives
@@ -47,17 +49,18 @@ class Preemption : public Checkpoint {
       return steps >= n;
     };
   }
-  // The run stopped by the signal at step k = the steps it logged: its message, `latest`
-  // and the save of step k (with `shards` shards). Returns k.
-  static int64_t expect_stopped_and_saved(const SignalledRun& r, const std::string& run, const std::string& signal,
+  // The run stopped (`why`: "by SIGTERM", "at train.time_limit (...)") at step k = the
+  // steps it logged: its message, `latest` and the save of step k (with `shards` shards).
+  // Returns k.
+  static int64_t expect_stopped_and_saved(const std::string& out, const std::string& run, const std::string& why,
                                           int shards) {
     const int64_t k = int64_t(losses(run).size());
     EXPECT_GE(k, 3);
-    EXPECT_NE(r.out.find("vlm train: stopped by " + signal + " after step " + std::to_string(k) + " of " +
+    EXPECT_NE(out.find("vlm train: stopped " + why + " after step " + std::to_string(k) + " of " +
                          std::to_string(kLongRun) + "; saved there (train.resume goes on from it)\n" +
                          "vlm train: the same command with --train.resume auto goes on from that checkpoint\n"),
               std::string::npos)
-        << r.out << r.err;
+        << out;
     EXPECT_EQ(read_file(ckpt_dir(run) + "/latest"), "step_" + std::to_string(k) + "\n");
     const CheckpointIndex ix = index(ckpt(run, int(k)));
     EXPECT_EQ(ix.state.step, k);
@@ -71,7 +74,7 @@ TEST_F(Preemption, SigtermEndsAfterTheStepUnderWayAndTheResumeIsExact) {
   ASSERT_TRUE(r.sent) << r.out << r.err;
   EXPECT_EQ(r.status, 143) << r.out << r.err;
   EXPECT_EQ(r.err, "");
-  const int64_t k = expect_stopped_and_saved(r, "term", "SIGTERM", 1);
+  const int64_t k = expect_stopped_and_saved(r.out, "term", "by SIGTERM", 1);
   const std::string until = " --train.stop_after " + std::to_string(k + 3);
   const CommandResult resumed = run_command(long_run("term", "--train.resume auto" + until), dir_);
   ASSERT_EQ(resumed.status, 0) << resumed.out << resumed.err;
@@ -85,7 +88,7 @@ TEST_F(Preemption, SigusrToMpirunStopsEveryRankAtTheSameStep) {
   const SignalledRun r = run_and_signal(mpirun(2) + long_run("usr1", dp2), dir_, steps_logged("usr1", 3), SIGUSR1);
   ASSERT_TRUE(r.sent) << r.out << r.err;
   EXPECT_EQ(r.status, 138) << r.out << r.err;
-  const int64_t k = expect_stopped_and_saved(r, "usr1", "SIGUSR1", 2);
+  const int64_t k = expect_stopped_and_saved(r.out, "usr1", "by SIGUSR1", 2);
   const std::string until = dp2 + " --train.stop_after " + std::to_string(k + 2);
   const CommandResult resumed = run_command(mpirun(2) + long_run("usr1", "--train.resume auto " + until), dir_);
   ASSERT_EQ(resumed.status, 0) << resumed.out << resumed.err;
@@ -99,12 +102,26 @@ TEST_F(Preemption, ASignalToOneRankStopsThemAll) {
       run_and_signal(mpirun(2) + long_run("one", "--tp 2"), dir_, steps_logged("one", 3), SIGTERM, /*rank=*/1);
   ASSERT_TRUE(r.sent) << r.out << r.err;
   EXPECT_EQ(r.status, 143) << r.out << r.err;  // mpirun's: the first rank's status
-  const int64_t k = expect_stopped_and_saved(r, "one", "SIGTERM", 2);
+  const int64_t k = expect_stopped_and_saved(r.out, "one", "by SIGTERM", 2);
   const CommandResult resumed = run_command(
       mpirun(2) + long_run("one", "--tp 2 --train.resume auto --train.stop_after " + std::to_string(k + 1)), dir_);
   ASSERT_EQ(resumed.status, 0) << resumed.out << resumed.err;
   EXPECT_NE(resumed.out.find("resumed from"), std::string::npos) << resumed.out;
   EXPECT_EQ(int64_t(losses("one").size()), k + 1);
+}
+
+TEST_F(Preemption, TheTimeLimitStopsEveryRankWithASave) {
+  // dp = 2: 0.02 min of steps (1.2 s, some hundred steps), then exit code 3 and a save of
+  // the step where a rank passed it, which resumes.
+  const std::string dp2 = "--train.batch 4 --train.time_limit 0.02";
+  const CommandResult r = run_command(mpirun(2) + long_run("limit", dp2), dir_);
+  EXPECT_EQ(r.status, 3) << r.out << r.err;
+  const int64_t k = expect_stopped_and_saved(r.out, "limit", "at train.time_limit (0.02 min)", 2);
+  const CommandResult resumed = run_command(
+      mpirun(2) + long_run("limit", "--train.batch 4 --train.resume auto --train.stop_after " + std::to_string(k + 1)),
+      dir_);
+  ASSERT_EQ(resumed.status, 0) << resumed.out << resumed.err;
+  EXPECT_EQ(int64_t(losses("limit").size()), k + 1);
 }
 
 TEST_F(Preemption, WithoutSavesTheRunStopsAndSavesNothing) {
