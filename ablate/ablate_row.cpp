@@ -70,6 +70,7 @@ std::string fingerprint(const Config& base, int64_t steps) {
       T.name_of(&TrainOptions::ckpt_dir),         T.name_of(&TrainOptions::resume),
       T.name_of(&TrainOptions::save_every),       T.name_of(&TrainOptions::keep_last),
       T.name_of(&TrainOptions::log_every),        T.name_of(&TrainOptions::eval_every),
+      T.name_of(&TrainOptions::save_on_signal),   T.name_of(&TrainOptions::time_limit_min),
       D.name_of(&DataOptions::threads),           D.name_of(&DataOptions::prefetch),
       E.name_of(&EvalOptions::pictures),          E.name_of(&EvalOptions::split),
       T.name_of(&TrainOptions::steps),           device_options().name_of(&DeviceOptions::seed)};

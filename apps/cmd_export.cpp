@@ -48,7 +48,10 @@ void export_options(Config& cfg) {
 std::string staging_of(const std::string& out) {
   std::filesystem::path p = std::filesystem::path(out).lexically_normal();
   if (!p.has_filename()) p = p.parent_path();
-  return (p.parent_path() / ("." + p.filename().string() + ".partial")).string();
+  std::string name = ".";
+  name += p.filename().string();
+  name += ".partial";
+  return (p.parent_path() / name).string();
 }
 
 void move_into(const std::string& from, const std::string& to) {

@@ -20,8 +20,10 @@ static_assert(std::atomic<int>::is_always_lock_free);
 extern "C" void on_stop_signal(int sig) {
   int none = 0;
   if (g_pending.compare_exchange_strong(none, sig)) return;
-  // A second signal: the default action, at once (signal() and raise() are
-  // async-signal-safe).
+  // A second SIGINT (Ctrl-C again): the default action, at once (signal() and raise()
+  // are async-signal-safe). A repeated SIGTERM or SIGUSR1 is a scheduler's duplicate
+  // (srun and slurmstepd may both send one): the stop under way goes on.
+  if (sig != SIGINT) return;
   std::signal(sig, SIG_DFL);
   std::raise(sig);
 }
@@ -35,7 +37,11 @@ StopSignal::StopSignal() {
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
-  for (int k = 0; k < 3; ++k) VLM_ASSERT(sigaction(kSignals[k], &sa, &old_[k]) == 0, "sigaction ", kSignals[k]);
+  for (int k = 0; k < 3; ++k) {
+    VLM_ASSERT(sigaction(kSignals[k], nullptr, &old_[k]) == 0, "sigaction ", kSignals[k]);
+    if (old_[k].sa_handler == SIG_IGN) continue;  // ignored when we started (nohup, a background job): stays so
+    VLM_ASSERT(sigaction(kSignals[k], &sa, nullptr) == 0, "sigaction ", kSignals[k]);
+  }
 }
 
 StopSignal::~StopSignal() {

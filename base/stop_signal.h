@@ -1,4 +1,4 @@
-// A graceful stop on a signal (docs/checkpoints.md, "Preemption"): what a cluster sends
+// A graceful stop on a signal (docs/preemption.md): what a cluster sends
 // before it takes the nodes back (SLURM: SIGTERM to every task, then SIGKILL after its
 // KillWait; `--signal=USR1@120` ahead of the time limit; mpirun forwards SIGUSR1 to
 // every rank), and Ctrl-C.
@@ -6,14 +6,17 @@
 //   StopSignal stop;                 // SIGTERM, SIGINT, SIGUSR1 now set a flag
 //   for (...) {
 //     work();
-//     if (int sig = stop.pending()) { finish(); stop.take(); throw Interrupted(sig); }
+//     if (int sig = stop.pending()) { stop.take(); finish(); throw Interrupted(sig); }
 //   }
 //
 // Invariants:
 //  - While a StopSignal lives (one at a time), the first of those signals ends nothing:
-//    pending() returns it from then on. A second one ends the process as the signal
-//    would have without us (the default action), so a user who presses Ctrl-C twice is
-//    never kept waiting.
+//    pending() returns it from then on. A second SIGINT ends the process as it would
+//    have without us (the default action), so a user who presses Ctrl-C twice is never
+//    kept waiting; a repeated SIGTERM or SIGUSR1 changes nothing (schedulers send
+//    duplicates: srun and slurmstepd may both signal a task; SIGKILL ends it at once).
+//  - A signal ignored when the StopSignal is made (nohup, a background job's SIGINT)
+//    stays ignored.
 //  - Its destructor restores the handlers it replaced. A signal that arrived and was
 //    not taken is raised again then, with those handlers: none is swallowed; except
 //    while an exception unwinds the holder (an error while a signal was pending), so the

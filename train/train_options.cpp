@@ -120,13 +120,13 @@ const OptionSet<TrainOptions>& train_options() {
              "SIGTERM, SIGINT or SIGUSR1 (a cluster's notice; under mpirun send SIGUSR1 to mpirun): save = every "
              "rank ends after the step under way, saves a checkpoint there (unless train.save_every = -1) and exits "
              "with 128 + the signal's number, a second signal ends at once; exit = the signal ends the process "
-             "(docs/checkpoints.md, \"Preemption\")")
+             "(docs/preemption.md)")
         .choices({{"save", true}, {"exit", false}});
     s.option("train.time_limit", &T::time_limit_min,
              "minutes of training steps (from this process's first step) after which every rank ends after the step "
              "under way, saves a checkpoint there (unless train.save_every = -1) and exits with code 3, for "
              "train.resume to go on; set it a step and a save short of a scheduler's limit (0 = none; "
-             "docs/checkpoints.md, \"Preemption\")")
+             "docs/preemption.md)")
         .range(0, 1e9);
     s.option("train.keep_last", &T::keep_last, "saves kept in train.ckpt_dir (0 = all)").range(0, 1 << 20);
     s.option("train.ckpt_dir", &T::ckpt_dir, "checkpoint folder (empty = <train.out_dir>/<train.run>/checkpoints)");

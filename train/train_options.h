@@ -66,7 +66,7 @@ struct TrainOptions {
   int64_t save_every = 0;       // checkpoints (checkpoint/checkpoint.h): every N steps and at the end; -1 never
   int keep_last = 3;
   // train.on_signal=save: SIGTERM, SIGINT or SIGUSR1 end the run after the step under
-  // way, with a checkpoint there (base/stop_signal.h; docs/checkpoints.md, "Preemption").
+  // way, with a checkpoint there (base/stop_signal.h; docs/preemption.md).
   bool save_on_signal = true;
   // train.time_limit: minutes of steps (from this process's first) after which the run
   // saves and stops as for a signal, with exit code 3 (0 = none).

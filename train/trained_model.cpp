@@ -46,7 +46,8 @@ TrainedModel load_trained_model(const std::string& checkpoint, Runtime& rt, int6
   } catch (const OutOfMemory& e) {
     if (images_option.empty()) throw;
     throw UserError(cat(images_option, " ", max_images, ": the model for ", max_images,
-                        " images per forward does not fit (", e.what(), "); give fewer"));
+                        " images per forward does not fit (", e.what(), ")",
+                        max_images > 1 ? "; give fewer" : "; it needs a device with more memory"));
   }
   rt.on_every_rank("checkpoint tensors", [&] { load_model(*ck, *r.model); });
   return r;

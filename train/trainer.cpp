@@ -154,17 +154,18 @@ TrainReport Trainer::run_steps() {
   std::optional<StopSignal> stop;  // train.on_signal=save: a signal ends the run between two steps
   if (S.train.save_on_signal) stop.emplace();
   const bool ask = stop || S.train.time_limit_min > 0;  // whether the ranks agree on a stop after each step
+  seconds_of_steps();  // train.time_limit counts from here (from the first run of the process: vlm ablate's)
   for (int64_t step = S.start; step <= last; ++step) {
     const RunStats::Step st = S.train_step(step, trace, seconds_since(t_start));
     stats.add(st);
     const bool save =
         S.train.save_every >= 0 && (step == last || (S.train.save_every > 0 && step % S.train.save_every == 0));
     if (save) S.save(step);
-    if (ask) S.stop_if_asked(stop ? &*stop : nullptr, step, save, seconds_since(t_start));
+    if (ask) S.stop_if_asked(stop ? &*stop : nullptr, step, save);
     if (S.train.eval_every > 0 && step % S.train.eval_every == 0 && step < last) {
       const double v = S.validate(step);
       if (rt.root()) std::printf("step %lld: val loss %.4f (%s)\n", (long long)step, v, S.data.val_split.c_str());
-      if (ask) S.stop_if_asked(stop ? &*stop : nullptr, step, save, seconds_since(t_start));  // during the validation
+      if (ask) S.stop_if_asked(stop ? &*stop : nullptr, step, save);  // a stop asked during the validation
     }
   }
   stop.reset();  // the final validation and evaluation end at a signal, as any program
@@ -189,8 +190,8 @@ TrainReport Trainer::run_steps() {
                   (long long)rep.steps, format_duration(rep.train_seconds).c_str(), rep.first_loss, rep.last_loss,
                   val, rep.images_per_s, rep.tokens_per_s, S.log->dir().c_str());
     else
-      std::printf("vlm train: no step left (resumed at step %lld of %lld) | %s | run %s\n", (long long)(S.start - 1),
-                  (long long)S.total, val, S.log->dir().c_str());
+      std::printf("vlm train: no step left (resumed at step %lld, the last of this run) | %s | run %s\n",
+                  (long long)(S.start - 1), val, S.log->dir().c_str());
     std::fflush(stdout);
   }
   return rep;
@@ -210,30 +211,6 @@ void Trainer::State::print_header() const {
               vcfg.llm.str().c_str(), vcfg.precision == Precision::BF16 ? "bf16" : "fp32", plan.memory.str().c_str());
   if (!peak.note.empty()) std::printf("  %s\n", peak.note.c_str());
   std::fflush(stdout);
-}
-
-// The ranks agree whether any of them received a stop signal or passed train.time_limit
-// after `elapsed` seconds of steps (one all-reduce of the world: SLURM signals every
-// task, mpirun forwards SIGUSR1 to every rank, a user may signal one, clocks differ).
-// When one did, every rank saves step n (unless it was just saved or train.save_every =
-// -1) and throws Interrupted: the command exits 128 + the signal, or 3 at the limit.
-void Trainer::State::stop_if_asked(StopSignal* stop, int64_t n, bool saved, double elapsed) {
-  const bool over = train.time_limit_min > 0 && elapsed >= 60 * train.time_limit_min;
-  const std::vector<double> any = all_reduce_values(rt.groups().world(), rt.backend().default_stream(),
-                                                    {double(stop ? stop->pending() : 0), double(over)}, ReduceOp::Max);
-  const int sig = int(any[0]);
-  if (sig == 0 && any[1] == 0) return;
-  if (stop) stop->take();  // acted on: a save that fails is reported as the error it is (exit code 2)
-  if (!saved && train.save_every >= 0) save(n);
-  if (rt.root()) {
-    const std::string why = sig ? cat("by ", signal_name(sig)) : cat("at train.time_limit (", train.time_limit_min,
-                                                                     " min)");
-    std::printf("vlm train: stopped %s after step %lld of %lld; %s\n", why.c_str(), (long long)n, (long long)total,
-                train.save_every >= 0 ? "saved there (train.resume goes on from it)"
-                                      : "nothing saved (train.save_every = -1)");
-    std::fflush(stdout);
-  }
-  throw Interrupted(sig);
 }
 
 // The validation loss over train.eval_batches of the val split, logged at step n with

@@ -13,7 +13,7 @@
 //    before the optimizer touches the weights.
 //  - With train.on_signal=save, a SIGTERM, SIGINT or SIGUSR1 to any rank ends the run
 //    after the step under way: every rank saves that step and throws Interrupted
-//    (base/stop_signal.h; docs/checkpoints.md, "Preemption"); so does train.time_limit
+//    (base/stop_signal.h; docs/preemption.md); so does train.time_limit
 //    when any rank has trained that long.
 //  - An allocation that fails (core/out_of_memory.h: a device out of memory, or a host
 //    arena larger than the memory available) is a UserError naming the rank, the arena

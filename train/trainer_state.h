@@ -1,6 +1,8 @@
 // Trainer::State: what one `vlm train` run holds (train/trainer.h), shared by the
-// trainer's two files: trainer.cpp (construction, the step loop and its pieces, the
-// evaluation after training) and trainer_state.cpp (resume, save, loader options).
+// trainer's files: trainer.cpp (construction, the step loop and its pieces, the
+// evaluation after training), trainer_step.cpp (one optimizer step), trainer_stop.cpp
+// (the stop a signal or train.time_limit asks) and trainer_state.cpp (resume, save,
+// loader options).
 // Private to train/.
 #pragma once
 #include <algorithm>
@@ -38,6 +40,9 @@ using TrainClock = std::chrono::steady_clock;
 inline double seconds_since(TrainClock::time_point t) {
   return std::chrono::duration<double>(TrainClock::now() - t).count();
 }
+// Seconds since the first call, made when the process's first run begins its steps (vlm
+// ablate trains several runs): the clock of train.time_limit (train/trainer_stop.cpp).
+double seconds_of_steps();
 
 struct Trainer::State {
   const Config& cfg;
@@ -82,7 +87,7 @@ struct Trainer::State {
   void print_header() const;
   RunStats::Step train_step(int64_t n, sched::Trace& trace, double elapsed_before);
   void log_balancer(int64_t n);
-  void stop_if_asked(StopSignal* stop, int64_t n, bool saved, double elapsed);
+  void stop_if_asked(StopSignal* stop, int64_t n, bool saved);  // train/trainer_stop.cpp
   double validate(int64_t n);
   void caption_accuracy(TrainReport& rep);
   void write_trace(const sched::Trace& trace);

@@ -45,35 +45,39 @@ SdpaKey key_of(const Tensor& q, const Tensor& k, const Tensor& cu_seqlens, int m
   return key;
 }
 
-// Why cuDNN's fused attention cannot take this call whatever the graph (empty if it may).
-std::string precheck(const SdpaKey& k, std::initializer_list<const Tensor*> ts) {
+// Why cuDNN's fused attention cannot take this shape class whatever the graph (empty if
+// it may): the verdict cached with the class.
+std::string precheck(const SdpaKey& k) {
   // The GPU proof's sanitizer steps check our kernels, not cuDNN's (bench/gpu/proof_steps.sh).
   if (const char* e = std::getenv("VLM_CUDNN_ATTENTION"); e != nullptr && std::strcmp(e, "0") == 0)
     return "turned off by VLM_CUDNN_ATTENTION=0";
   if (k.dtype != DType::BF16) return cat(dtype_name(k.dtype), " (cuDNN's fused attention takes bf16)");
   if (k.hs % 8 != 0 || k.hs > 256) return cat("head size ", k.hs, " (cuDNN takes multiples of 8 up to 256)");
   if (k.b < 1) return "no sample";
-  for (const Tensor* t : ts) {
-    if (t->numel() >= (int64_t(1) << 31)) return "a tensor of 2^31 elements or more (int32 offsets)";
-    if ((reinterpret_cast<uintptr_t>(t->data()) & 15) != 0) return "a tensor not 16-byte aligned";
-  }
   return "";
+}
+
+// Whether this call's tensors suit the graph: below 2^31 elements (int32 offsets) and
+// 16-byte aligned. Checked at every call (the key has neither the token count of a
+// forward nor the pointers), never cached: such a call alone runs our kernel.
+bool call_fits(std::initializer_list<const Tensor*> ts) {
+  for (const Tensor* t : ts)
+    if (t->numel() >= (int64_t(1) << 31) || (reinterpret_cast<uintptr_t>(t->data()) & 15) != 0) return false;
+  return true;
 }
 
 // The plan of this call (built at the first call of its shape class), or nullptr with
 // the reason recorded in the cache (and our kernel runs).
 SdpaPlan* plan_for(CudaStream& cs, const SdpaKey& k, std::initializer_list<const Tensor*> ts) {
+  if (!call_fits(ts)) return nullptr;
   SdpaPlan& p = plans_of(cs).cache.get(k, [&]() -> std::unique_ptr<SdpaPlan> {
-    std::string why = precheck(k, ts);
+    std::string why = precheck(k);
     if (why.empty()) return build_sdpa_plan(cs, k);
     auto plan = std::make_unique<SdpaPlan>();
     plan->why = std::move(why);
     return plan;
   });
-  if (!p.ok) return nullptr;
-  for (const Tensor* t : ts)  // the pointers of this call (the key has no alignment)
-    if ((reinterpret_cast<uintptr_t>(t->data()) & 15) != 0) return nullptr;
-  return &p;
+  return p.ok ? &p : nullptr;
 }
 
 // The lengths and offsets of this call, then the graph's workspace, in the scratch.

@@ -143,9 +143,9 @@ std::unique_ptr<SdpaPlan> build_graph(CudaStream& cs, const SdpaKey& k) {
     return plan;
   }
   // Beyond the scratch the model planned (attention_scratch_bytes; a stream's scratch is
-  // at least kScratchMinBytes), the stream's scratch grows at this class's first call (an
-  // allocation in the first step, not later): attention_paths says so, for the plan to
-  // be corrected. Nothing planned (a lone op): no bound.
+  // at least kScratchMinBytes), the stream's scratch grows at this class's first call (one
+  // allocation, inside a step if the class first appears there): attention_paths says
+  // so, for the plan to be corrected. Nothing planned (a lone op): no bound.
   const size_t need = 4 * aux_array_bytes(k) + size_t(plan->workspace), planned = planned_scratch();
   if (planned > 0 && need > std::max(planned, kScratchMinBytes))
     plan->note = cat("; beyond the planned scratch of ", planned, " B: the stream's scratch grows at the first call");

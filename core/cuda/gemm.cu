@@ -122,10 +122,11 @@ char* offset(void* p, int64_t elems, DType t) { return static_cast<char*>(p) + e
 void gemm_f32_then_epilogue(CudaStream& cs, const Problem& p, const Epilogue& ep) {
   VLM_ASSERT(p.N * int64_t(sizeof(float)) <= int64_t(kCastChunkBytes), "matmul: a row of ", p.N,
              " outputs exceeds the f32 chunk");
-  // Chunks of a multiple of 128 rows when they hold that many, else of a power of two:
-  // A's chunk offsets stay 256-byte aligned (at least 2 x chunk bytes for rows wider than
-  // 32,768 outputs), so every chunk gets the first chunk's plan (cuBLASLt may have no
-  // bf16 algorithm for a 2-byte-aligned operand).
+  // Chunks of a multiple of 128 rows when they hold that many: A's chunk offsets stay
+  // 256-byte aligned, so every chunk gets the first chunk's plan. Rows wider than 32,768
+  // outputs: chunks of a power of two, whose offsets are aligned to at least 2 x chunk
+  // bytes (16 from 8 rows on), never to 2 alone (cuBLASLt may have no bf16 algorithm for
+  // a 2-byte-aligned operand).
   const int64_t fits = std::max<int64_t>(1, int64_t(kCastChunkBytes / sizeof(float)) / p.N);
   const int64_t chunk = fits >= 128 ? fits / 128 * 128 : int64_t(std::bit_floor(uint64_t(fits)));
   auto* acc = static_cast<float*>(cs.scratch(size_t(std::min(p.M, chunk) * p.N) * sizeof(float)));

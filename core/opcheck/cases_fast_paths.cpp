@@ -13,7 +13,7 @@
 // step where the f32 results straddle a rounding boundary, and one step at |r| is at most
 // 2^-7 |r| < 2^-7 (1 + |r|): tolerance 2^-7 of the metric (op_case.h), which one rounding
 // never exceeds at any magnitude (2^-8 is exceeded from |r| = 2 on, which millions of
-// outputs reach: one step at |r| = 9 is 6.9e-3 of it). Attention:
+// outputs reach: one step at |r| = 8 is 6.9e-3 of it). Attention:
 // 1e-2, because a fused attention kernel (cuDNN's, as FlashAttention) rounds the
 // probabilities and their gradients to bf16 for its tensor-core products (at most 2^-9
 // of the largest |v| per output row in the forward); a mask off by one key moves the

@@ -30,7 +30,7 @@ TEST(StopSignal, EachOfTheThreeSignalsIsCaught) {
   }
 }
 
-TEST(StopSignal, ASecondSignalEndsTheProcessAtOnce) {
+TEST(StopSignal, ASecondSigintEndsTheProcessAtOnce) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
@@ -40,6 +40,31 @@ TEST(StopSignal, ASecondSignalEndsTheProcessAtOnce) {
         std::_Exit(0);
       },
       ::testing::KilledBySignal(SIGINT), "");
+}
+
+TEST(StopSignal, ARepeatedSigtermOrSigusr1ChangesNothing) {  // a scheduler's duplicate
+  StopSignal stop;
+  std::raise(SIGTERM);
+  std::raise(SIGTERM);
+  std::raise(SIGUSR1);
+  EXPECT_EQ(stop.pending(), SIGTERM);
+  stop.take();
+}
+
+TEST(StopSignal, ASignalIgnoredAtTheStartStaysIgnored) {
+  struct sigaction ign = {}, before = {};
+  ign.sa_handler = SIG_IGN;
+  sigemptyset(&ign.sa_mask);
+  ASSERT_EQ(sigaction(SIGINT, &ign, &before), 0);
+  {
+    StopSignal stop;
+    std::raise(SIGINT);
+    EXPECT_EQ(stop.pending(), 0);
+  }
+  struct sigaction now = {};
+  sigaction(SIGINT, nullptr, &now);
+  EXPECT_EQ(now.sa_handler, SIG_IGN);
+  sigaction(SIGINT, &before, nullptr);
 }
 
 TEST(StopSignal, ASignalNotTakenIsRaisedAgainWhenItEnds) {

@@ -1,5 +1,5 @@
 // `vlm train` stopped by a signal, as a cluster stops it (train.on_signal; base/
-// stop_signal.h; docs/checkpoints.md, "Preemption"), through the binary and real mpirun,
+// stop_signal.h; docs/preemption.md), through the binary and real mpirun,
 // on configs/tiny.cfg runs long enough that only the signal ends them:
 //  - SIGTERM to one process: it ends after the step under way (k), with status 143, a
 //    complete save of step k named by `latest` and k steps in metrics.jsonl; the same
@@ -114,7 +114,7 @@ TEST_F(Preemption, TheTimeLimitStopsEveryRankWithASave) {
   // dp = 2: 0.02 min of steps (1.2 s, some hundred steps), then exit code 3 and a save of
   // the step where a rank passed it, which resumes.
   const std::string dp2 = "--train.batch 4 --train.time_limit 0.02";
-  const CommandResult r = run_command(mpirun(2) + long_run("limit", dp2), dir_);
+  const CommandResult r = run_command("timeout -k 10 120 " + mpirun(2) + long_run("limit", dp2), dir_);  // bounded
   EXPECT_EQ(r.status, 3) << r.out << r.err;
   const int64_t k = expect_stopped_and_saved(r.out, "limit", "at train.time_limit (0.02 min)", 2);
   const CommandResult resumed = run_command(
@@ -138,15 +138,16 @@ TEST_F(Preemption, WithoutSavesTheRunStopsAndSavesNothing) {
 }
 
 TEST_F(Preemption, ASignalDuringTheFinalValidationEndsTheProcess) {
-  // 5 steps, saved at the last, then a validation of 30000 batches (half a minute): the signal
-  // goes 1 s after the fifth step's line, well inside the validation.
-  std::chrono::steady_clock::time_point logged{};
-  const auto in_validation = [&, done = steps_logged("final", 5)]() {
-    if (logged == std::chrono::steady_clock::time_point{}) {
-      if (done()) logged = std::chrono::steady_clock::now();
+  // 5 steps, saved at the last, then a validation of 30000 batches (half a minute): the
+  // signal goes 1 s after `latest` names step 5 (the save done), inside the validation.
+  std::chrono::steady_clock::time_point saved{};
+  const auto in_validation = [&, latest = ckpt_dir("final") + "/latest"]() {
+    if (saved == std::chrono::steady_clock::time_point{}) {
+      std::error_code ec;
+      if (fs::exists(latest, ec) && read_file(latest) == "step_5\n") saved = std::chrono::steady_clock::now();
       return false;
     }
-    return std::chrono::steady_clock::now() - logged > std::chrono::seconds(1);
+    return std::chrono::steady_clock::now() - saved > std::chrono::seconds(1);
   };
   const std::string five = "--train.steps 5 --train.eval_batches 30000";
   const SignalledRun r = run_and_signal(long_run("final", five), dir_, in_validation, SIGTERM);
@@ -156,7 +157,8 @@ TEST_F(Preemption, ASignalDuringTheFinalValidationEndsTheProcess) {
   // Requeued: resumed at the run's last step, it runs the validation alone.
   const CommandResult again = run_command(long_run("final", five + " --train.eval_batches 2 --train.resume auto"), dir_);
   ASSERT_EQ(again.status, 0) << again.out << again.err;
-  EXPECT_NE(again.out.find("vlm train: no step left (resumed at step 5 of 5) | val loss "), std::string::npos)
+  EXPECT_NE(again.out.find("vlm train: no step left (resumed at step 5, the last of this run) | val loss "),
+            std::string::npos)
       << again.out;
   EXPECT_EQ(losses("final").size(), 5u);
 }

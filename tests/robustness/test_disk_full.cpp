@@ -214,7 +214,7 @@ TEST_F(DiskFull, TrainCheckpointUnderMpirunEndsEveryRank) {
   const auto before = snapshot(dir_);
   // Two ranks (dp = 2), each writing its shard; whichever fails reports, and the other
   // ends too: mpirun returns, with status 2.
-  std::string cmd = "cd '" + dir_ + "' && timeout 300 " + test::mpirun(2) + vlm_binary();
+  std::string cmd = "cd '" + dir_ + "' && timeout -k 10 300 " + test::mpirun(2) + vlm_binary();
   for (const std::string& a : train("b", 2, {"--train.ckpt_dir", "disk/ck", "--train.batch", "4"})) cmd += " '" + a + "'";
   const test::CommandResult m = test::run_command(cmd, runs_);
   EXPECT_NE(m.status, 124) << "a rank hung: " << m.err;

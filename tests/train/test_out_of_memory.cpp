@@ -49,7 +49,7 @@ class OutOfMemory : public ::testing::Test {
 
 TEST_F(OutOfMemory, OneRankOfTwoNamesItselfTheArenaAndThePlanAndBothEnd) {
   const std::string total = planned_total(2);
-  const std::string cmd = "timeout 300 " + mpirun(1) + vlm() + " train" +
+  const std::string cmd = "timeout -k 10 300 " + mpirun(1) + vlm() + " train" +
                           options() + " --train.run two : -n 1 env VLM_FAULT_ARENA_ALLOC=3 " + vlm() + " train" +
                           options() + " --train.run two";
   const test::CommandResult r = test::run_command(cmd, dir_);
@@ -66,7 +66,7 @@ TEST_F(OutOfMemory, OneRankOfTwoNamesItselfTheArenaAndThePlanAndBothEnd) {
 TEST_F(OutOfMemory, OneRank) {
   const std::string total = planned_total(1);
   const test::CommandResult r =
-      test::run_command("VLM_FAULT_ARENA_ALLOC=1 timeout 300 " + vlm() + " train" + options() + " --train.run one", dir_);
+      test::run_command("VLM_FAULT_ARENA_ALLOC=1 timeout -k 10 300 " + vlm() + " train" + options() + " --train.run one", dir_);
   test::expect_one_error_line(r, "vlm train", "vlm train: error: rank 0 (tp rank 0, dp rank 0): arena '");
   EXPECT_NE(r.err.find(" allocated on this rank; `vlm plan` predicts "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("for this rank of tp=1 dp=1 zero=0 ("), std::string::npos) << r.err;
