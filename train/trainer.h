@@ -63,7 +63,6 @@ struct TrainReport {
   double tp_bytes_per_step = 0, dp_bytes_per_step = 0;
 };
 
-
 class Trainer {
  public:
   Trainer(const Config& cfg, Runtime& rt);

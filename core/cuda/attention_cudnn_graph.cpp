@@ -31,7 +31,6 @@ struct SdpaGraph {
 
 namespace {
 
-
 // Tensor uids of the graphs (the variant pack maps them to pointers).
 enum : int64_t {
   kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV,

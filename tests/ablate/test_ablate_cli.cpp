@@ -40,7 +40,6 @@ using test::vlm;
 using test::mpirun;
 using Result = test::CommandResult;
 
-
 double rel(double a, double b) { return std::fabs(a - b) / std::max(std::fabs(a), std::fabs(b)); }
 
 class AblateCli : public ::testing::Test {

@@ -26,7 +26,6 @@ using test::vlm;
 using test::mpirun;
 using Result = test::CommandResult;
 
-
 // The value after "<key>: " on its line of `out` ("" when absent).
 std::string field(const std::string& out, const std::string& key) {
   const size_t at = out.find("\n" + key + ": ");

@@ -27,7 +27,6 @@ using test::vlm;
 using test::mpirun;
 using Result = test::CommandResult;
 
-
 class EvalCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {

@@ -27,7 +27,6 @@ using test::vlm;
 using test::mpirun;
 using Result = test::CommandResult;
 
-
 class Bf16Cli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {

@@ -12,7 +12,6 @@
 
 namespace vlm::test {
 
-
 class TrainCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
