@@ -71,7 +71,10 @@ TEST_F(Outputs, DataTokenize) {
 TEST_F(Outputs, LmLogits) {
   write("out.h5", "logits of an earlier run");
   std::string ids;
-  for (int i = 0; i < 128; ++i) ids += (i ? "," : "") + std::to_string(i % 200);
+  for (int i = 0; i < 128; ++i) {
+    if (i) ids += ",";
+    ids += std::to_string(i % 200);
+  }
   // MPI (singleton) keeps its own files small this way, so only the output hits the limit.
   keeps_on_write_failure({"lm", "logits", "--hf", hf_tiny("qwen2"), "--ids", ids, "--out", "out.h5", "--device", "cpu"},
                          "out.h5", 65536, {"PMIX_MCA_gds=hash", "OMPI_MCA_btl=self"});

@@ -40,7 +40,12 @@ std::string quoted(const std::string& s) {
 std::string tokenizer_json(const std::string& extra_vocab = "", const std::string& merges = "",
                            const std::string& added = "", const std::string& type = "BPE") {
   std::string vocab;
-  for (int b = 0; b < 256; ++b) vocab += (b ? "," : "") + quoted(byte_char(b)) + ":" + std::to_string(b);
+  for (int b = 0; b < 256; ++b) {
+    if (b) vocab += ",";
+    vocab += quoted(byte_char(b));
+    vocab += ":";
+    vocab += std::to_string(b);
+  }
   if (!extra_vocab.empty()) vocab += "," + extra_vocab;
   return "{\"added_tokens\": [" + added + "], \"model\": {\"type\": \"" + type + "\", \"vocab\": {" + vocab +
          "}, \"merges\": [" + merges + "]}}";

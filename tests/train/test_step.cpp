@@ -65,7 +65,7 @@ TEST(VlmStep, BackboneBucketsDoNotWaitForTheLastBackwardChunk) {
         if (g.task(i).name == n) return int(i);
       return -1;
     };
-    const std::string last = "." + std::to_string(kM - 1);
+    const std::string last = std::string(".") + std::to_string(kM - 1);
     int chunks = 0;
     while (index("llm.bwd" + std::to_string(chunks) + last) >= 0) ++chunks;
     SCOPED_TRACE("tp=" + std::to_string(tp) + " dp=" + std::to_string(dp));

@@ -268,7 +268,7 @@ TEST(VlmStepTrace, ZeroThreeGathersTheNextLayerDuringTheCurrentOne) {
     for (int k = 0; k < kSteps; ++k)
       for (int m = 0; m < kTraceM; ++m)
         for (int l = 0; l + 1 < layers; ++l, ++pairs) {
-          const std::string mb = "." + std::to_string(m);
+          const std::string mb = std::string(".") + std::to_string(m);
           const Slice *f = find(pid, k, cat("llm.f", l, mb)), *gf = find(pid, k, cat("dp.llm.gather.f", l + 1, mb));
           // layer l+1's backward is llm.bwd<c> with c = layers - 2 - l (from the top)
           const Slice *bw = find(pid, k, cat("llm.bwd", layers - 2 - l, mb)), *gb = find(pid, k, cat("dp.llm.gather.b", l, mb));
