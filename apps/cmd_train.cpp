@@ -20,8 +20,8 @@ int train(const Config& cfg) {
   Trainer trainer(cfg, rt);
   try {
     trainer.run();
-  } catch (const Interrupted&) {  // a signal (train.on_signal=save; the trainer said where it stopped)
-    if (rt.root() && read_train_options(cfg).save_every >= 0) {
+  } catch (const Interrupted& e) {  // a signal or train.time_limit (the trainer said where it stopped)
+    if (rt.root() && e.saved()) {
       std::printf("vlm train: the same command with --train.resume auto goes on from that checkpoint\n");
       std::fflush(stdout);
     }

@@ -57,9 +57,10 @@ int StopSignal::pending() const { return g_pending.load(); }
 
 void StopSignal::take() { taken_ = true; }
 
-Interrupted::Interrupted(int signal)
+Interrupted::Interrupted(int signal, bool saved)
     : std::runtime_error(signal ? std::string("stopped by ").append(signal_name(signal)) : "stopped at its time limit"),
-      signal_(signal) {}
+      signal_(signal),
+      saved_(saved) {}
 
 std::string signal_name(int sig) {
   switch (sig) {

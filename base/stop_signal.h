@@ -6,7 +6,7 @@
 //   StopSignal stop;                 // SIGTERM, SIGINT, SIGUSR1 now set a flag
 //   for (...) {
 //     work();
-//     if (int sig = stop.pending()) { stop.take(); finish(); throw Interrupted(sig); }
+//     if (int sig = stop.pending()) { stop.take(); finish(); throw Interrupted(sig, true); }
 //   }
 //
 // Invariants:
@@ -58,17 +58,19 @@ std::string signal_name(int sig);
 // Exit code of work stopped at its own time limit (train.time_limit) after saving.
 inline constexpr int kExitTimeLimit = 3;
 
-// The work stopped early after finishing what it could (its message says what was
-// saved): for `signal`, or (signal 0) at its time limit; every rank throws it at the same
+// The work stopped early after finishing what it could: for `signal`, or (signal 0) at
+// its time limit, with what it had done saved or not; every rank throws it at the same
 // point.
 class Interrupted : public std::runtime_error {
  public:
-  explicit Interrupted(int signal);  // "stopped by SIGTERM", "stopped at its time limit"
+  Interrupted(int signal, bool saved);  // "stopped by SIGTERM", "stopped at its time limit"
   int signal() const { return signal_; }
+  bool saved() const { return saved_; }  // a checkpoint of the point it stopped at exists
   int exit_code() const { return signal_ ? 128 + signal_ : kExitTimeLimit; }
 
  private:
   int signal_;
+  bool saved_;
 };
 
 }  // namespace vlm

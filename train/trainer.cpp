@@ -153,7 +153,7 @@ TrainReport Trainer::run_steps() {
   const int64_t last = S.last_step();
   std::optional<StopSignal> stop;  // train.on_signal=save: a signal ends the run between two steps
   if (S.train.save_on_signal) stop.emplace();
-  const bool ask = stop || S.train.time_limit_min > 0;  // whether the ranks agree on a stop after each step
+  const auto stop_if_asked = [&](int64_t n, bool saved) { S.stop_if_asked(stop ? &*stop : nullptr, n, saved); };
   seconds_of_steps();  // train.time_limit counts from here (from the first run of the process: vlm ablate's)
   for (int64_t step = S.start; step <= last; ++step) {
     const RunStats::Step st = S.train_step(step, trace, seconds_since(t_start));
@@ -161,11 +161,11 @@ TrainReport Trainer::run_steps() {
     const bool save =
         S.train.save_every >= 0 && (step == last || (S.train.save_every > 0 && step % S.train.save_every == 0));
     if (save) S.save(step);
-    if (ask) S.stop_if_asked(stop ? &*stop : nullptr, step, save);
+    stop_if_asked(step, save);
     if (S.train.eval_every > 0 && step % S.train.eval_every == 0 && step < last) {
       const double v = S.validate(step);
       if (rt.root()) std::printf("step %lld: val loss %.4f (%s)\n", (long long)step, v, S.data.val_split.c_str());
-      if (ask) S.stop_if_asked(stop ? &*stop : nullptr, step, save);  // a stop asked during the validation
+      stop_if_asked(step, save);  // a stop asked during the validation
     }
   }
   stop.reset();  // the final validation and evaluation end at a signal, as any program

@@ -13,6 +13,31 @@ namespace {
 volatile std::sig_atomic_t g_own = 0;
 extern "C" void own_handler(int sig) { g_own = sig; }
 
+// The disposition `handler` for `sig` (a function or SIG_IGN) while it lives, the one
+// before it restored after, also when an assertion ends the test early.
+class Disposition {
+ public:
+  Disposition(int sig, void (*handler)(int)) : sig_(sig) {
+    struct sigaction sa = {};
+    sa.sa_handler = handler;
+    sigemptyset(&sa.sa_mask);
+    ok_ = sigaction(sig, &sa, &before_) == 0;
+  }
+  ~Disposition() { sigaction(sig_, &before_, nullptr); }
+  bool ok() const { return ok_; }
+
+ private:
+  int sig_;
+  struct sigaction before_ = {};
+  bool ok_ = false;
+};
+
+void (*handler_of(int sig))(int) {
+  struct sigaction now = {};
+  sigaction(sig, nullptr, &now);
+  return now.sa_handler;
+}
+
 TEST(StopSignal, TheFirstSignalIsPendingUntilTaken) {
   StopSignal stop;
   EXPECT_EQ(stop.pending(), 0);
@@ -52,19 +77,14 @@ TEST(StopSignal, ARepeatedSigtermOrSigusr1ChangesNothing) {  // a scheduler's du
 }
 
 TEST(StopSignal, ASignalIgnoredAtTheStartStaysIgnored) {
-  struct sigaction ign = {}, before = {};
-  ign.sa_handler = SIG_IGN;
-  sigemptyset(&ign.sa_mask);
-  ASSERT_EQ(sigaction(SIGINT, &ign, &before), 0);
+  const Disposition ignored(SIGINT, SIG_IGN);
+  ASSERT_TRUE(ignored.ok());
   {
     StopSignal stop;
     std::raise(SIGINT);
     EXPECT_EQ(stop.pending(), 0);
   }
-  struct sigaction now = {};
-  sigaction(SIGINT, nullptr, &now);
-  EXPECT_EQ(now.sa_handler, SIG_IGN);
-  sigaction(SIGINT, &before, nullptr);
+  EXPECT_EQ(handler_of(SIGINT), SIG_IGN);
 }
 
 TEST(StopSignal, ASignalNotTakenIsRaisedAgainWhenItEnds) {
@@ -93,10 +113,8 @@ TEST(StopSignal, AnErrorWhileASignalIsPendingIsReportedNotHidden) {
 }
 
 TEST(StopSignal, TheHandlersItReplacedComeBack) {
-  struct sigaction mine = {}, before = {};
-  mine.sa_handler = own_handler;
-  sigemptyset(&mine.sa_mask);
-  ASSERT_EQ(sigaction(SIGUSR1, &mine, &before), 0);
+  const Disposition mine(SIGUSR1, own_handler);
+  ASSERT_TRUE(mine.ok());
   {
     StopSignal stop;
     std::raise(SIGUSR1);
@@ -105,16 +123,16 @@ TEST(StopSignal, TheHandlersItReplacedComeBack) {
   }
   std::raise(SIGUSR1);
   EXPECT_EQ(g_own, SIGUSR1);
-  sigaction(SIGUSR1, &before, nullptr);
 }
 
 TEST(StopSignal, TheExitCodeIsTheShells) {
-  EXPECT_EQ(Interrupted(SIGTERM).exit_code(), 143);
-  EXPECT_EQ(Interrupted(SIGINT).exit_code(), 130);
-  EXPECT_EQ(Interrupted(SIGUSR1).exit_code(), 138);
-  EXPECT_STREQ(Interrupted(SIGUSR1).what(), "stopped by SIGUSR1");
-  EXPECT_EQ(Interrupted(0).exit_code(), kExitTimeLimit);  // no signal: the work's own time limit
-  EXPECT_STREQ(Interrupted(0).what(), "stopped at its time limit");
+  EXPECT_EQ(Interrupted(SIGTERM, true).exit_code(), 143);
+  EXPECT_EQ(Interrupted(SIGINT, true).exit_code(), 130);
+  EXPECT_EQ(Interrupted(SIGUSR1, true).exit_code(), 138);
+  EXPECT_STREQ(Interrupted(SIGUSR1, true).what(), "stopped by SIGUSR1");
+  EXPECT_EQ(Interrupted(0, true).exit_code(), kExitTimeLimit);  // no signal: the work's own time limit
+  EXPECT_STREQ(Interrupted(0, true).what(), "stopped at its time limit");
+  EXPECT_FALSE(Interrupted(SIGTERM, false).saved());
 }
 
 }  // namespace
