@@ -4,9 +4,14 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string_view>
 
 #include "base/error.h"
 #include "data/image/png.h"
@@ -41,11 +46,71 @@ RunLog::RunLog(const std::string& dir, bool root, const std::string& config) : d
   std::filesystem::create_directories(dir_, ec);
   VLM_REQUIRE(!ec, dir_, ": cannot create the run folder (", ec.message(), ")");
   write_file_atomic(dir_ + "/config.ini", config);
-  jsonl_ = std::make_unique<AppendFile>(dir_ + "/metrics.jsonl", false);
   tb_ = std::make_unique<EventWriter>(dir_);
 }
 
 RunLog::~RunLog() = default;
+
+namespace {
+
+// The step of a metrics.jsonl line ({"step":N,...}), or nullopt for a line this log did
+// not write (kept as it is).
+std::optional<int64_t> step_of(const std::string& line) {
+  static constexpr std::string_view kPrefix = "{\"step\":";
+  if (line.compare(0, kPrefix.size(), kPrefix) != 0) return std::nullopt;
+  const char* p = line.c_str() + kPrefix.size();
+  char* end = nullptr;
+  errno = 0;
+  const long long n = std::strtoll(p, &end, 10);
+  if (end == p || errno != 0 || (*end != ',' && *end != '}')) return std::nullopt;
+  return int64_t(n);
+}
+
+bool is_val_or_eval(const std::string& line) {
+  return line.find(",\"val_") != std::string::npos || line.find(",\"eval_") != std::string::npos;
+}
+
+}  // namespace
+
+void RunLog::start_after(int64_t step, bool final_again) {
+  if (!root_) return;
+  VLM_ASSERT(!jsonl_, "RunLog::start_after twice");
+  const std::string path = dir_ + "/metrics.jsonl";
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  if (!ec && size > 0 && step == 0) {
+    const std::string earlier = dir_ + "/metrics.earlier.jsonl";
+    std::filesystem::rename(path, earlier, ec);
+    VLM_REQUIRE(!ec, path, ": cannot move an earlier run's lines to ", earlier, " (", ec.message(), ")");
+    std::printf("%s: an earlier run's lines, moved to %s\n", path.c_str(), earlier.c_str());
+  } else if (!ec && size > 0) {
+    // Which lines stay, then (only when some go) the file rewritten with them.
+    const auto keep = [&](const std::string& line, bool whole) {
+      const std::optional<int64_t> n = step_of(line);
+      return whole && (!n || *n < step || (*n == step && !(final_again && is_val_or_eval(line))));
+    };
+    const auto each_line = [&](const auto& f) {
+      std::ifstream in(path, std::ios::binary);
+      VLM_REQUIRE(in, path, ": cannot open for reading");
+      std::string line;
+      while (std::getline(in, line)) f(line, !in.eof());  // no newline: cut by a crash
+      VLM_REQUIRE(in.eof(), path, ": read failed");
+    };
+    bool rewrite = false;
+    each_line([&](const std::string& line, bool whole) { rewrite = rewrite || !keep(line, whole); });
+    if (rewrite) {
+      AtomicFile out(path);
+      out.write("");  // the file, even when no line stays
+      each_line([&](const std::string& line, bool whole) {
+        if (keep(line, whole)) out.write(line + "\n");
+      });
+      out.commit();
+    }
+  }
+  jsonl_ = std::make_unique<AppendFile>(path, false);
+  tb_->session_start(step + 1);
+  tb_->flush();
+}
 
 void RunLog::image(const std::string& tag, int64_t step, const std::vector<uint8_t>& rgb, int h, int w) {
   if (!root_) return;
@@ -56,6 +121,7 @@ void RunLog::image(const std::string& tag, int64_t step, const std::vector<uint8
 void RunLog::scalars(int64_t step, const std::vector<std::pair<std::string, double>>& values,
                      const std::string& group) {
   if (!root_) return;
+  VLM_ASSERT(jsonl_, "RunLog::scalars before start_after");
   for (const auto& [k, v] : values) tb_->scalar(group + "/" + k, step, v);
   tb_->flush();
   std::string line = "{\"step\":" + std::to_string(step);

@@ -4,7 +4,7 @@
 //   config.ini      every option of the run (written whole under a temporary name, then
 //                   renamed: io/atomic_file.h)
 //   metrics.jsonl   one JSON object per line: {"step":N,"tag":value,...}; appended (a
-//                   resumed run continues it), each line written whole or not at all
+//                   resumed run continues it: start_after), each line written whole or not at all
 //                   (io/append_file.h), so a crash loses at most the line in flight and a
 //                   full disk ends the run with "<file>: write failed (...)" and the file
 //                   as it was before that line
@@ -55,6 +55,18 @@ class RunLog {
   ~RunLog();
   bool root() const { return root_; }
   const std::string& dir() const { return dir_; }
+
+  // Where this process's steps begin: after `step`, its checkpoint's, or 0 for a fresh
+  // start. The folder then shows one history, the one that led to this run's weights:
+  //  - a resume runs the steps after its checkpoint again, so metrics.jsonl keeps its
+  //    lines of steps up to `step` and drops the later ones (an earlier attempt's, and a
+  //    line left partial by a crash); with `final_again` (no step left: the final
+  //    validation and evaluation run again) it drops the val and eval lines of `step`
+  //    too. The event file gets a SessionLog START at step + 1 (runlog/tb_events.h).
+  //  - a fresh start moves an earlier run's metrics.jsonl to metrics.earlier.jsonl
+  //    (replacing one there) and starts TensorBoard's history anew (START at step 1).
+  // The kept lines are rewritten under a temporary name and renamed (io/atomic_file.h).
+  void start_after(int64_t step, bool final_again);
 
   // Prints the progress line (rank 0) when print, and always appends the scalars.
   void step(const StepLine& s, bool print);

@@ -19,6 +19,7 @@ namespace {
 // ---- protobuf wire format (varint = 0, 64-bit = 1, length-delimited = 2, 32-bit = 5) ----
 
 enum Wire : int { kVarint = 0, kFixed64 = 1, kBytes = 2, kFixed32 = 5 };
+constexpr uint64_t kSessionStart = 1;  // SessionLog.Status START
 
 void put_varint(std::string& s, uint64_t v) {
   while (v >= 0x80) {
@@ -201,6 +202,19 @@ TbEvent decode_event(std::string_view s) {
     } else if (f == 3) {
       r.expect(f, wire, kBytes, "Event");
       e.file_version = std::string(r.bytes());
+    } else if (f == 7) {
+      r.expect(f, wire, kBytes, "Event");
+      Reader log{r.bytes()};
+      while (!log.done()) {
+        int w = 0;
+        const int g = log.key(w);
+        if (g == 1) {
+          log.expect(g, w, kVarint, "SessionLog");
+          e.session_start = log.varint() == kSessionStart;
+        } else {
+          log.skip(w);
+        }
+      }
     } else if (f == 5) {
       r.expect(f, wire, kBytes, "Event");
       Reader summary{r.bytes()};
@@ -251,6 +265,13 @@ std::string encode_image_event(double wall_time, int64_t step, const std::string
   return event(wall_time, step, summary_of(v));
 }
 
+std::string encode_session_start_event(double wall_time, int64_t step) {
+  std::string log, what;
+  put_int(log, 1, int64_t(kSessionStart));
+  put_bytes(what, 7, log);
+  return event(wall_time, step, what);
+}
+
 // ---- writer ----
 
 EventWriter::EventWriter(const std::string& dir) : out_(new_event_file(dir)) {
@@ -269,6 +290,8 @@ void EventWriter::image(const std::string& tag, int64_t step, int height, int wi
              "TensorBoard image '", tag, "': ", height, "x", width, "x", channels, ", ", png.size(), " PNG bytes");
   out_.write(encode_image_event(unix_now(), step, tag, height, width, channels, png));
 }
+
+void EventWriter::session_start(int64_t step) { out_.write(encode_session_start_event(unix_now(), step)); }
 
 void EventWriter::flush() { out_.flush(); }
 

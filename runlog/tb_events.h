@@ -5,13 +5,18 @@
 // messages, encoded here by hand (no protobuf dependency), with proto3's rules (fields
 // at their default value are left out, oneof members always written):
 //   Event   { double wall_time = 1; int64 step = 2;
-//             oneof what { string file_version = 3; Summary summary = 5; } }
+//             oneof what { string file_version = 3; Summary summary = 5;
+//                          SessionLog session_log = 7; } }
+//   SessionLog { Status status = 1; }             // START = 1
 //   Summary { repeated Value value = 1; }
 //   Value   { string tag = 1; oneof value { float simple_value = 2; Image image = 4; } }
 //   Image   { int32 height = 1; int32 width = 2; int32 colorspace = 3;
 //             bytes encoded_image_string = 4; }    // colorspace = channels 1..4
 // Invariants: the first record of every file is the file_version event "brain.Event:2";
-// each later record holds one Summary.Value. A TensorBoard file is append-only and read
+// each later record holds one Summary.Value, or is a SessionLog START at step s: on it
+// TensorBoard drops the points of step s and later read before it, from every file of
+// the run folder (a run that resumes from a checkpoint of step s - 1 writes it, as
+// PyTorch's SummaryWriter(purge_step=s) does; runlog/run_log.h). A TensorBoard file is append-only and read
 // while it grows, so it is written in place (runlog/tfrecord.h, io/append_file.h; no
 // AtomicFile): records reach the disk on flush() (the trainer flushes once per log
 // period), a flush that fails (a full disk) is undone and ends the run with a UserError
@@ -33,6 +38,7 @@ std::string encode_file_version_event(double wall_time);
 std::string encode_scalar_event(double wall_time, int64_t step, const std::string& tag, float value);
 std::string encode_image_event(double wall_time, int64_t step, const std::string& tag, int height, int width,
                                int channels, const std::string& png);
+std::string encode_session_start_event(double wall_time, int64_t step);
 
 // Writes one event file into a run folder. Not thread-safe: one thread logs through it.
 class EventWriter {
@@ -49,6 +55,9 @@ class EventWriter {
   // channels (1 grey, 2 grey+alpha, 3 RGB, 4 RGBA), e.g. from encode_png
   // (data/image/png.h).
   void image(const std::string& tag, int64_t step, int height, int width, int channels, const std::string& png);
+  // A SessionLog START at `step`: TensorBoard drops the points of `step` and later that
+  // it read before this record (an earlier attempt's, which this run writes again).
+  void session_start(int64_t step);
   // Pushes the buffered records to the file (UserError naming it if that fails).
   void flush();
   const std::string& path() const { return out_.path(); }
@@ -74,6 +83,7 @@ struct TbEvent {
   double wall_time = 0;
   int64_t step = 0;
   std::string file_version;     // non-empty in a file_version event
+  bool session_start = false;   // a SessionLog START event
   std::vector<TbValue> values;  // the summary's values (empty for other events)
 };
 

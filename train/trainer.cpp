@@ -121,6 +121,7 @@ Trainer::Trainer(const Config& cfg, Runtime& rt) : st_(std::make_unique<State>(c
   }
   S.log = std::make_unique<RunLog>(S.train.out_dir + "/" + S.train.run, rt.root(), cfg.dump_ini());
   if (!S.train.resume.empty()) S.resume();
+  S.log->start_after(S.start - 1, S.start > S.last_step());
   S.model->refresh_working_weights();  // bf16 copies of the initial weights (no-op at fp32)
 }
 

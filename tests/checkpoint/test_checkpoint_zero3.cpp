@@ -73,9 +73,7 @@ TEST_F(Checkpoint, ZeroThreeSavesFullTensorsAndResumesAtAnyLayout) {
   const CommandResult resumed = run_command(kill + " --train.resume auto", dir_);
   ASSERT_EQ(resumed.status, 0) << resumed.out << resumed.err;
   EXPECT_NE(resumed.out.find("resumed from " + kdir + "/step_3: step 3 of 6"), std::string::npos) << resumed.out;
-  const std::vector<double> after = losses("z3kill");
-  ASSERT_EQ(after.size(), 9u);
-  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(after[6 + i], ref[3 + i]) << "step " << 4 + i;
+  EXPECT_EQ(losses("z3kill"), ref) << "each step's line once (the killed attempt's of steps 4-6 dropped), bitwise";
 
   // A missing shard, at (2, 2) with ZeRO-3; a corrupt one (a flipped byte of its first
   // piece), in one process.

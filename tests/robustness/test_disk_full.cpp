@@ -235,31 +235,35 @@ std::string earlier_metrics() {
 }
 
 TEST_F(DiskFull, TrainMetricsAndTensorBoard) {
-  // The run folder is on the tmpfs; its metrics.jsonl holds an earlier run's lines. With
-  // space to spare the run appends to it; the space config.ini needs is measured then.
+  // The run folder is on the tmpfs; its metrics.jsonl holds an earlier run's lines, which
+  // a fresh start moves to metrics.earlier.jsonl (runlog/run_log.h). With space to spare
+  // the run writes a new metrics.jsonl; the space config.ini needs is measured then.
   const std::vector<std::string> args = train("m", 1, {"--train.out_dir", "disk", "--train.save_every", "-1"});
   write("disk/m/metrics.jsonl", earlier_metrics());
   replaces(args, "disk/m/metrics.jsonl");
   const uint64_t config_pages = pages_of(path("disk/m/config.ini"));
+  // Every file but an earlier run's metrics.jsonl gone.
   auto clean = [&] {
-    for (const std::string& f : on_disk())
-      if (f != "m/metrics.jsonl") fs::remove(disk_ + "/" + f);
+    for (const std::string& f : on_disk()) fs::remove(disk_ + "/" + f);
+    write("disk/m/metrics.jsonl", earlier_metrics());
   };
   clean();
   // Room for config.ini and the event file's first page (its first records), none for a
-  // new page of metrics.jsonl: the first metrics line fails.
+  // page of the new metrics.jsonl: the first metrics line fails, and the new file, which
+  // never held a line, is removed; the earlier run's lines are kept, moved aside.
   fill(config_pages + 1);
   RunResult r = run_vlm(args, dir_);
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_NE(r.err.find("disk/m/metrics.jsonl: write failed (No space left on device)"), std::string::npos) << r.err;
-  EXPECT_EQ(read_file(path("disk/m/metrics.jsonl")), earlier_metrics());
+  EXPECT_FALSE(fs::exists(path("disk/m/metrics.jsonl")));
+  EXPECT_EQ(read_file(path("disk/m/metrics.earlier.jsonl")), earlier_metrics());
   for (const std::string& f : on_disk())
     EXPECT_NE(fs::path(f).filename().string().front(), '.') << "a temporary file is left: " << f;
   // Room for config.ini only: the TensorBoard event file's first record fails, and the
-  // file, which never held a record, is removed.
-  clean();
+  // file, which never held a record, is removed; metrics.jsonl is not touched.
   fs::remove(disk_ + "/.filler");
+  clean();
   fill(config_pages);
   r = run_vlm(args, dir_);
   EXPECT_EQ(r.code, 2) << r.err;

@@ -35,7 +35,8 @@ std::string unhex(const std::string& h) {
 //   from tensorboard.compat.proto import event_pb2, summary_pb2
 //   from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
 //   frame(b) = pack("<Q", len(b)) + pack("<I", masked_crc32c(that)) + b + pack("<I", masked_crc32c(b))
-//   frame(Event(wall_time=..., step=..., file_version=... | summary=Summary(value=[...])).SerializeToString())
+//   frame(Event(wall_time=..., step=..., file_version=... | summary=Summary(value=[...])
+//               | session_log=SessionLog(status=START)).SerializeToString())
 TEST(TbGolden, RecordsMatchTheRealProtobuf) {
   // Event(wall_time=1700000000.25, file_version="brain.Event:2")
   EXPECT_EQ(tfrecord_frame(encode_file_version_event(1700000000.25)),
@@ -54,6 +55,9 @@ TEST(TbGolden, RecordsMatchTheRealProtobuf) {
   // step=-3 (ten varint bytes), Value(tag="neg", simple_value=-1.5)
   EXPECT_EQ(tfrecord_frame(encode_scalar_event(1700000003.0, -3, "neg", -1.5f)),
             unhex("220000000000000078113dfd090000c040fc54d94110fdffffffffffffffff012a0c0a0a0a036e6567150000c0bf0f147329"));
+  // step=501, session_log=SessionLog(status=START)
+  EXPECT_EQ(tfrecord_frame(encode_session_start_event(1700000004.5, 501)),
+            unhex("100000000000000095fbfe180900002041fc54d94110f5033a02080134b594e8"));
 }
 
 class TbFile : public test::TempDirTest {};
@@ -66,9 +70,14 @@ TEST_F(TbFile, ReaderDecodesTheRealProtobuf) {
                                "00c0bf0f147329"
                                "3800000000000000a3797d570900008040fc54d9411080a094a58d1d2a260a240a0973616d706c65732f30"
                                "221708021003180322"
-                               "0f89504e472d6e6f742d7265616c6c7959c485b9"));
+                               "0f89504e472d6e6f742d7265616c6c7959c485b9"
+                               "100000000000000095fbfe180900002041fc54d94110f5033a02080134b594e8"));
   const auto ev = read_tb_events(path);
-  ASSERT_EQ(ev.size(), 3u);
+  ASSERT_EQ(ev.size(), 4u);
+  EXPECT_FALSE(ev[0].session_start || ev[1].session_start || ev[2].session_start);
+  EXPECT_TRUE(ev[3].session_start);
+  EXPECT_EQ(ev[3].step, 501);
+  EXPECT_TRUE(ev[3].values.empty());
   EXPECT_EQ(ev[0].wall_time, 1700000000.25);
   EXPECT_EQ(ev[0].step, 0);
   EXPECT_EQ(ev[0].file_version, "brain.Event:2");
