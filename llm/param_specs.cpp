@@ -52,7 +52,7 @@ std::vector<ParamSpec> backbone_param_specs(const ModelConfig& cfg, int tp) {
   if (gpt2) {
     v.push_back(param_spec("model.embed_positions.weight", Shape{cfg.max_pos, C}, -1, InitKind::Normal,
                            cfg.init_std, sp));
-    v.back().f32_reads = true;
+    v.back().f32_reads = true, v.back().no_decay = true;
   }
   for (ParamSpec& s : stack_param_specs(bc, cfg.n_layers, tp, cfg.init_std, backbone_block_param_name))
     v.push_back(std::move(s));

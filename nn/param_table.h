@@ -67,6 +67,8 @@ struct ParamSpec {
   bool tp_partial_grad = false; // replicated, gradient partial per rank (see above)
   int layer = -1;               // the stack layer it belongs to (-1: outside the layers)
   bool f32_reads = false;       // a matrix some consumer reads in f32 (see above)
+  bool no_decay = false;        // an embedding of positions, levels or texture channels:
+                                // no weight decay, as vectors (optim/optimizer.h, decays)
 };
 
 // A spec with hf = full (the common case; vocabulary tables set hf afterwards).

@@ -29,12 +29,7 @@ double lr_at(const OptimOptions& o, int64_t step, int64_t total) {
   return lo + (o.lr - lo) * f;
 }
 
-bool decays(const ParamSpec& p) {
-  if (p.full.ndim() < 2) return false;
-  for (const char* kw : {"position", "embed_positions", "lod.level", "lod.pos_", "texture_embedding"})
-    if (p.name.find(kw) != std::string::npos) return false;
-  return true;
-}
+bool decays(const ParamSpec& p) { return p.full.ndim() >= 2 && !p.no_decay; }
 
 AdamW::AdamW(const std::vector<ModuleParams>& modules, const std::vector<bool>& trainable, DpGrads& dp,
              Backend& backend, const OptimOptions& o)

@@ -10,7 +10,8 @@
 //    under ZeRO step() ends by all-gathering the compute copies (DpGrads::gather_values,
 //    which also derives the copies of the f32-form runs). No refresh_working after it.
 //  - Weight decay (decays()): on matrices and convolution kernels; never on vectors (norm
-//    weights, biases, default queries) nor on position, level or texture embeddings.
+//    weights, biases, default queries) nor on the position, level and texture embeddings,
+//    which their modules mark (ParamSpec::no_decay).
 //  - Gradient norm: sqrt of the sum of squares of every trainable parameter counted once
 //    over TP x DP: a TP-split table's squares are summed over the TP group, a replicated
 //    one's are taken from this rank (its gradient is the same on every TP rank); over DP

@@ -30,9 +30,11 @@ Tensor host_i32(std::vector<int32_t>& v) { return Tensor(v.data(), Shape{int64_t
 
 std::vector<ParamSpec> lod_param_specs(const ScorerDims& d, int levels) {
   const int64_t P = 2 * int64_t(d.G) - 1;
-  return {param_spec("scorers.lod.level", Shape{levels, d.d}, -1, InitKind::Normal, 0.02f),
-          param_spec("scorers.lod.pos_y", Shape{P, d.d}, -1, InitKind::Normal, 0.02f),
-          param_spec("scorers.lod.pos_x", Shape{P, d.d}, -1, InitKind::Normal, 0.02f)};
+  std::vector<ParamSpec> v = {param_spec("scorers.lod.level", Shape{levels, d.d}, -1, InitKind::Normal, 0.02f),
+                              param_spec("scorers.lod.pos_y", Shape{P, d.d}, -1, InitKind::Normal, 0.02f),
+                              param_spec("scorers.lod.pos_x", Shape{P, d.d}, -1, InitKind::Normal, 0.02f)};
+  for (ParamSpec& p : v) p.no_decay = true;  // embeddings of levels and positions
+  return v;
 }
 
 void LodTokens::bind(const ParamTable& t) {

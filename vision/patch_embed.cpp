@@ -54,7 +54,11 @@ std::vector<ParamSpec> PatchEmbed::param_specs(float init_std) const {
   v.push_back(param_spec(kPatchBias, Shape{d}, -1, InitKind::Zeros));
   v.push_back(param_spec(kPositionTable, Shape{GG, d}, -1, InitKind::Normal, init_std));
   v.back().f32_reads = true;  // added to the patch features in f32
-  if (cfg_.texture) v.push_back(param_spec(kTextureWeight, Shape{d, kTextureChannels}, -1, InitKind::Zeros));
+  v.back().no_decay = true;
+  if (cfg_.texture) {
+    v.push_back(param_spec(kTextureWeight, Shape{d, kTextureChannels}, -1, InitKind::Zeros));
+    v.back().no_decay = true;
+  }
   return v;
 }
 

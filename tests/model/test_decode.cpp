@@ -1,16 +1,17 @@
 // The VLM's KV-cache decoder (VlmModel::decode_start / decode_next, model/generate.h)
 // against the full-recompute reference (VlmModel::greedy_next), under mpirun with 1 or
 // 2 ranks (TP = world), on a real Fashion-MNIST subset (`vlm data build`'s converter:
-// 600 train and 100 test images) with a tiny model trained for 300 AdamW steps (about 2 s):
+// 600 train and 100 test images) with a tiny model trained for 600 AdamW steps (about 4 s):
 //  - the greedy captions of the 100 test images are identical token for token, and the
-//    trained model says several things (its logits are not uniform: 4 to 7 different
+//    trained model says several things (its logits are not uniform: 6 to 8 different
 //    captions, e.g. "A small image showing a sneaker.");
 //  - at every step of the first batch the cached step's logits equal the full
 //    recompute's last-row logits within 1e-5 of the largest logit;
 //  - the same with sequence parallelism and full recomputation (an untrained model with
 //    wide weights);
 //  - sampling: top_k = 1 gives the greedy captions; a seed reproduces its captions, and
-//    another seed at temperature 2 changes some.
+//    another seed at temperature 2 changes some;
+//  - without an EOS, a caption ends where the training rule cut the text.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -33,7 +34,7 @@ namespace vlm {
 namespace {
 
 constexpr const char* kFashion = "/usr/share/datasets/fashion-mnist";
-constexpr int kBatch = 8, kTestImages = 100, kTrainSteps = 300;
+constexpr int kBatch = 8, kTestImages = 100, kTrainSteps = 600;
 
 VlmConfig tiny_vlm(int64_t vocab) {  // configs/tiny.cfg, with room for whole captions
   VlmConfig c;
@@ -214,6 +215,24 @@ TEST_F(DecodeOnData, SequenceParallelModelMatchesItsFullRecompute) {
     }
   }
   EXPECT_EQ(generate_captions(model, s, mb.prompt, greedy(true)), generate_captions(model, s, mb.prompt, greedy(false)));
+}
+
+// Without an EOS and with max_new past the text budget, every caption stops by the
+// training rule alone (model/generate.h): prompt + caption + 1 == max_text, with both
+// decoders.
+TEST_F(DecodeOnData, TheTextBudgetEndsACaptionWhereTrainingCutTheText) {
+  Stream& s = cpu_backend().default_stream();
+  Loader loader(loader_options("test"));
+  const Batch b = loader.next();
+  const MicroBatch mb = prepare(b, 0);
+  const int64_t max_text = model_->config().max_text;
+  for (const bool kv : {true, false}) {
+    GenerateOptions g = greedy(kv);
+    g.eos = -1, g.max_new = int(2 * max_text);
+    const auto gen = generate_captions(*model_, s, mb.prompt, g);
+    for (size_t i = 0; i < gen.size(); ++i)
+      EXPECT_EQ(int64_t(mb.prompt[i].size() + gen[i].size()) + 1, max_text) << "sample " << i << ", kv " << kv;
+  }
 }
 
 TEST_F(DecodeOnData, SamplingIsSeededAndTopOneIsGreedy) {

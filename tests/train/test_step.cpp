@@ -10,6 +10,8 @@
 //    rank (the reference);
 //  - a frozen module is bitwise unchanged after 5 AdamW steps and has no optimizer
 //    state, while the others learn (the loss of a repeated batch falls);
+//  - weight decay shrinks the matrices by lr * wd and leaves the vectors and the
+//    position, level and texture embeddings as they were;
 //  - a frozen module has no gradient memory (no arena, undefined gradients), and
 //    freezing any module (or vision + llm, LLaVA's stage 1) leaves the other modules'
 //    gradients bitwise those of the unfrozen model.
@@ -19,6 +21,8 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "nn/init.h"
@@ -33,6 +37,7 @@
 #include "tests/support/rng.h"
 #include "tests/train/step_rig.h"
 #include "train/step.h"
+#include "vision/patch_embed.h"
 
 namespace vlm {
 namespace {
@@ -216,6 +221,53 @@ TEST(VlmStep, FrozenModuleIsUnchangedAndTheRestLearns) {
   EXPECT_EQ(opt.state_bytes(), expect);
   EXPECT_EQ(model.vision().params().grad_bytes(), 0u);
   EXPECT_LT(losses.back(), 0.9 * losses.front()) << "the trainable modules did not learn";
+}
+
+// Decoupled weight decay (optim/optimizer.h): with zero gradients one AdamW step is the
+// decay alone, p - lr * wd * p, on every matrix (the three scorers' alike), and leaves
+// bitwise as they were the vectors (norm weights, biases, queries) and exactly the
+// position, level and texture embeddings.
+TEST(VlmStep, WeightDecayShrinksTheMatricesAndNothingElse) {
+  if (test::world_size() != 1) GTEST_SKIP() << "one rank";
+  Backend& b = cpu_backend();
+  VlmConfig c = tiny_config(kImages / kM);
+  c.vision.texture = true;
+  OneRankStep r(c, 9);
+  VlmModel& model = *r.model;
+  model.zero_grads();
+  OptimOptions oo;
+  oo.lr = 0.5, oo.weight_decay = 0.25f;
+  AdamW opt(model.modules(), std::vector<bool>(kNumModules, true), *r.dpg, b, oo);
+  std::vector<std::vector<float>> before;
+  for (const ModuleParams& m : model.modules())
+    for (const Param& p : m.table->params()) before.push_back(to_vector_f32(p.value));
+  EXPECT_EQ(opt.grad_norm(b.default_stream(), *r.tp), 0.0);
+  opt.step(b.default_stream(), 1, oo.lr, 1.f);
+  std::set<std::string> kept_matrices, decayed;
+  int vectors = 0;
+  size_t k = 0;
+  for (const ModuleParams& m : model.modules())
+    for (const Param& p : m.table->params()) {
+      const std::vector<float>& was = before[k++];
+      const std::vector<float> now = to_vector_f32(p.value);
+      std::vector<float> shrunk(was.size());
+      for (size_t i = 0; i < was.size(); ++i) shrunk[i] = was[i] * (1.f - float(oo.lr) * oo.weight_decay);
+      if (now == was) {
+        if (p.spec.full.ndim() >= 2) kept_matrices.insert(p.spec.name);
+        else ++vectors;
+      } else {
+        EXPECT_GE(p.spec.full.ndim(), 2) << p.spec.name << ": a vector decayed";
+        EXPECT_LE(test::max_rel_err(now, shrunk), 1e-6) << p.spec.name;
+        decayed.insert(p.spec.name);
+      }
+    }
+  EXPECT_GT(vectors, 0);
+  EXPECT_EQ(kept_matrices, (std::set<std::string>{kPositionTable, kTextureWeight, "scorers.lod.level",
+                                                  "scorers.lod.pos_x", "scorers.lod.pos_y"}));
+  for (const char* s : {"propositional", "perspectival", "participatory"})
+    EXPECT_TRUE(std::any_of(decayed.begin(), decayed.end(),
+                            [&](const std::string& n) { return n.rfind(cat("scorers.", s, "."), 0) == 0; }))
+        << "no matrix of the " << s << " scorer decayed";
 }
 
 // Freezing skips the frozen module's weight gradients and nothing else: the trainable
