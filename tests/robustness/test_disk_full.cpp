@@ -224,8 +224,7 @@ TEST_F(DiskFull, TrainCheckpointUnderMpirunEndsEveryRank) {
   EXPECT_EQ(on_disk(), saved);
 }
 
-// metrics.jsonl of an earlier run, whole lines ending exactly at a page boundary, so the
-// next line needs a page of its own.
+// metrics.jsonl of an earlier run: a page of whole lines.
 std::string earlier_metrics() {
   std::string s;
   for (int step = 1; s.size() < kPage; ++step) s += "{\"step\":" + std::to_string(step) + ",\"loss\":1.5}\n";
