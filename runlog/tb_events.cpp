@@ -146,6 +146,22 @@ struct Reader {
   }
 };
 
+// Calls f(reader) at each field `field` of the message `s` (its wire type must be `want`),
+// the reader then at the field's value; other fields are skipped.
+template <typename F>
+void each_field(std::string_view s, int field, Wire want, const char* msg, F&& f) {
+  Reader r{s};
+  while (!r.done()) {
+    int wire = 0;
+    if (r.key(wire) != field) {
+      r.skip(wire);
+      continue;
+    }
+    r.expect(field, wire, want, msg);
+    f(r);
+  }
+}
+
 void decode_image(std::string_view s, TbValue& v) {
   Reader r{s};
   v.kind = TbValue::Kind::kImage;
@@ -204,30 +220,12 @@ TbEvent decode_event(std::string_view s) {
       e.file_version = std::string(r.bytes());
     } else if (f == 7) {
       r.expect(f, wire, kBytes, "Event");
-      Reader log{r.bytes()};
-      while (!log.done()) {
-        int w = 0;
-        const int g = log.key(w);
-        if (g == 1) {
-          log.expect(g, w, kVarint, "SessionLog");
-          e.session_start = log.varint() == kSessionStart;
-        } else {
-          log.skip(w);
-        }
-      }
+      each_field(r.bytes(), 1, kVarint, "SessionLog",
+                 [&](Reader& log) { e.session_start = log.varint() == kSessionStart; });
     } else if (f == 5) {
       r.expect(f, wire, kBytes, "Event");
-      Reader summary{r.bytes()};
-      while (!summary.done()) {
-        int w = 0;
-        const int g = summary.key(w);
-        if (g == 1) {
-          summary.expect(g, w, kBytes, "Summary");
-          e.values.push_back(decode_value(summary.bytes()));
-        } else {
-          summary.skip(w);
-        }
-      }
+      each_field(r.bytes(), 1, kBytes, "Summary",
+                 [&](Reader& summary) { e.values.push_back(decode_value(summary.bytes())); });
     } else {
       r.skip(wire);
     }
