@@ -7,6 +7,8 @@
 //    stopped;
 //  - SIGUSR1 to mpirun (which forwards it) at dp = 2 with ZeRO-1: both ranks save step k
 //    and end with 138, and the resume at dp = 2 is bitwise too;
+//  - SIGTERM to mpirun (Open MPI 4.1): it passes the signal on odls_base_sigkill_timeout
+//    seconds later and kills the ranks as long after that; with 4 s both ranks save;
 //  - SIGTERM to rank 1 only at tp = 2: rank 0 learns it through the agreement, both save
 //    the same step and end (143), and the save resumes;
 //  - train.time_limit at dp = 2: both ranks save the step where one passed it, end with
@@ -95,6 +97,22 @@ TEST_F(Preemption, SigusrToMpirunStopsEveryRankAtTheSameStep) {
   const CommandResult ref = run_command(mpirun(2) + long_run("usr1_ref", until), dir_);
   ASSERT_EQ(ref.status, 0) << ref.out << ref.err;
   EXPECT_EQ(losses("usr1"), losses("usr1_ref"));
+}
+
+TEST_F(Preemption, SigtermToMpirunReachesTheRanksAfterItsKillTimeout) {
+  // docs/preemption.md, "Launchers": mpirun holds a SIGTERM for odls_base_sigkill_timeout
+  // seconds, then passes it on and SIGKILLs the ranks that long later. 4 s hold the step
+  // under way and the save; mpirun itself ends with 1 (an aborted job).
+  const std::string dp2 = "--train.batch 4";
+  const std::string launcher = mpirun(2) + "--mca odls_base_sigkill_timeout 4 ";
+  const SignalledRun r = run_and_signal(launcher + long_run("mpiterm", dp2), dir_, steps_logged("mpiterm", 3), SIGTERM);
+  ASSERT_TRUE(r.sent) << r.out << r.err;
+  EXPECT_NE(r.status, 0) << r.out << r.err;
+  const int64_t k = expect_stopped_and_saved(r.out, "mpiterm", "by SIGTERM", 2);
+  const CommandResult resumed = run_command(
+      mpirun(2) + long_run("mpiterm", dp2 + " --train.resume auto --train.stop_after " + std::to_string(k + 1)), dir_);
+  ASSERT_EQ(resumed.status, 0) << resumed.out << resumed.err;
+  EXPECT_EQ(int64_t(losses("mpiterm").size()), k + 1);
 }
 
 TEST_F(Preemption, ASignalToOneRankStopsThemAll) {

@@ -145,9 +145,10 @@ TEST(Zero, EveryStageTrainsAsStageZero) {
               << "zero " << zero << " step " << k + 1 << ": " << got.losses[k] << " vs " << ref.losses[k];
           // The first step's norm (the same weights) always to kExact; later ones drift
           // with the weights under kBf16, more than the loss: not compared there.
-          if (k == 0 || bound == kExact)
+          if (k == 0 || bound == kExact) {
             EXPECT_LE(rel(got.norms[k], ref.norms[k]), kExact)
                 << "zero " << zero << " step " << k + 1 << ": gradient norm " << got.norms[k] << " vs " << ref.norms[k];
+          }
         }
         const double w = test::max_rel_err(got.weights, ref.weights);
         EXPECT_LE(w, bound == kExact ? 1e-4 : 1e-2) << "zero " << zero << ": the weights after " << kSteps << " steps";
