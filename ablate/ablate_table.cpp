@@ -20,6 +20,7 @@ const char* const kColumns[] = {"placement", "lod", "budget", "seed", "tp", "dp"
                                 "tp_bytes_per_step", "dp_bytes_per_step", "seconds", "loss_check",
                                 "early_diff", "val_diff", "early_losses", "train_precision", "scorer_grad"};
 constexpr size_t kNumColumns = sizeof kColumns / sizeof kColumns[0];
+constexpr double kAny = HUGE_VAL;  // no upper bound
 
 std::string num(double v, int digits = 9) {
   char b[64];
@@ -193,6 +194,20 @@ std::vector<AblationRow> parse_ablation_csv(const std::string& text, const std::
     r.precision_random = d(15), r.precision_chance = d(16), r.detail = d(17), r.detailed_accuracy = d(18);
     r.step_ms = d(19), r.images_per_s = d(20);
     r.mem_mib = d(21), r.tp_bytes = d(22), r.dp_bytes = d(23), r.seconds = d(24), r.loss_check = f[25];
+    // What the writer can have written: shares in [0, 1], counts and sizes not negative,
+    // a row's key at least 1 (an edited or damaged row is refused, not shown).
+    const auto within = [&](size_t c, double v, double lo, double hi) {
+      VLM_REQUIRE(std::isfinite(v) && v >= lo && v <= hi, where, ": column ", kColumns[c], " = '", f[c],
+                  "' is outside [", num(lo), ", ", hi == kAny ? std::string("inf") : num(hi), "]");
+    };
+    for (size_t c : {size_t(2), size_t(4), size_t(5), size_t(6)}) within(c, d(c), 1, kAny);
+    for (size_t c : {size_t(12), size_t(14), size_t(16), size_t(17)}) within(c, d(c), 0, 1);
+    for (size_t c : {size_t(15), size_t(18)})
+      if (!f[c].empty()) within(c, d(c), 0, 1);
+    for (size_t c : {size_t(8), size_t(13), size_t(19), size_t(20), size_t(21), size_t(22), size_t(23), size_t(24)})
+      within(c, d(c), 0, kAny);
+    for (size_t c : {size_t(9), size_t(10), size_t(11)})  // a loss: not negative (nan and inf: a diverged run)
+      VLM_REQUIRE(!(d(c) < 0), where, ": column ", kColumns[c], " = '", f[c], "' is negative");
     r.early_losses = series_values(f[28], where, "early_losses");
     r.train_precision = series_values(f[29], where, "train_precision");
     r.scorer_grad = series_values(f[30], where, "scorer_grad");

@@ -92,6 +92,7 @@ int do_tokenizer(const Config& c) {
     texts.push_back(r.caption(j));
     if (std::string p = r.prompt(j); !p.empty()) texts.push_back(std::move(p));
   }
+  VLM_REQUIRE(!texts.empty(), path, ": the train split has no caption (nothing to train a tokenizer on)");
   const auto t0 = std::chrono::steady_clock::now();
   const Tokenizer tok = Tokenizer::train(texts, d.vocab);
   tok.save(out);

@@ -54,17 +54,36 @@ std::string staging_of(const std::string& out) {
   return (p.parent_path() / name).string();
 }
 
+// Every destination is checked before the first rename (a folder where the export puts
+// a file, something else where it puts a folder), so a blocked export leaves --out as it
+// was; the staging folder goes either way.
 void move_into(const std::string& from, const std::string& to) {
   namespace fs = std::filesystem;
   std::vector<fs::path> files;
   for (const fs::directory_entry& e : fs::recursive_directory_iterator(from))
-    if (e.is_regular_file()) files.push_back(e.path());
-  for (const fs::path& f : files) {
-    const fs::path dst = fs::path(to) / fs::relative(f, from);
+    if (e.is_regular_file()) files.push_back(fs::relative(e.path(), from));
+  const auto fail = [&](const std::string& what) {
+    std::error_code ec;
+    fs::remove_all(from, ec);
+    throw UserError(what);
+  };
+  for (const fs::path& rel : files) {
+    fs::path at = to;
+    std::error_code ec;
+    for (const fs::path& part : rel.parent_path()) {
+      at /= part;
+      if (fs::exists(fs::symlink_status(at, ec)) && !fs::is_directory(at, ec))
+        fail(cat(at.string(), ": exists and is not a folder (the export writes ", (fs::path(to) / rel).string(), ")"));
+    }
+    const fs::path dst = fs::path(to) / rel;
+    if (fs::is_directory(dst, ec)) fail(cat(dst.string(), ": is a folder (the export writes a file there)"));
+  }
+  for (const fs::path& rel : files) {
+    const fs::path dst = fs::path(to) / rel;
     std::error_code ec;
     fs::create_directories(dst.parent_path(), ec);
-    fs::rename(f, dst, ec);
-    VLM_REQUIRE(!ec, dst.string(), ": cannot move the export's file into place (", ec.message(), ")");
+    fs::rename(fs::path(from) / rel, dst, ec);
+    if (ec) fail(cat(dst.string(), ": cannot move the export's file into place (", ec.message(), ")"));
   }
   fs::remove_all(from);
 }
@@ -88,11 +107,13 @@ int export_hf(const Config& cfg) {
     const CheckpointReader ck(path);
     const std::unique_ptr<Config> opts = checkpoint_options(ck);
     VlmConfig v;  // what can be checked before the model loads (the rest: below)
-    v.vision = read_vision_config(*opts);
-    if (read_train_options(*opts).llm_hf.empty())
-      v.llm = read_model_config(*opts);
-    else
-      v.llm.family = ModelFamily::Llama;  // llm.hf's Llama/Qwen2
+    naming_the_checkpoint(path, [&] {
+      v.vision = read_vision_config(*opts);
+      if (read_train_options(*opts).llm_hf.empty())
+        v.llm = read_model_config(*opts);
+      else
+        v.llm.family = ModelFamily::Llama;  // llm.hf's Llama/Qwen2
+    });
     check_exportable(v, path);
   });
   TrainedModel tm = load_trained_model(path, rt, 1);

@@ -32,7 +32,7 @@ std::string holding(const std::string& tensor) { return tensor.empty() ? "" : ";
 class ReadFile {
  public:
   ReadFile(const std::string& path, const std::string& tensor) : path_(path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a named pipe: no wait for a writer
     VLM_REQUIRE(fd_ >= 0, path, ": cannot open (", std::strerror(errno), "); the checkpoint's index names it",
                 holding(tensor));
   }

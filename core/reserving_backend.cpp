@@ -15,8 +15,11 @@ ReservingBackend::~ReservingBackend() { VLM_ASSERT(sizes_.empty(), "planning bac
 void* ReservingBackend::allocate(size_t bytes) {
   const size_t n = std::max<size_t>(bytes, 1);
   void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  VLM_REQUIRE(p != MAP_FAILED, "vlm plan: cannot reserve ", format_bytes(double(n)),
-              " of address space to plan an arena (vm.overcommit_memory=2 or ulimit -v?)");
+  constexpr size_t kAddressable = size_t(1) << 47;  // 128 TiB: a process's user address space on x86-64
+  VLM_REQUIRE(p != MAP_FAILED, "cannot reserve ", format_bytes(double(n)), " of address space to plan an arena",
+              n >= kAddressable ? " (more than a process can address: the model's options ask for far more memory "
+                                  "than any device has)"
+                                : " (vm.overcommit_memory=2 or ulimit -v?)");
   std::lock_guard lock(mu_);
   sizes_[p] = n;
   allocated_ += bytes;

@@ -100,7 +100,7 @@ int64_t StTensorInfo::numel() const {
 // ---- SafetensorsFile ---------------------------------------------------------------
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a named pipe: no wait for a writer
   if (fd_ < 0) throw UserError(cat(path, ": cannot open (", std::strerror(errno), ")"));
   struct stat st {};
   if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {

@@ -99,7 +99,7 @@ void Backbone::run_embedding(Stream& s, const LmInput& in) {
               max_tokens_);
   VLM_REQUIRE(!sp_ || T % tp_.size() == 0, "backbone: with model.sequence_parallel the packed length T=", T,
               " must be a multiple of parallel.tp=", tp_.size(), " (pad the batch)");
-  VLM_REQUIRE(cfg_.is_llama() || in.max_seqlen <= cfg_.max_pos, "backbone: a sample of ", in.max_seqlen,
+  VLM_REQUIRE(in.max_seqlen <= cfg_.max_pos, "backbone: a sample of ", in.max_seqlen,
               " tokens exceeds model.max_pos=", cfg_.max_pos);
   VLM_ASSERT(in.mixed() ? in.ids.defined() : in.ids.defined() != in.embeddings.defined(),
              "LmInput needs ids, embeddings, or ids with visual rows (llm/lm_input.h)");

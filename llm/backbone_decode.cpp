@@ -12,7 +12,7 @@ void Backbone::plan_decoding(int64_t max_seqs, int64_t max_len) {
   VLM_ASSERT(!cache_, "backbone: plan_decoding called twice");
   VLM_REQUIRE(max_seqs >= 1 && max_len >= 1, "backbone: decoding planned for ", max_seqs, " sequences of ", max_len,
               " rows");
-  VLM_REQUIRE(cfg_.is_llama() || max_len <= cfg_.max_pos, "backbone: decoding sequences of ", max_len,
+  VLM_REQUIRE(max_len <= cfg_.max_pos, "backbone: decoding sequences of ", max_len,
               " rows exceed model.max_pos=", cfg_.max_pos);
   const int p = tp_.size();
   const int64_t C = cfg_.d_model, Vl = local_vocab(), V = cfg_.vocab_size;

@@ -78,7 +78,8 @@ const OptionSet<ModelConfig>& model_options() {
              "key/value heads NKV for grouped-query attention (0 = n_heads)")
         .range(0, kMaxHeads);
     s.option("model.d_ff", &ModelConfig::d_ff, "MLP hidden width").range(1, kMaxWidth);
-    s.option("model.max_pos", &ModelConfig::max_pos, "maximum positions (learned position table rows for gpt2)")
+    s.option("model.max_pos", &ModelConfig::max_pos,
+             "the longest sample in tokens (gpt2: its learned position table's rows; llama: max_position_embeddings)")
         .range(1, kMaxPositions);
     s.option("model.rope_theta", &ModelConfig::rope_theta, "RoPE base (llama)").at_least(1e-6);
     s.option("model.norm_eps", &ModelConfig::norm_eps, "epsilon of LayerNorm/RMSNorm").range(1e-12, 1.0);

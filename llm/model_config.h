@@ -39,7 +39,7 @@ struct ModelConfig {
   int n_heads = 12;            // NH
   int n_kv_heads = 0;          // NKV (0 = n_heads)
   int64_t d_ff = 3072;         // MLP hidden width
-  int64_t max_pos = 1024;      // learned position table rows (gpt2); max sample length
+  int64_t max_pos = 1024;      // the longest sample (gpt2: its learned position table's rows)
   float rope_theta = 10000.f;  // llama
   float norm_eps = 1e-5f;
   bool qkv_bias = false;       // llama: bias on q/k/v (Qwen2); gpt2 always has biases

@@ -3,10 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <sstream>
 
 #include "base/error.h"
+#include "base/file_read.h"
 
 namespace vlm {
 
@@ -27,8 +27,7 @@ double interconnect_gbs(const std::string& name) {
 }
 
 OpRates read_op_table(const std::string& path) {
-  std::ifstream in(path);
-  VLM_REQUIRE(in.good(), path, ": cannot open the op table (--plan.op_table)");
+  std::stringstream in(read_file_bounded(path, uint64_t(16) << 20, "op table"));
   double f[3] = {0, 0, 0}, sec[3] = {0, 0, 0};
   std::string line;
   for (int no = 1; std::getline(in, line); ++no) {
@@ -52,6 +51,8 @@ OpRates read_op_table(const std::string& path) {
                   "' is not a non-negative number");
     }
     VLM_REQUIRE(v[2] > 0, path, ":", no, ": seconds must be positive");
+    VLM_REQUIRE(v[k == 2 ? 1 : 0] > 0, path, ":", no, ": a ", c[0], " row measures ", k == 2 ? "bytes" : "flops",
+                ", which must be positive");
     f[k] += k == 2 ? v[1] : v[0];
     sec[k] += v[2];
   }

@@ -240,8 +240,8 @@ VlmConfig resolve_vlm_config(const Config& cfg, const TrainOptions& t, int64_t t
   v.precision = t.precision;
   v.front_slots = t.micro_batches >= 2 ? 2 : 1;  // micro-batch pipelining (train/step.h)
   const int64_t longest = v.scorers.lod.max_tokens + t.max_text;
-  VLM_REQUIRE(v.llm.is_llama() || longest <= v.llm.max_pos, "lod.max_tokens + train.max_text = ", longest,
-              " exceeds model.max_pos=", v.llm.max_pos, " (the learned position table)");
+  VLM_REQUIRE(longest <= v.llm.max_pos, "lod.max_tokens + train.max_text = ", longest, " exceeds model.max_pos=",
+              v.llm.max_pos, " (the longest sample the backbone takes)");
   return v;
 }
 
@@ -250,6 +250,17 @@ TextRule text_rule(const DataOptions& d, const TrainOptions& t, const Tokenizer&
   r.bos = tok.bos(), r.max_text = t.max_text;
   r.instruction = tok.encode(d.prompt);
   return r;
+}
+
+std::string instruction_cut_note(const TextRule& r) {
+  // BOS, the prompt and at least a word and EOS of caption (as `vlm caption --prompt`).
+  const int64_t most = int64_t(r.max_text) - 3;
+  if (int64_t(r.instruction.size()) <= most) return "";
+  const int64_t kept = std::min<int64_t>(int64_t(r.instruction.size()), int64_t(r.max_text) - 2);
+  return cat("note: --data.prompt's ", r.instruction.size(), " tokens leave little room in train.max_text=", r.max_text,
+             ": a sample without a prompt of its own keeps ", kept, " of them and at most ",
+             int64_t(r.max_text) - 1 - kept, " caption tokens (prompts of at most ", std::max<int64_t>(most, 0),
+             " tokens leave room for a word and EOS)");
 }
 
 int64_t TrainOptions::total_steps(int64_t steps_per_epoch) const {

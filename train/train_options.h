@@ -105,5 +105,8 @@ VlmConfig resolve_vlm_config(const Config& cfg, const TrainOptions& t, const Tok
 VlmConfig resolve_vlm_config(const Config& cfg, const TrainOptions& t, int64_t tok_vocab, int tp);
 // The text of every sample: BOS, data.prompt's tokens, then the caption (model/batch.h).
 TextRule text_rule(const DataOptions& d, const TrainOptions& t, const Tokenizer& tok);
+// "" when the instruction leaves room for a caption's word and EOS, else a note saying
+// what train.max_text keeps of it (printed where a sample without a prompt gets it).
+std::string instruction_cut_note(const TextRule& r);
 
 }  // namespace vlm

@@ -19,6 +19,16 @@ std::unique_ptr<Config> checkpoint_options(const CheckpointReader& ck) {
   return cfg;
 }
 
+void naming_the_checkpoint(const std::string& path, const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    const std::string msg = e.what();
+    if (msg.rfind(path, 0) == 0) throw;
+    throw UserError(cat(path, ": the options it was saved with: ", msg));
+  }
+}
+
 TrainedModel::TrainedModel() = default;
 TrainedModel::TrainedModel(TrainedModel&&) noexcept = default;
 TrainedModel::~TrainedModel() = default;
@@ -33,11 +43,13 @@ TrainedModel load_trained_model(const std::string& checkpoint, Runtime& rt, int6
     r.options = checkpoint_options(*ck);
     r.state = ck->state();
     r.tok = std::make_shared<const Tokenizer>(Tokenizer::from_json(ck->tokenizer_json(), path + ":/tokenizer"));
-    TrainOptions t = read_train_options(*r.options);
-    t.batch = int(max_images);
-    r.vcfg = resolve_vlm_config(*r.options, t, *r.tok, rt.topology().tp());
-    r.vcfg.frozen.fill(true);  // inference: no gradient memory
-    r.rule = text_rule(read_data_options(*r.options), t, *r.tok);
+    naming_the_checkpoint(path, [&] {
+      TrainOptions t = read_train_options(*r.options);
+      t.batch = int(max_images);
+      r.vcfg = resolve_vlm_config(*r.options, t, *r.tok, rt.topology().tp());
+      r.vcfg.frozen.fill(true);  // inference: no gradient memory
+      r.rule = text_rule(read_data_options(*r.options), t, *r.tok);
+    });
   });
   Backend& b = rt.backend();
   r.self = make_communicator(b.device(), MPI_COMM_SELF, "self", rt.options().parallel.timeout_s);

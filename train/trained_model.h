@@ -4,6 +4,7 @@
 // runtime's TP group with the checkpoint's parameters loaded (checkpoint/checkpoint.h).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -20,6 +21,10 @@ class Runtime;
 
 // A Config with every `vlm train` option registered and the checkpoint's /options read.
 std::unique_ptr<Config> checkpoint_options(const CheckpointReader& ck);
+// Runs f, which reads or checks the model of a checkpoint's options: a UserError it raises
+// that does not name the checkpoint is raised again naming it ("<path>: the options it
+// was saved with: ...").
+void naming_the_checkpoint(const std::string& path, const std::function<void()>& f);
 
 // A trained model ready for inference. max_images: images per forward
 // (VlmConfig::max_images), given by the option images_option (e.g. "--batch"; "" when the

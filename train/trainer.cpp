@@ -57,15 +57,25 @@ Trainer::Trainer(const Config& cfg, Runtime& rt) : st_(std::make_unique<State>(c
     VLM_REQUIRE(S.data.curriculum.empty() == (S.data.curriculum_steps == 0), "--data.curriculum_steps: ",
                 S.data.curriculum_steps, " with --data.curriculum '", S.data.curriculum,
                 "' (expected both set, a file and steps >= 1, or neither)");
+    // Whether a training sample has no prompt of its own (it then gets data.prompt's).
+    const auto without_prompt = [&](const DatasetReader& r) {
+      for (int64_t j : r.split_captions(S.data.train_split))
+        if (!r.has_prompt(j)) return true;
+      return false;
+    };
+    bool instruction_used = without_prompt(ds);
     if (!S.data.curriculum.empty()) {
       DatasetReader cur(S.data.curriculum);
       VLM_REQUIRE(!cur.split_captions(S.data.train_split).empty(), S.data.curriculum, ": split '", S.data.train_split,
                   "' has no captions (--data.curriculum, --data.train_split)");
+      instruction_used = instruction_used || without_prompt(cur);
     }
     S.tok = find_tokenizer(S.data, ds);
     S.vcfg = resolve_vlm_config(cfg, S.train, *S.tok, tp);
     S.vcfg.sharding = DpSharding{S.train.zero, dp, rt.groups().dp().rank()};  // nn/param_layout.h
     S.rule = text_rule(S.data, S.train, *S.tok);
+    const std::string note = instruction_used ? instruction_cut_note(S.rule) : "";
+    if (!note.empty() && rt.root()) std::printf("vlm train: %s\n", note.c_str());
     // The outputs, last: a run refused above creates nothing.
     if (!S.sched.trace.empty())
       check_output_path(S.sched.trace, cfg,

@@ -99,6 +99,7 @@ bool add_encoded_file(DatasetWriter& w, const std::string& path, int64_t* index)
 std::string image_path(const std::string& root, const std::string& rel, const std::string& where,
                        const BuildOptions& opt) {
   VLM_REQUIRE(!rel.empty(), where, ": empty image path");
+  VLM_REQUIRE(rel.find('\0') == std::string::npos, where, ": the image path holds a NUL character (\\u0000)");
   fs::path base = fs::absolute(root.empty() ? fs::path(".") : fs::path(root)).lexically_normal();
   if (!base.has_filename() && base.has_parent_path() && base != base.root_path()) base = base.parent_path();  // "a/b/" -> "a/b"
   const fs::path p = (fs::path(rel).is_absolute() ? fs::path(rel) : base / rel).lexically_normal();

@@ -111,30 +111,42 @@ BuildReport build_from_llava(const std::string& path, const std::string& image_r
   const json::Value root = json::parse_file(path, lim);  // size checked before reading
   VLM_REQUIRE(root.is_array(), path, ": a LLaVA file is a JSON array of conversations");
   std::vector<Entry> entries;
-  int64_t no_image = 0, k = 0;
+  int64_t no_image = 0, system = 0, k = 0;
   for (const json::Value& item : root.as_array()) {
     const std::string where = cat(path, ": entry ", k++);
-    const json::Value* im = item.find("image");
-    const json::Value* conv = item.find("conversations");
-    if (!im || !im->is_string() || !conv || !conv->is_array()) {
+    VLM_REQUIRE(item.is_object(), where, ": expected a JSON object (a conversation), got a ",
+                json::type_name(item.type()));
+    const std::string* im = string_field(item, "image", where);
+    if (!im) {
       ++no_image;  // text-only conversations are common in LLaVA mixtures: not an error
       continue;
     }
+    const json::Value* conv = item.find("conversations");
+    VLM_REQUIRE(conv && conv->is_array(), where, ": expected an array \"conversations\"");
     std::string prompt;
+    size_t t = 0;
     for (const json::Value& turn : conv->as_array()) {
-      const json::Value* from = turn.find("from");
-      const json::Value* value = turn.find("value");
-      if (!from || !value || !from->is_string() || !value->is_string()) continue;
-      if (from->as_string() == "human") {
-        prompt = value->as_string();
+      const std::string at = cat(where, ": \"conversations\"[", t++, "]");
+      VLM_REQUIRE(turn.is_object(), at, ": expected an object {\"from\", \"value\"}");
+      const std::string* from = string_field(turn, "from", at);
+      const std::string* value = string_field(turn, "value", at);
+      VLM_REQUIRE(from && value, at, ": missing string field \"", from ? "value" : "from", "\"");
+      if (*from == "human") {
+        prompt = *value;
         for (size_t p; (p = prompt.find("<image>")) != std::string::npos;) prompt.erase(p, 7);
         const size_t b = prompt.find_first_not_of(" \n\r\t"), e = prompt.find_last_not_of(" \n\r\t");
         prompt = b == std::string::npos ? "" : prompt.substr(b, e - b + 1);
-      } else if (from->as_string() == "gpt") {
-        entries.push_back({im->as_string(), value->as_string(), prompt, where});
+      } else if (*from == "gpt") {
+        entries.push_back({*im, *value, prompt, where});
+      } else {
+        VLM_REQUIRE(*from == "system", at, ": \"from\" is '", *from, "' (expected human, gpt or system)");
+        ++system;
       }
     }
   }
+  if (system > 0)
+    std::printf("[build] %s: %lld system turns skipped (they are not captions or prompts)\n", path.c_str(),
+                (long long)system);
   if (no_image > 0)
     std::printf("[build] %s: %lld entries without an image skipped\n", path.c_str(),
                  (long long)no_image);

@@ -62,7 +62,9 @@ BuildReport build_from_jsonl(const std::string& jsonl, const std::string& image_
                              const BuildOptions& opt);
 // LLaVA JSON: an array of {"image": ..., "conversations": [{"from": "human"|"gpt",
 // "value": ...}, ...]}; every gpt turn is a caption whose prompt is the preceding human
-// turn with the "<image>" tag removed. Entries without an image are skipped (counted).
+// turn with the "<image>" tag removed. Entries without an image (absent or null) are
+// skipped and counted, system turns too; any other field of the wrong type, or another
+// "from", fails the build naming the entry and turn.
 BuildReport build_from_llava(const std::string& json, const std::string& image_root,
                              const BuildOptions& opt);
 // Fashion-MNIST IDX files in dir (train-/t10k- images/labels, .gz or plain).

@@ -56,6 +56,7 @@ class DatasetReader {
   std::string caption(int64_t j) const;  // UTF-8 (checked)
   std::string prompt(int64_t j) const;   // UTF-8 (checked); "" when the file has no prompts
   bool has_prompts() const { return !prompt_off_.empty(); }
+  bool has_prompt(int64_t j) const { return has_prompts() && prompt_off_[size_t(j) + 1] > prompt_off_[size_t(j)]; }
   int64_t caption_image(int64_t j) const { return cap_image_[size_t(j)]; }
   bool has_tokens() const { return !tok_off_.empty(); }
   std::vector<int32_t> tokens(int64_t j) const;

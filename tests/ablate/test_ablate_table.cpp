@@ -110,7 +110,7 @@ TEST(AblateEval, DetailPrecisionOfHandMadeAllocations) {
 
 AblationRow row(const std::string& placement, int64_t budget, std::vector<double> early) {
   AblationRow r;
-  r.placement = placement, r.lod = "relevance", r.budget = budget, r.config = "f";
+  r.placement = placement, r.lod = "relevance", r.budget = budget, r.steps = 100, r.config = "f";
   r.first_loss = early.front(), r.loss = early.back(), r.val_loss = 1.5;
   r.early_losses = std::move(early);
   return r;
@@ -144,6 +144,23 @@ TEST(AblateTable, EqualLossCheckOnHandMadeRows) {
   EXPECT_EQ(ablation_csv(back), csv);
   EXPECT_THROW(parse_ablation_csv("a,b\n", "t.csv"), UserError);
   EXPECT_THROW(parse_ablation_csv(csv.substr(0, csv.find('\n') + 1) + "replicated,relevance\n", "t.csv"), UserError);
+  // A figure the writer cannot have written (an edited row) is refused, naming it.
+  const auto edited = [&](double AblationRow::*column, double v) {
+    std::vector<AblationRow> one = {rows[0]};
+    one[0].*column = v;
+    try {
+      parse_ablation_csv(ablation_csv(one), "t.csv");
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("<accepted>");
+  };
+  EXPECT_EQ(edited(&AblationRow::accuracy, 7), "t.csv:2: column accuracy = '7' is outside [0, 1]");
+  EXPECT_EQ(edited(&AblationRow::tokens_per_image, -5), "t.csv:2: column tokens_per_image = '-5' is outside [0, inf]");
+  EXPECT_EQ(edited(&AblationRow::precision, 1e308), "t.csv:2: column precision = '1e+308' is outside [0, 1]");
+  EXPECT_EQ(edited(&AblationRow::mem_mib, -1), "t.csv:2: column mem_mib_per_rank = '-1' is outside [0, inf]");
+  EXPECT_EQ(edited(&AblationRow::val_loss, -0.5), "t.csv:2: column val_loss = '-0.5' is negative");
+  EXPECT_EQ(edited(&AblationRow::detailed_accuracy, 0.75), "<accepted>");
 }
 
 }  // namespace

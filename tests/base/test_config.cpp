@@ -272,7 +272,9 @@ TEST_F(ConfigTest, IniQuotesEndlessFilesAndNul) {
   EXPECT_EQ(error_of([&] { d.read_ini(h); }), h + ":2: unexpected 'b' after the closing quote of the value of 'out'");
   const std::string n = write("n.cfg", std::string("seed = 1\nseed2 = \0\n", 20));
   EXPECT_EQ(error_of([&] { d.read_ini(n); }), n + ":2: NUL byte (not a text file?)");
-  EXPECT_EQ(error_of([&] { d.read_ini("/dev/zero"); }), "/dev/zero: config file is larger than the limit of 4194304 bytes");
+  EXPECT_EQ(error_of([&] { d.read_ini("/dev/zero"); }),
+            "/dev/zero: config file is larger than the limit of 4194304 bytes "
+            "(of a pipe or device; give a regular file)");
   // A quote inside an unquoted value is a plain character.
   const std::string m = write("m.cfg", "[train]\nout = a\"b\n");
   Config e;

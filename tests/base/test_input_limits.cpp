@@ -2,10 +2,12 @@
 // reading (base/file_read.h: directories, limits, endless devices), the allocation check
 // (base/memory_check.h) and UTF-8 validation (base/utf8.h) against hand-made byte strings.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "base/error.h"
 #include "base/file_read.h"
@@ -52,10 +54,22 @@ TEST(InputLimits, ReadFileBounded) {
             dir.string() + ": is a directory (expected a text file)");
   EXPECT_EQ(error_of([&] { read_file_bounded((dir / "none").string(), 4, "text file"); }),
             (dir / "none").string() + ": cannot open text file (No such file or directory)");
-  // A device without end: read up to the limit, then refused.
+  // A device without end: read up to the limit, and at most kStreamLimit, then refused.
+  const std::string stream = " bytes (of a pipe or device; give a regular file)";
   EXPECT_EQ(error_of([&] { read_file_bounded("/dev/zero", 100000, "config file"); }),
-            "/dev/zero: config file is larger than the limit of 100000 bytes");
+            "/dev/zero: config file is larger than the limit of 100000" + stream);
+  EXPECT_EQ(error_of([&] { read_file_bounded("/dev/zero", uint64_t(8) << 30, "JSONL file"); }),
+            "/dev/zero: JSONL file is larger than the limit of " + std::to_string(kStreamLimit) + stream);
   EXPECT_EQ(read_file_bounded("/dev/null", 10, "x"), "");
+  // A named pipe: read when a program writes it; refused when none does (no wait for ever).
+  const std::string fifo = (dir / "fifo").string();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::thread writer([&] { std::ofstream(fifo) << "from a pipe"; });  // the open waits for the reader
+  EXPECT_EQ(read_file_bounded(fifo, 100, "config file"), "from a pipe");
+  writer.join();
+  const std::string none = error_of([&] { read_file_bounded(fifo, 100, "config file"); });
+  EXPECT_EQ(none.rfind(fifo + ": config file is a", 0), 0u) << none;
+  EXPECT_NE(none.find("pipe"), std::string::npos) << none;
   fs::remove_all(dir);
 }
 

@@ -95,6 +95,26 @@ TEST_F(BadCheckpoint, ShardedCheckpointsExitWithOneLine) {
   refused(b, b + "/" + idx.options.file + ": holds");
 
   b = copy_step3();
+  {  // options no model takes, with their checksums made good (an edit, or another vlm):
+     // inference names the checkpoint
+    const std::string of = b + "/" + idx.options.file;
+    std::string o = read_file(of);
+    const size_t at = o.find("n_heads = 4\n");
+    ASSERT_NE(at, std::string::npos) << o;
+    o[at + 10] = '3';
+    write_file(of, o);
+    std::string text = read_file(b + ix);
+    const std::string entry = "\"bytes\":" + std::to_string(idx.options.bytes) +
+                              ",\"crc32c\":" + std::to_string(idx.options.crc32c);
+    ASSERT_NE(text.find(entry), std::string::npos) << text;
+    text.replace(text.find(entry), entry.size(),
+                 "\"bytes\":" + std::to_string(o.size()) + ",\"crc32c\":" + std::to_string(crc32c(o.data(), o.size())));
+    write_file(b + ix, resigned_index(text));
+    expect_one_error_line(run_command(vlm() + " eval --checkpoint " + b + " --data " + data_, dir_), "vlm eval",
+                          b + ": the options it was saved with: model.");
+  }
+
+  b = copy_step3();
   fs::remove(b + ix);
   refused(b, b + ": not a complete checkpoint (no index.json: its save did not finish)");
   fs::create_directories(dir_ + "/unfinished");

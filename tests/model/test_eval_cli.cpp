@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -127,6 +128,18 @@ TEST_F(EvalCli, BadInputsExitWithOneLine) {
   expect_refused(run(vlm() + " export" + ck), "export", "--out");
   expect_refused(run(vlm() + " export" + ck + " --out " + data_), "export", "is not a folder");
   expect_refused(run(mpirun(2) + vlm() + " export" + ck + " --out " + dir_ + "/x"), "export", "one TP group");
+  {  // something in the way of the export's files: refused before any file moves in
+    namespace fs = std::filesystem;
+    const std::string a = dir_ + "/blocked_a", b = dir_ + "/blocked_b";
+    fs::create_directories(a), fs::create_directories(b + "/vlm_extra.safetensors");
+    test::write_file(a + "/vision", "a file where the export puts a folder\n");
+    expect_refused(run(vlm() + " export" + ck + " --out " + a), "export", a + "/vision: exists and is not a folder");
+    expect_refused(run(vlm() + " export" + ck + " --out " + b), "export", b + "/vlm_extra.safetensors: is a folder");
+    for (const std::string& d : {a, b}) {  // only the obstacle there, and no staging left
+      EXPECT_EQ(std::distance(fs::recursive_directory_iterator(d), fs::recursive_directory_iterator()), 1) << d;
+      EXPECT_FALSE(fs::exists(dir_ + "/." + fs::path(d).filename().string() + ".partial")) << d;
+    }
+  }
   {  // a gpt2 backbone has no Hugging Face export
     const Result r = run(vlm() + " train --config " + std::string(VLM_SOURCE_DIR) + "/configs/tiny.cfg --data.path " +
                          data_ + " --data.tokenizer " + tok_ + " --train.out_dir " + dir_ +

@@ -41,6 +41,9 @@ TEST_F(PlanArgs, BadArgumentsExitTwoWithOneLine) {
       {"--lod.budget 2", "lod.budget=2"},
       {"--tp 4 --gpus-per-node 2", "a TP group never spans nodes"},
       {"--nodes 3 --gpus-per-node 1 --train.global_batch 8", "train.global_batch=8 must equal dp"},
+      // Beyond any address space: the planner cannot even reserve the arenas it measures.
+      {"--model.d_model 262144 --model.n_layers 4096 --model.d_ff 262144 --model.vocab_size 16777216",
+       "of address space to plan an arena (more than a process can address"},
       {"--gpus-per-node 2 --tp 2 --model.d_model 8192 --model.n_layers 40 --model.n_heads 64 --model.d_ff 28672",
        "does not fit: TP rank"},
   };

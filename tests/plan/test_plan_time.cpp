@@ -78,7 +78,14 @@ TEST(PlanTime, Refusals) {
   EXPECT_NE(message([&] { read_op_table(nan); }).find(":1: 'lots' is not a non-negative number"), std::string::npos);
   const std::string zero = write("vlm_ops_zero.csv", "gemm,1,0,0\n");
   EXPECT_NE(message([&] { read_op_table(zero); }).find("seconds must be positive"), std::string::npos);
-  EXPECT_NE(message([] { read_op_table("/nonexistent/ops.csv"); }).find("cannot open the op table"), std::string::npos);
+  const std::string no_work = write("vlm_ops_no_work.csv", "op,flops,bytes,seconds\ngemm,0,0,1\n");
+  EXPECT_NE(message([&] { read_op_table(no_work); }).find("vlm_ops_no_work.csv:2: a gemm row measures flops, which "
+                                                          "must be positive"),
+            std::string::npos);
+  const std::string no_bytes = write("vlm_ops_no_bytes.csv", "memory,5,0,1\n");
+  EXPECT_NE(message([&] { read_op_table(no_bytes); }).find(":1: a memory row measures bytes"), std::string::npos);
+  EXPECT_NE(message([] { read_op_table("/nonexistent/ops.csv"); }).find("/nonexistent/ops.csv: cannot open op table"),
+            std::string::npos);
   EXPECT_NE(message([] { gpu_spec("v100"); }).find("expected h100, h200 or a100"), std::string::npos);
   EXPECT_NE(message([] { interconnect_gbs("carrier-pigeon"); }).find("expected ndr, hdr or eth100"), std::string::npos);
   EXPECT_DOUBLE_EQ(interconnect_gbs("ndr"), 50);

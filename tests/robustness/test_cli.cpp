@@ -24,6 +24,14 @@ TEST_F(Cli, IniEndlessInput) {
   refused({"selfcheck", "--config", "/dev/zero"}, {"/dev/zero", "larger than the limit"});
 }
 
+// A named pipe that no program writes: refused (after base/file_read.cpp's wait for a
+// writer; HDF5 files at once), never waited on for ever.
+TEST_F(Cli, NamedPipesWithoutAWriter) {
+  ASSERT_EQ(::mkfifo(path("pipe").c_str(), 0600), 0);
+  refused({"topology", "--config", "pipe"}, {"pipe: config file is a named pipe that no program wrote to"});
+  refused({"data", "inspect", "pipe"}, {"pipe: not a regular file (expected an HDF5 file)"});
+}
+
 TEST_F(Cli, IniIsADirectory) {
   std::filesystem::create_directories(path("conf.d"));
   refused({"topology", "--config", "conf.d"}, {"conf.d", "is a directory"});

@@ -112,6 +112,37 @@ TEST_F(Build, LlavaTextOnly) {
   build("llava", "in/l.json", {"in/l.json", "no captioned images"});
 }
 
+// A mistyped field of a conversation names its entry (and turn); a conversation without
+// an image is text-only (skipped), one whose image is not a string is a mistake.
+TEST_F(Build, LlavaMistypedFields) {
+  write("in/a.png", png_bytes(20, 20, 1));
+  const std::string good = R"({"image": "a.png", "conversations": [{"from": "gpt", "value": "ok"}]})";
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {R"(5)", {"in/l.json: entry 1: expected a JSON object (a conversation), got a number"}},
+      {R"({"image": 5, "conversations": []})", {"in/l.json: entry 1", "\"image\""}},
+      {R"({"image": "a.png", "conversations": {"from": "gpt"}})", {"in/l.json: entry 1", "\"conversations\""}},
+      {R"({"image": "a.png"})", {"in/l.json: entry 1", "\"conversations\""}},
+      {R"({"image": "a.png", "conversations": ["hi"]})", {"in/l.json: entry 1: \"conversations\"[0]", "object"}},
+      {R"({"image": "a.png", "conversations": [{"from": "gpt", "value": 5}]})",
+       {"in/l.json: entry 1: \"conversations\"[0]", "\"value\""}},
+      {R"({"image": "a.png", "conversations": [{"value": "x"}]})",
+       {"in/l.json: entry 1: \"conversations\"[0]: missing string field \"from\""}},
+      {R"({"image": "a.png", "conversations": [{"from": "robot", "value": "x"}]})",
+       {"in/l.json: entry 1: \"conversations\"[0]: \"from\" is 'robot' (expected human, gpt or system)"}},
+  };
+  for (const auto& [entry, needles] : cases) {
+    SCOPED_TRACE(entry);
+    write("in/l.json", "[" + good + ", " + entry + "]");
+    build("llava", "in/l.json", needles);
+  }
+}
+
+TEST_F(Build, JsonlImagePathWithANul) {
+  write("in/a.png", png_bytes(20, 20, 1));
+  jsonl("in/caps.jsonl", "{\"image\": \"a.png\\u0000x\", \"caption\": \"a\"}\n");
+  build("jsonl", "in/caps.jsonl", {"in/caps.jsonl:1: the image path holds a NUL character"});
+}
+
 // ---- image paths stay inside the image folder ----
 
 TEST_F(Build, JsonlPathEscapesWithDotDot) {

@@ -325,6 +325,12 @@ TEST_F(H5, NegativeSplitIndex) {
   inspect({"ds.h5", "/splits/train", "names image -1"});
 }
 
+TEST_F(H5, ATokenizerNeedsTrainCaptions) {
+  edit([](hid_t f) { put<int64_t>(f, "/splits/train", H5T_NATIVE_INT64, {}); });
+  refused({"data", "tokenizer", "--data.train", "ds.h5", "--data.out", "tok.json"},
+          {"ds.h5: the train split has no caption"});
+}
+
 TEST_F(H5, NegativeImageHeight) {
   edit([](hid_t f) { put<int32_t>(f, "/images/height", H5T_NATIVE_INT32, {-3, 20, 20}); });
   inspect({"ds.h5", "image 0", "implausible size"});

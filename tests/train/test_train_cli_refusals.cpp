@@ -3,8 +3,9 @@
 // steps (or the other way round) or one that leaves no step to data.path, a negative
 // train.peak_tflops, a dataset without captions, a tokenizer larger than the model's
 // vocabulary, an inconsistent train.global_batch, a TP size that does not divide the
-// heads; under mpirun, a file only rank 1 is given (a garbage dataset) is reported by
-// rank 1 alone, and both ranks end with status 2.
+// heads, a sample longer than model.max_pos; under mpirun, a file only rank 1 is given
+// (a garbage dataset) is reported by rank 1 alone, and both ranks end with status 2. An
+// instruction that train.max_text cuts is not refused but noted.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -50,6 +51,24 @@ TEST_F(TrainCli, BadRunsExitWithOneLine) {
                  "--data.curriculum_steps: 4 leaves none of the run's 4 steps to " + data_);
   expect_refused(run_command(train("bad", "--train.steps 4 --train.stop_after 9"), dir_),
                  "--train.stop_after: step 9 is past the run's last step 4");
+  // The longest sample (visual tokens + text) must fit model.max_pos, for llama as for gpt2.
+  expect_refused(run_command(train("bad", "--model.max_pos 8"), dir_),
+                 "lod.max_tokens + train.max_text = 34 exceeds model.max_pos=8");
+}
+
+// An instruction that train.max_text cuts trains (a planned shape: plan/ assumes prompts of
+// max_text - 1 tokens), and the run says what is kept of it.
+TEST_F(TrainCli, AnInstructionCutByTheTextBudgetIsNoted) {
+  const Result r = run_command(train("cut", "--train.max_text 5 --train.steps 1"), dir_);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find(" tokens leave little room in train.max_text=5: a sample without a prompt of its own keeps 3 "
+                       "of them and at most 1 caption tokens (prompts of at most 2 tokens leave room for a word and "
+                       "EOS)\n"),
+            std::string::npos)
+      << r.out;
+  const Result fits = run_command(train("fits", "--train.steps 1"), dir_);
+  ASSERT_EQ(fits.status, 0) << fits.out << fits.err;
+  EXPECT_EQ(fits.out.find("leave little room"), std::string::npos) << fits.out;
 }
 
 TEST_F(TrainCli, ARankLocalBadFileEndsEveryRank) {
