@@ -27,6 +27,49 @@ static std::string json_quote(std::string_view s) {
 static const char* kQwen2Regex =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
+// Every "type" anywhere under j (a pre_tokenizer's and its sequence's members).
+static void collect_types(const json::Value& j, std::vector<std::string>& out) {
+  if (j.is_object()) {
+    if (const json::Value* t = j.find("type"); t && t->is_string()) out.push_back(t->as_string());
+    for (const auto& m : j.as_object()) collect_types(m.second, out);
+  } else if (j.is_array()) {
+    for (const auto& x : j.as_array()) collect_types(x, out);
+  }
+}
+
+// The settings of a tokenizer.json that change how text encodes and that this tokenizer
+// does not implement are refused, not ignored: BPE dropout, byte fallback, subword
+// affixes, a normalizer other than NFC (Qwen2's; the text is taken as given, which NFC
+// leaves unchanged when it is already in NFC), a pre-tokenizer other than ByteLevel or
+// a Split + ByteLevel sequence (GPT-2's, Qwen2's). Absent or null settings are the
+// defaults.
+static void check_supported_settings(const json::Value& root, const json::Value& model, const std::string& where) {
+  const auto set = [&](const json::Value& obj, const char* key) {
+    const json::Value* v = obj.find(key);
+    return v && !v->is_null() ? v : nullptr;
+  };
+  if (const json::Value* d = set(model, "dropout"))
+    VLM_REQUIRE(d->is_number() && d->as_double() == 0, where, ": model.dropout (BPE dropout) is not supported");
+  if (const json::Value* b = set(model, "byte_fallback"))
+    VLM_REQUIRE(b->is_bool() && !b->as_bool(), where, ": model.byte_fallback is not supported (byte-level BPE only)");
+  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
+    if (const json::Value* a = set(model, key))
+      VLM_REQUIRE(a->is_string() && a->as_string().empty(), where, ": model.", key, " is not supported");
+  if (const json::Value* n = set(root, "normalizer")) {
+    const json::Value* t = n->find("type");
+    const std::string type = t && t->is_string() ? t->as_string() : "?";
+    VLM_REQUIRE(type == "NFC", where, ": normalizer '", type, "' is not supported (null or NFC)");
+  }
+  if (const json::Value* pt = set(root, "pre_tokenizer")) {
+    std::vector<std::string> types;
+    collect_types(*pt, types);
+    VLM_REQUIRE(!types.empty(), where, ": pre_tokenizer without a type");
+    for (const std::string& t : types)
+      VLM_REQUIRE(t == "ByteLevel" || t == "Sequence" || t == "Split", where, ": pre_tokenizer '", t,
+                  "' is not supported (ByteLevel, or a Split and ByteLevel sequence)");
+  }
+}
+
 // Every Split regex string anywhere under the pre_tokenizer.
 static void collect_regex(const json::Value& j, std::vector<std::string>& out) {
   if (j.is_object()) {
@@ -57,6 +100,7 @@ Tokenizer Tokenizer::from_json(std::string_view text, const std::string& where) 
   const json::Value* type = model->find("type");
   VLM_REQUIRE(!type || (type->is_string() && type->as_string() == "BPE"), where,
               ": model.type must be BPE (only byte-level BPE is supported)");
+  check_supported_settings(root, *model, where);
   const json::Value* vocab = model->find("vocab");
   const json::Value* merges = model->find("merges");
   VLM_REQUIRE(vocab && vocab->is_object() && merges && merges->is_array(), where,

@@ -116,6 +116,31 @@ TEST_F(Tok, NotByteLevel) {
 
 TEST_F(Tok, WordPieceModel) { tokenize(tokenizer_json("", "", "", "WordPiece"), {"tok.json", "BPE"}); }
 
+// Settings that change how text encodes and that the tokenizer does not implement are
+// refused, not ignored; GPT-2's and Qwen2's own settings load.
+TEST_F(Tok, SettingsNotImplemented) {
+  const std::string base = tokenizer_json();
+  const auto in_root = [&](const std::string& field) { return "{" + field + ", " + base.substr(1); };
+  const auto in_model = [&](const std::string& field) {
+    std::string t = base;
+    return t.replace(t.find("\"model\": {"), 10, "\"model\": {" + field + ", ");
+  };
+  tokenize(in_root(R"("normalizer": {"type": "Lowercase"})"), {"tok.json: normalizer 'Lowercase' is not supported"});
+  tokenize(in_root(R"("pre_tokenizer": {"type": "Whitespace"})"), {"tok.json: pre_tokenizer 'Whitespace'"});
+  tokenize(in_root(R"("pre_tokenizer": {"type": "Sequence", "pretokenizers": [{"type": "Digits"}]})"),
+           {"tok.json: pre_tokenizer 'Digits'"});
+  tokenize(in_model(R"("dropout": 0.5)"), {"tok.json: model.dropout"});
+  tokenize(in_model(R"("byte_fallback": true)"), {"tok.json: model.byte_fallback"});
+  tokenize(in_model(R"("continuing_subword_prefix": "##")"), {"tok.json: model.continuing_subword_prefix"});
+  for (const std::string& ok :
+       {in_root(R"("normalizer": {"type": "NFC"}, "pre_tokenizer": {"type": "ByteLevel"})"),
+        in_model(R"("dropout": null, "byte_fallback": false, "continuing_subword_prefix": "", "unk_token": null)")}) {
+    write("tok.json", ok);
+    const RunResult r = run_vlm({"data", "tokenize", "ds.h5", "--data.tokenizer", "tok.json"}, dir_);
+    EXPECT_EQ(r.code, 0) << ok << "\n" << r.err;
+  }
+}
+
 TEST_F(Tok, NotJson) { tokenize("{\"model\": ", {"tok.json", "JSON error"}); }
 
 TEST_F(Tok, NotAnObject) { tokenize("[1, 2]", {"tok.json", "object"}); }
