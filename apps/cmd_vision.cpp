@@ -27,6 +27,7 @@
 #include "base/error.h"
 #include "base/options.h"
 #include "core/device_options.h"
+#include "core/out_of_memory.h"
 #include "data/image/image_pipeline.h"
 #include "data/image/texture.h"
 #include "io/atomic_file.h"
@@ -90,8 +91,17 @@ int vision_features(const Config& cfg) {
   const std::unique_ptr<Communicator> self =
       make_communicator(b.device(), MPI_COMM_SELF, "vision", rt.options().parallel.timeout_s);
   std::unique_ptr<VisionEncoder> enc;
+  // An encoder too large for the device is named by the options that size it.
+  const auto too_large = [&](const OutOfMemory& e) {
+    return UserError(cat("--vision.image_size ", S, " with --vision.patch ", v.patch, " and --vision.d_model ",
+                         v.d_model, ": the encoder for ", v.tokens(), " patches does not fit (", e.what(), ")"));
+  };
   rt.on_every_rank("weights", [&] {
-    enc = std::make_unique<VisionEncoder>(v, b, *self, 1, readout);
+    try {
+      enc = std::make_unique<VisionEncoder>(v, b, *self, 1, readout);
+    } catch (const OutOfMemory& e) {
+      throw too_large(e);
+    }
     if (v.hf_dir.empty())
       enc->init(read_device_options(cfg).seed);
     else
@@ -103,7 +113,11 @@ int vision_features(const Config& cfg) {
   std::copy(pixels.begin(), pixels.end(), px.ptr<uint8_t>());
   const Tensor tex = Tensor::from_vector(texture, Shape{1, kTextureChannels, G, G});
   Stream& s = b.default_stream();
-  enc->forward(s, to_backend(b, px), v.texture ? to_backend(b, tex) : Tensor{});
+  try {
+    enc->forward(s, to_backend(b, px), v.texture ? to_backend(b, tex) : Tensor{});
+  } catch (const OutOfMemory& e) {
+    throw too_large(e);
+  }
   const std::vector<float> features = to_vector_f32(enc->features());  // synchronises
   if (rt.root()) {
     const std::string ro = cat("blocks=", enc->blocks(), " post_norm=", enc->post_norm() ? 1 : 0);

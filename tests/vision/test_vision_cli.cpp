@@ -138,6 +138,13 @@ TEST(VisionCli, BadInputsExitTwoWithOneLine) {
   cases.push_back({"folder as image", "--vision.hf " + fixture("siglip"), root, {root}});
   cases.push_back({"not an image", "--vision.hf " + fixture("siglip"), fixture("siglip") + "/config.json",
                    {"--image", "config.json", "not a decodable PNG or JPEG image"}});
+  // An encoder larger than the machine (2^28 patches): named by the options that size it.
+  cases.push_back({"encoder too large",
+                   "--vision.image_size 16384 --vision.patch 1 --vision.d_model 8 --vision.heads 1 --vision.d_ff 8 "
+                   "--vision.layers 1",
+                   fixture("siglip") + "/image.png",
+                   {"--vision.image_size 16384 with --vision.patch 1 and --vision.d_model 8: the encoder for "
+                    "268435456 patches does not fit (", "out of memory on cpu"}});
   for (const Case& c : cases) {
     const std::string out = root + "/out.h5";
     const CommandResult r = run_vlm(root, cat("vision features --device cpu ", c.args, " --image ", c.image, " --out ", out));
