@@ -83,4 +83,10 @@ std::string read_file_bounded(const std::string& path, uint64_t max_bytes, std::
   return out;
 }
 
+void require_regular_if_present(const std::string& path, std::string_view what) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return;
+  if (!S_ISREG(st.st_mode)) throw UserError(cat(path, ": not a regular file (expected ", what, ")"));
+}
+
 }  // namespace vlm

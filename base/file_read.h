@@ -18,4 +18,10 @@ inline constexpr uint64_t kStreamLimit = uint64_t(256) << 20;  // bytes read fro
 // ("config file", "JSON file", ...): "<path>: <kind> is larger than the limit of N bytes".
 std::string read_file_bounded(const std::string& path, uint64_t max_bytes, std::string_view kind);
 
+// For readers that open a path themselves (HDF5, zlib): refuses `path` when it exists and
+// is not a regular file (a named pipe would block the open until a program writes it):
+// "<path>: not a regular file (expected <what>)", what = "an HDF5 file". A missing path is
+// the reader's to report.
+void require_regular_if_present(const std::string& path, std::string_view what);
+
 }  // namespace vlm

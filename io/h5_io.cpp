@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 
+#include "base/file_read.h"
 #include "io/atomic_file.h"
 #include "io/h5_check.h"
 
@@ -141,19 +141,8 @@ void h5_write_file_atomic(const std::string& path, const std::function<void(H5Ha
   out.commit();
 }
 
-namespace {
-// Before HDF5 opens it: a named pipe would block the open until some program writes it,
-// and a device is no HDF5 file.
-void require_regular(const std::string& path) {
-  std::error_code ec;
-  const auto st = std::filesystem::status(path, ec);
-  VLM_REQUIRE(!std::filesystem::exists(st) || std::filesystem::is_regular_file(st), path,
-              ": not a regular file (expected an HDF5 file)");
-}
-}  // namespace
-
 H5Id h5_open_file(const std::string& path) {
-  require_regular(path);
+  require_regular_if_present(path, "an HDF5 file");
   H5Lock lock(h5_mutex());
   h5_silence_errors();
   VLM_REQUIRE(H5Fis_hdf5(path.c_str()) > 0, path, ": cannot open as an HDF5 file (missing or not HDF5)");
@@ -163,7 +152,7 @@ H5Id h5_open_file(const std::string& path) {
 }
 
 H5Id h5_open_file_rw(const std::string& path) {
-  require_regular(path);
+  require_regular_if_present(path, "an HDF5 file");
   H5Lock lock(h5_mutex());
   h5_silence_errors();
   const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);

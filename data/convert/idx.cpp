@@ -5,9 +5,9 @@
 #include <zlib.h>
 
 #include <algorithm>
-#include <filesystem>
 
 #include "base/error.h"
+#include "base/file_read.h"
 #include "base/memory_check.h"
 
 namespace vlm {
@@ -31,9 +31,7 @@ void read_exact(gzFile f, void* dst, size_t n, const std::string& path) {
 }  // namespace
 
 IdxArray read_idx(const std::string& path, int64_t max_items) {
-  std::error_code ec;
-  VLM_REQUIRE(!std::filesystem::exists(path, ec) || std::filesystem::is_regular_file(path, ec), path,
-              ": not a regular file (expected an IDX file)");  // a named pipe would block gzopen
+  require_regular_if_present(path, "an IDX file");  // a named pipe would block gzopen
   GzFile g;
   g.f = gzopen(path.c_str(), "rb");
   VLM_REQUIRE(g.f != nullptr, path, ": cannot open IDX file");

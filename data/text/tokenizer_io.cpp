@@ -8,6 +8,7 @@
 // allocated); every error names the file and the entry. Saving goes through an
 // AtomicFile (io/atomic_file.h).
 #include <algorithm>
+#include <functional>
 #include <sstream>
 
 #include "base/error.h"
@@ -27,13 +28,14 @@ static std::string json_quote(std::string_view s) {
 static const char* kQwen2Regex =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
-// Every "type" anywhere under j (a pre_tokenizer's and its sequence's members).
-static void collect_types(const json::Value& j, std::vector<std::string>& out) {
+// Calls f on every object anywhere under j (a pre_tokenizer, its sequence's members and
+// their patterns).
+static void each_object(const json::Value& j, const std::function<void(const json::Value&)>& f) {
   if (j.is_object()) {
-    if (const json::Value* t = j.find("type"); t && t->is_string()) out.push_back(t->as_string());
-    for (const auto& m : j.as_object()) collect_types(m.second, out);
+    f(j);
+    for (const auto& m : j.as_object()) each_object(m.second, f);
   } else if (j.is_array()) {
-    for (const auto& x : j.as_array()) collect_types(x, out);
+    for (const auto& x : j.as_array()) each_object(x, f);
   }
 }
 
@@ -62,7 +64,9 @@ static void check_supported_settings(const json::Value& root, const json::Value&
   }
   if (const json::Value* pt = set(root, "pre_tokenizer")) {
     std::vector<std::string> types;
-    collect_types(*pt, types);
+    each_object(*pt, [&](const json::Value& o) {
+      if (const json::Value* t = o.find("type"); t && t->is_string()) types.push_back(t->as_string());
+    });
     VLM_REQUIRE(!types.empty(), where, ": pre_tokenizer without a type");
     for (const std::string& t : types)
       VLM_REQUIRE(t == "ByteLevel" || t == "Sequence" || t == "Split", where, ": pre_tokenizer '", t,
@@ -70,16 +74,6 @@ static void check_supported_settings(const json::Value& root, const json::Value&
   }
 }
 
-// Every Split regex string anywhere under the pre_tokenizer.
-static void collect_regex(const json::Value& j, std::vector<std::string>& out) {
-  if (j.is_object()) {
-    if (const json::Value* p = j.find("pattern"))
-      if (const json::Value* r = p->find("Regex"); r && r->is_string()) out.push_back(r->as_string());
-    for (const auto& m : j.as_object()) collect_regex(m.second, out);
-  } else if (j.is_array()) {
-    for (const auto& x : j.as_array()) collect_regex(x, out);
-  }
-}
 
 // Large HF vocabularies are ~10-20 MB; ids are dense and below 2^24.
 constexpr size_t kMaxTokenizerBytes = size_t(256) << 20;
@@ -201,7 +195,11 @@ Tokenizer Tokenizer::from_json(std::string_view text, const std::string& where) 
     t.add_merge(ia->second, ib->second);
   }
   std::vector<std::string> regexes;
-  if (const json::Value* pt = root.find("pre_tokenizer")) collect_regex(*pt, regexes);
+  if (const json::Value* pt = root.find("pre_tokenizer"))
+    each_object(*pt, [&](const json::Value& o) {  // every Split regex
+      if (const json::Value* p = o.find("pattern"))
+        if (const json::Value* r = p->find("Regex"); r && r->is_string()) regexes.push_back(r->as_string());
+    });
   for (const std::string& r : regexes)
     if (r.find(R"([^\r\n\p{L}\p{N}]?\p{L}+)") != std::string::npos) {
       t.mode_ = PreTokenizer::Qwen2;
