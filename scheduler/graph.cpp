@@ -2,6 +2,7 @@
 #include "scheduler/graph.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <stdexcept>
 
@@ -93,6 +94,7 @@ Graph GraphBuilder::build(Backend& backend) {
     g.begin_.push_back(backend.create_event(true));
     g.done_.push_back(backend.create_event(true));
   }
+  g.host_ms_.assign(n, 0.0);
   g.start_ = backend.create_event(true);
   g.specs_ = std::move(specs_);
   g.fns_ = std::move(fns_);
@@ -134,7 +136,9 @@ void Graph::run(StreamSet& streams, Mode mode, std::vector<TaskTiming>* timings)
     if (mode == Mode::Overlap)
       for (int d : deps_[size_t(i)]) s.wait(*done_[size_t(d)]);
     s.record(*begin_[size_t(i)]);
+    const auto t0 = std::chrono::steady_clock::now();
     s.launch([this, i, &s] { body(i, s); });
+    host_ms_[size_t(i)] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     s.record(*done_[size_t(i)]);
   }
   if (mode == Mode::Overlap) streams.synchronize();
@@ -160,6 +164,7 @@ void Graph::collect(std::vector<TaskTiming>& timings) {
   for (size_t i = 0; i < size(); ++i) {
     timings[i].begin_ms = begin_[i]->elapsed_ms(*start_);
     timings[i].end_ms = done_[i]->elapsed_ms(*start_);
+    timings[i].host_ms = host_ms_[i];
   }
 }
 

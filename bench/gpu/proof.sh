@@ -25,7 +25,7 @@
 # no longer fits is skipped. Order: environment and missing libraries; test_gpu and the
 # CUDA op conformance; test_step_cuda; NCCL at 2 and 4 ranks on the GPU(s); bench_gemm (bf16
 # TFLOP/s against the 989 dense peak); bench_llm llama1b bf16 at sequence 2048; bench_step on
-# CUDA (serial against overlap, a trace); the PyTorch baseline, eager then compiled; the
+# CUDA (serial against overlap, a trace), then at 16 times the work per micro-batch; the PyTorch baseline, eager then compiled; the
 # kernels of one bf16 step ranked by GPU time (ncu); compute-sanitizer memcheck and
 # racecheck on our kernels with the time left. Output: at most 8 files in $OUT (the
 # device tool brings them back: env.txt, tests.log, nccl.log, perf.log, torch.log,
@@ -95,14 +95,17 @@ cmd_run() {
   ncpu=$(nproc)
   # What a rehearsal changes (the CPU backend, small shapes, no sanitizer), in one place.
   local dev=cuda llm=(--models llama1b --batch 1 --seq 2048 --warmup 1 --iters 3) gemm=(--seconds 0.3)
-  local stepb=(--width 1024 --llm_layers 16 --precision bf16 --micro_batches 4 --steps 5 --warmup 2) torch_args=(--models llama1b --batch 1 --seq 2048 --warmup 2 --iters 5)
+  local stepb=(--width 1024 --llm_layers 16 --precision bf16 --micro_batches 4 --steps 5 --warmup 2)
+  local stepl=(--width 2048 --images 32 --llm_layers 16 --precision bf16 --micro_batches 4 --steps 3 --warmup 1)
+  local torch_args=(--models llama1b --batch 1 --seq 2048 --warmup 2 --iters 5)
   local sanitizer
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   local memcheck=("$sanitizer" --error-exitcode 9 --print-limit 20 --tool memcheck --leak-check no)
   local racecheck=("$sanitizer" --error-exitcode 9 --print-limit 20 --tool racecheck)
   if [ "$MODE" = rehearse ]; then
     dev=cpu llm=(--models tiny --batch 1 --seq 256 --warmup 1 --iters 2) gemm=(--seconds 0.05)
-    stepb=(--width 64 --llm_layers 4 --precision bf16 --micro_batches 4 --steps 2 --warmup 1) torch_args=(--models tiny --batch 1 --seq 256 --warmup 1 --iters 2)
+    stepb=(--width 64 --llm_layers 4 --precision bf16 --micro_batches 4 --steps 2 --warmup 1)
+    stepl=(--width 96 --images 4 --llm_layers 2 --precision bf16 --micro_batches 4 --steps 1 --warmup 1) torch_args=(--models tiny --batch 1 --seq 256 --warmup 1 --iters 2)
     memcheck=() racecheck=()
   fi
   echo "proof.sh $MODE: deadline ${budget} s, output in $OUT, bundle unpacked in $W"
@@ -144,6 +147,10 @@ cmd_run() {
   step bench_llm_bf16 150 60 perf.log -- "${ours[@]}" "$W/bin/bench_llm" --device "$dev" --precision bf16 "${llm[@]}"
   step bench_step 90 30 perf.log -- "${ours[@]}" "$W/bin/bench_step" --device "$dev" "${stepb[@]}" \
     --trace "$OUT/step_trace.json"
+  # The same step with 16 times the backbone's work per micro-batch (4 times the images,
+  # twice the width): small micro-batches leave the GPU waiting for the host's launches
+  # (bench_step's `host ms`), larger ones show what the streams hide.
+  step bench_step_large 90 30 perf.log -- "${ours[@]}" "$W/bin/bench_step" --device "$dev" "${stepl[@]}"
   if "$PYTHON" -c 'import torch' >/dev/null 2>&1; then
     local mode cap min
     for mode in eager compile; do
@@ -168,7 +175,7 @@ cmd_run() {
   # 100 times.)
   local ours_only="Ops/Conformance.Cuda/*-*_matmul_*:*_conv2d_*:*_bias_backward_*:*_n16781313" c
   local shared=""
-  for c in attention norm softmax cross_entropy vocab_ce sum_squares; do shared+="${shared:+:}Ops/Conformance.Cuda/*$c*"; done
+  for c in attention norm softmax cross_entropy vocab_ce sum_squares rope; do shared+="${shared:+:}Ops/Conformance.Cuda/*$c*"; done
   step memcheck $(( (END - $(date +%s)) * 2 / 3 )) 40 sanitizer.log -- "${ours[@]}" VLM_CUDNN_ATTENTION=0 \
     "${memcheck[@]}" "$W/bin/test_conformance" "--gtest_filter=$ours_only"
   step racecheck 600 30 sanitizer.log -- "${ours[@]}" VLM_CUDNN_ATTENTION=0 "${racecheck[@]}" \

@@ -71,7 +71,7 @@ figure() {
     bench_llm*) echo "$(speed "$sect")$(
       grep -E ' attention: ' <<<"$sect" | sed -E 's/.*(forward|backward) .*: (cuDNN fused attention|our kernel).*/\1 \2/' | sort -u | paste -sd',' | sed -n '/./{s/,/, /g; s/^/; /; p}')" ;;
     torch_*) speed "$sect" ;;
-    bench_step) echo "$(grep -oE 'serial / overlap: [0-9.]+' <<<"$sect" | tail -1), overlap fraction $(awk '$1 == "overlap" {print $3}' <<<"$sect" | tail -1), $(grep -oE 'overlap step / backbone alone: [0-9.]+' <<<"$sect" | tail -1)" ;;
+    bench_step*) echo "$(grep -oE 'serial / overlap: [0-9.]+' <<<"$sect" | tail -1), overlap fraction $(awk '$1 == "overlap" {print $3}' <<<"$sect" | tail -1), host $(awk '$1 == "overlap" {print $5 " of " $2}' <<<"$sect" | tail -1) ms, $(grep -oE 'overlap step / backbone alone: [0-9.]+' <<<"$sect" | tail -1)" ;;
     kernels)  # the largest kernel and the whole (a rehearsal: the step's own line)
       if grep -q '^kernels: ' <<<"$sect"; then
         echo "$(awk '$2 ~ /%$/ {n = $0; sub(/^ *[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +/, "", n); print "top " $2 " " substr(n, 1, 48); exit}' <<<"$sect"); $(grep '^kernels: ' <<<"$sect" | tail -1 | cut -c10-)"

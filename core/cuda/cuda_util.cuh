@@ -1,6 +1,7 @@
 // Helpers shared by the CUDA op files (core/cuda/*.cu), not a public header:
 //  - typed device pointers (f32p, i32p, bf16p) and activation operands of either float
-//    type (Act: f32 or bf16, read and written as f32); the ops' arguments arrive checked
+//    type (Act: f32 or bf16, read and written as f32, one or four elements at a time:
+//    ld4/st4 where vec4_ok); the ops' arguments arrive checked
 //    (core/ops/contract.h), so a kernel file checks only its device's own limits;
 //  - launch sizes: grid-stride loops over int64 element counts (grid_1d), kThreads;
 //  - warp and block reductions (sum, max) in f32; block reductions need blockDim.x to be
@@ -15,6 +16,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cstdint>
+#include <initializer_list>
 
 #include "core/cuda/cuda_backend.h"
 #include "core/cuda/cuda_check.h"
@@ -51,12 +53,38 @@ struct Act {
     else
       static_cast<float*>(p)[i] = v;
   }
+  // Elements i .. i+3 (i a multiple of 4, p 16-byte aligned: vec4_ok) in one 16-byte
+  // (f32) or 8-byte (bf16) access; the same values as four ld / st.
+  __device__ __forceinline__ float4 ld4(int64_t i) const {
+    if (!bf16) return static_cast<const float4*>(p)[i / 4];
+    const uint2 r = static_cast<const uint2*>(p)[i / 4];
+    const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&r.x));
+    const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&r.y));
+    return make_float4(a.x, a.y, b.x, b.y);
+  }
+  __device__ __forceinline__ void st4(int64_t i, float4 v) const {
+    if (!bf16) {
+      static_cast<float4*>(p)[i / 4] = v;
+      return;
+    }
+    const __nv_bfloat162 a = __floats2bfloat162_rn(v.x, v.y), b = __floats2bfloat162_rn(v.z, v.w);
+    uint2 r;
+    r.x = *reinterpret_cast<const unsigned*>(&a);
+    r.y = *reinterpret_cast<const unsigned*>(&b);
+    static_cast<uint2*>(p)[i / 4] = r;
+  }
   __host__ __device__ explicit operator bool() const { return p != nullptr; }
 };
 inline Act act(const Tensor& t) {
   if (!t.defined()) return {};
   VLM_ASSERT(t.dtype() == DType::F32 || t.dtype() == DType::BF16, "tensor is ", t.str(), ", used as f32 or bf16");
   return Act{t.data(), t.dtype() == DType::BF16};
+}
+// Whether ld4 / st4 may serve every operand (null ones are ignored): each 16-byte aligned.
+inline bool vec4_ok(std::initializer_list<Act> ops) {
+  for (const Act& a : ops)
+    if (a.p && (reinterpret_cast<uintptr_t>(a.p) & 15u) != 0) return false;
+  return true;
 }
 
 // ---- launch sizes ---------------------------------------------------------------------

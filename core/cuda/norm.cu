@@ -8,9 +8,10 @@
 //  - backward, per row:  xhat = (x - mean) * rstd (mean = 0 for rmsnorm), g = dout * w,
 //      layernorm: din = rstd * (g - mean(g) - xhat * mean(g * xhat))
 //      rmsnorm:   din = rstd * (g - xhat * mean(g * xhat))
-//    dw (+= sum_n dout * xhat) and db (+= sum_n dout) come from a column kernel with a
-//    fixed summation order (deterministic, no atomics). It runs before the din kernel,
-//    so even a din aliasing dout would be correct.
+//    dw (+= sum_n dout * xhat) and db (+= sum_n dout) come from two column kernels with
+//    a fixed summation order (deterministic, no atomics; partial sums in the stream's
+//    scratch). They run before the din kernel, so even a din aliasing dout would be
+//    correct.
 #include "core/cuda/cuda_util.cuh"
 
 namespace vlm::cuda {
@@ -72,15 +73,23 @@ __global__ void norm_backward_din_kernel(Act din, Act dout, Act in, const float*
   }
 }
 
-// dw[c] += sum_n dout[n,c] * xhat[n,c]; db[c] += sum_n dout[n,c] (db may be null).
-// One block per 32 columns, 16 row lanes.
-__global__ void norm_backward_params_kernel(float* dw, float* db, Act dout, Act in, const float* mean,
-                                            const float* rstd, int64_t rows, int64_t C) {
+// dw[c] += sum_n dout[n,c] * xhat[n,c]; db[c] += sum_n dout[n,c] (db may be null), in
+// two passes whose order depends only on the shape (deterministic, no atomics):
+//  1. block (x, y): 32 columns, the rows of chunk y (16 row lanes, each in row order,
+//     then the lanes in order) -> part[y][c] (dw's) and part[chunks + y][c] (db's);
+//  2. one thread per column: the chunks' parts in order, added to dw[c] and db[c].
+// Chunks of at least kParamRows rows, at most kParamChunks of them: the columns alone
+// (C / 32 blocks, 64 at C = 2048) would leave most of a GPU idle.
+constexpr int64_t kParamRows = 128, kParamChunks = 64;
+
+__global__ void norm_params_part_kernel(float* part, Act dout, Act in, const float* mean, const float* rstd,
+                                        int64_t rows, int64_t C, int64_t chunk_rows) {
   __shared__ float pw[16][33], pb[16][33];
-  const int64_t col = int64_t(blockIdx.x) * 32 + threadIdx.x;
+  const int64_t col = int64_t(blockIdx.x) * 32 + threadIdx.x, chunks = gridDim.y;
+  const int64_t r0 = int64_t(blockIdx.y) * chunk_rows, r1 = std::min(rows, r0 + chunk_rows);
   float aw = 0.f, ab = 0.f;
   if (col < C) {
-    for (int64_t r = threadIdx.y; r < rows; r += 16) {
+    for (int64_t r = r0 + threadIdx.y; r < r1; r += 16) {
       const float g = dout.ld(r * C + col);
       const float xh = (in.ld(r * C + col) - (mean ? mean[r] : 0.f)) * rstd[r];
       aw += g * xh;
@@ -96,15 +105,33 @@ __global__ void norm_backward_params_kernel(float* dw, float* db, Act dout, Act 
       sw += pw[k][threadIdx.x];
       sb += pb[k][threadIdx.x];
     }
+    part[int64_t(blockIdx.y) * C + col] = sw;
+    part[(chunks + blockIdx.y) * C + col] = sb;
+  }
+}
+
+__global__ void norm_params_sum_kernel(float* dw, float* db, const float* part, int64_t C, int64_t chunks) {
+  VLM_GRID_STRIDE(col, C) {
+    float sw = 0.f, sb = 0.f;
+    for (int64_t y = 0; y < chunks; ++y) {
+      sw += part[y * C + col];
+      sb += part[(chunks + y) * C + col];
+    }
     dw[col] += sw;
     if (db) db[col] += sb;
   }
 }
 
-void launch_params(cudaStream_t st, float* dw, float* db, Act dout, Act in, const float* mean, const float* rstd,
+void launch_params(CudaStream& cs, float* dw, float* db, Act dout, Act in, const float* mean, const float* rstd,
                    int64_t rows, int64_t C) {
-  norm_backward_params_kernel<<<unsigned((C + 31) / 32), dim3(32, 16), 0, st>>>(dw, db, dout, in, mean, rstd,
-                                                                                rows, C);
+  const int64_t chunk_rows = std::max(kParamRows, (rows + kParamChunks - 1) / kParamChunks);
+  const int64_t chunks = (rows + chunk_rows - 1) / chunk_rows;
+  VLM_ASSERT((C + 31) / 32 < (int64_t(1) << 31), "norm backward: ", C, " columns are beyond one launch");
+  auto* part = static_cast<float*>(cs.scratch(size_t(2 * chunks * C) * sizeof(float)));
+  norm_params_part_kernel<<<dim3(unsigned((C + 31) / 32), unsigned(chunks)), dim3(32, 16), 0, cs.handle()>>>(
+      part, dout, in, mean, rstd, rows, C, chunk_rows);
+  CUDA_CHECK_LAUNCH();
+  norm_params_sum_kernel<<<grid_1d(C), kThreads, 0, cs.handle()>>>(dw, db, part, C, chunks);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -124,12 +151,12 @@ void launch_backward(Stream& s, const Tensor& din, const Tensor& dw, const Tenso
                      const Tensor& in, const Tensor& w, const Tensor& mean, const Tensor& rstd) {
   const int64_t N = in.rows(), C = in.cols();
   if (N == 0 || C == 0) return;
-  cudaStream_t st = stream_of(s);
+  CudaStream& cs = cuda_stream(s);
   const float* mu = kLayer ? f32p(mean) : nullptr;
   if (dw.defined())
-    launch_params(st, f32p(dw), db.defined() ? f32p(db) : nullptr, act(dout), act(in), mu, f32p(rstd), N, C);
-  norm_backward_din_kernel<kLayer, kAdd><<<unsigned(N), kRowThreads, 0, st>>>(act(din), act(dout), act(in),
-                                                                             f32p(w), mu, f32p(rstd), C);
+    launch_params(cs, f32p(dw), db.defined() ? f32p(db) : nullptr, act(dout), act(in), mu, f32p(rstd), N, C);
+  norm_backward_din_kernel<kLayer, kAdd><<<unsigned(N), kRowThreads, 0, cs.handle()>>>(act(din), act(dout), act(in),
+                                                                                      f32p(w), mu, f32p(rstd), C);
   CUDA_CHECK_LAUNCH();
 }
 

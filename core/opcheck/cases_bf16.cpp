@@ -83,6 +83,20 @@ std::vector<OpCase> bf16_fused_cases() {
                  swiglu_backward(c.stream(), dg, du, again, g, x, u);
                  return OpOutputs{{"gelu", ge}, {"dgelu", dge}, {"swiglu", sw}, {"dgate", dg}, {"dup", du}, {"out", again}};
                }});
+  // SwiGLU's CUDA kernels go four elements at a time where every operand is 16-byte
+  // aligned: here none is (slices one element in) and 1003 leaves a tail of three.
+  v.push_back({"swiglu_forward/swiglu_backward bf16 n1003 offset 1", kTolBf16, [](Backend& b) {
+                 CaseCtx c(b, 8045);
+                 const int64_t m = 1003;
+                 auto one_in = [&](Tensor t) { return t.slice(1, m + 1); };
+                 const Shape s{m + 1};
+                 Tensor x = one_in(c.rand(s, -5, 5, kB)), u = one_in(c.rand(s, -1, 1, kB)), g = one_in(c.rand(s, -1, 1, kB));
+                 Tensor sw = one_in(c.junk(s, kB)), dg = one_in(c.junk(s, kB)), du = one_in(c.junk(s, kB));
+                 Tensor again = one_in(c.junk(s, kB));
+                 swiglu_forward(c.stream(), sw, x, u);
+                 swiglu_backward(c.stream(), dg, du, again, g, x, u);
+                 return OpOutputs{{"swiglu", sw}, {"dgate", dg}, {"dup", du}, {"out", again}};
+               }});
   // Norms: bf16 activations with f32 weights and statistics, and the fused residual
   // add + norm (forward: sum, out, statistics; backward: dsum += din) in f32 and bf16.
   for (DType dt : {DType::F32, kB})

@@ -26,7 +26,8 @@ namespace vlm::opcheck {
 
 std::vector<OpCase> nn_cases() {
   std::vector<OpCase> v;
-  for (int64_t N : {1, 17})
+  // N = 300: the CUDA weight gradients' row chunks (norm.cu) are three, the last partial.
+  for (int64_t N : {1, 17, 300})
     for (int64_t C : {33, 768}) {
       v.push_back({cat("layernorm N", N, " C", C), 1e-4, [=](Backend& b) {
                      CaseCtx c(b, 6000 + uint64_t(N * C));
@@ -217,16 +218,20 @@ std::vector<OpCase> loss_conv_optim_cases() {
                    return OpOutputs{{"out", out}};
                  }});
   }
-  for (int64_t n : {1, 1025})
+  // n = 1025: the CUDA kernel's four-wide path and a tail of one; offset 1: every array
+  // a slice one element off the 16-byte alignment the four-wide path needs.
+  for (auto [n, off] : {std::pair<int64_t, int64_t>{1, 0}, {1025, 0}, {1027, 1}})
     for (bool bf16_copy : {false, true})
-      v.push_back({cat("adamw_step n", n, bf16_copy ? " bf16 copy" : " f32 copy"), bf16_copy ? 8e-3 : 1e-5,
-                   [=](Backend& b) {
+      v.push_back({cat("adamw_step n", n, off ? " offset 1" : "", bf16_copy ? " bf16 copy" : " f32 copy"),
+                   bf16_copy ? 8e-3 : 1e-5, [=](Backend& b) {
                      CaseCtx c(b, 7400 + uint64_t(n));
-                     Tensor p = c.rand(Shape{n}), m = c.rand(Shape{n}, -0.1, 0.1), vv = c.rand(Shape{n}, 0, 0.01);
-                     Tensor copy = c.zeros(Shape{n}, bf16_copy ? DType::BF16 : DType::F32);
+                     auto part = [&](Tensor t) { return t.slice(off, off + n); };
+                     Tensor p = part(c.rand(Shape{n + off})), m = part(c.rand(Shape{n + off}, -0.1, 0.1)),
+                            vv = part(c.rand(Shape{n + off}, 0, 0.01));
+                     Tensor copy = part(c.zeros(Shape{n + off}, bf16_copy ? DType::BF16 : DType::F32));
                      AdamWOpts o;
                      o.lr = 1e-2f, o.weight_decay = 0.1f, o.grad_scale = 0.5f, o.step = 7;
-                     adamw_step(c.stream(), p, c.rand(Shape{n}), m, vv, copy, o);
+                     adamw_step(c.stream(), p, part(c.rand(Shape{n + off})), m, vv, copy, o);
                      return OpOutputs{{"param", p}, {"m", m}, {"v", vv}, {"param_copy", copy}};
                    }});
   return v;
