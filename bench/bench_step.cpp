@@ -51,7 +51,7 @@ const OptionSet<BenchOptions>& bench_options() {
              "micro-batches per step (>= 2: pipelined on two front-end slots)")
         .range(1, 64);
     s.option("images", &BenchOptions::images, "images per micro-batch and rank").range(1, 256);
-    s.option("width", &BenchOptions::width, "d_model of the encoder and the backbone").range(16, 4096);
+    s.option("width", &BenchOptions::width, "d_model of the encoder and the backbone (4 heads; above 1024, one per 256)").range(16, 4096);
     s.option("vision_layers", &BenchOptions::vision_layers, "layers of the encoder").range(1, 256);
     s.option("llm_layers", &BenchOptions::llm_layers,
              "layers of the backbone (a VLM's backbone does most of the FLOPs: 16 with 2 encoder layers makes the "
@@ -74,13 +74,17 @@ const OptionSet<BenchOptions>& bench_options() {
 VlmConfig bench_config(const BenchOptions& o) {
   VlmConfig c;
   const int64_t d = o.width;
+  // 4 heads, or one per 256 channels above width 1024: the CUDA attention takes head sizes up to 256.
+  const int64_t heads = std::max<int64_t>(4, d / 256);
+  VLM_REQUIRE(d % heads == 0 && d / heads <= 256, "--width ", d, ": expected a width that ", heads,
+              " heads divide into head sizes of at most 256 (a multiple of 4 up to 1024, of 256 above)");
   c.vision.image_size = 32, c.vision.patch = 4, c.vision.d_model = d, c.vision.n_layers = o.vision_layers;
-  c.vision.n_heads = 4, c.vision.d_ff = 2 * d;
+  c.vision.n_heads = heads, c.vision.d_ff = 2 * d;
   c.scorers.lod.region = 2, c.scorers.lod.min_tokens = 16, c.scorers.lod.max_tokens = 32;
   c.scorers.lod.fixed_budget = 0;
   c.scorers.scorers.hidden = 64;
   c.llm.family = ModelFamily::Llama, c.llm.vocab_size = 512, c.llm.d_model = d, c.llm.n_layers = o.llm_layers;
-  c.llm.n_heads = 4, c.llm.n_kv_heads = 4, c.llm.d_ff = 2 * d, c.llm.tied_embeddings = false;
+  c.llm.n_heads = heads, c.llm.n_kv_heads = heads, c.llm.d_ff = 2 * d, c.llm.tied_embeddings = false;
   c.max_images = o.images, c.max_text = 24;
   c.front_slots = o.micro_batches >= 2 ? 2 : 1;  // as resolve_vlm_config
   c.precision = o.precision;

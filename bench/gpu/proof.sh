@@ -22,7 +22,8 @@
 #
 # The run: steps in priority order under one deadline (BUDGET_S, default 540 s from the
 # start), each with its own timeout (its cap, cut to what is left); a step whose minimum
-# no longer fits is skipped. Order: environment and missing libraries; test_gpu and the
+# no longer fits is skipped. STEPS="bench_llm_bf16 bench_step" runs only the steps it
+# names (and env): a second call after a fix. Order: environment and missing libraries; test_gpu and the
 # CUDA op conformance; test_step_cuda; NCCL at 2 and 4 ranks on the GPU(s); bench_gemm (bf16
 # TFLOP/s against the 989 dense peak); bench_llm llama1b bf16 at sequence 2048; bench_step on
 # CUDA (serial against overlap, a trace), then at 16 times the work per micro-batch; the PyTorch baseline, eager then compiled; the

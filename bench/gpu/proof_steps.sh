@@ -8,12 +8,17 @@ row() { SUMMARY+=("$(printf '%-16s %-9s %5s  %s' "$@")"); }
 
 # step NAME CAP MIN LOG -- COMMAND...: runs COMMAND with the timeout CAP cut to what is
 # left before the deadline END, its output appended to $OUT/LOG between the markers
-# ">>> NAME: ..." and "<<< NAME: ..."; skipped when less than MIN seconds are left.
+# ">>> NAME: ..." and "<<< NAME: ..."; skipped when less than MIN seconds are left, or
+# when STEPS (names separated by spaces) is set and does not name it (env always runs).
 step() {
   local name=$1 cap=$2 min=$3 log=$OUT/$4
   shift 5
   local left=$(( END - $(date +%s) )) t0 rc verdict=ok fig shown
   local t=$(( cap < left ? cap : left ))
+  if [ -n "${STEPS:-}" ] && [ "$name" != env ] && [[ " $STEPS " != *" $name "* ]]; then
+    row "$name" SKIP - "not in STEPS"
+    return
+  fi
   if [ "$left" -lt "$min" ]; then
     row "$name" SKIP - "needs ${min} s, ${left} s left"
     echo "[$(elapsed) s] $name: skipped (needs $min s, $left s left)"
