@@ -12,6 +12,7 @@
 // (model/evaluate.h) when asked. Inputs (options, the image, the output path) are
 // checked on every rank in one agreed step before the model is loaded (the error
 // policy of parallel/runtime.h); a missing or bad checkpoint is refused the same way.
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -82,8 +83,14 @@ int caption(const Config& cfg) {
     VLM_REQUIRE(!image.empty(), "--image: an image file is required");
     VLM_REQUIRE(g.decode.top_k == 0 || g.decode.temperature > 0, "--top-k ", g.decode.top_k,
                 " needs --temperature > 0 (greedy decoding takes the top token)");
-    if (!relevance.empty())
+    if (!relevance.empty()) {
+      // The picture is PNG bytes: a name that says otherwise would mislabel the file.
+      const std::string ext = relevance.size() >= 4 ? relevance.substr(relevance.size() - 4) : "";
+      VLM_REQUIRE(ext.size() == 4 && ext[0] == '.' && std::tolower(ext[1]) == 'p' && std::tolower(ext[2]) == 'n' &&
+                      std::tolower(ext[3]) == 'g',
+                  "--save-relevance ", relevance, ": expected a path ending in .png (the picture is written as PNG)");
       check_output_path(relevance, cfg, {{"--checkpoint", in.checkpoint}, {"--image", image}});
+    }
     require_utf8(in.prompt, "--" + caption_inputs().name_of(&CaptionInputs::prompt));
     rgb = read_rgb_file(image, "--image");
   });

@@ -89,7 +89,10 @@ int eval(const Config& cfg) {
     VLM_REQUIRE(in.split == "all" || in.split == "train" || in.split == "val" || in.split == "test", "--split ",
                 in.split, ": expected train, val, test or all");
     const DatasetReader ds(in.data);
-    VLM_REQUIRE(!ds.split_captions(in.split).empty(), in.data, ": split '", in.split, "' has no captions (--split)");
+    const int64_t n = int64_t(ds.split_captions(in.split).size());
+    VLM_REQUIRE(n > 0, in.data, ": split '", in.split, "' has no captions (--split)");
+    VLM_REQUIRE(in.images <= n, "--images ", in.images, ": split '", in.split, "' of ", in.data, " has ", n,
+                " samples (0 = all of them)");
   });
   const auto t0 = Clock::now();
   TrainedModel tm = load_trained_model(in.checkpoint, rt, in.batch, "--batch");

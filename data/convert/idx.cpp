@@ -48,7 +48,8 @@ IdxArray read_idx(const std::string& path, int64_t max_items) {
     VLM_REQUIRE(v >= 1 && v <= (int64_t(1) << 24), path, ": IDX dimension ", d, " = ", v, " is implausible");
     a.dims.push_back(v);
   }
-  if (max_items > 0) a.dims[0] = std::min(a.dims[0], max_items);
+  const bool cut = max_items > 0 && max_items < a.dims[0];
+  if (cut) a.dims[0] = max_items;
   for (int64_t v : a.dims) total = mul_sat(total, uint64_t(v));
   VLM_REQUIRE(total <= (uint64_t(1) << 32), path, ": IDX data of ", total, " bytes is implausible");
   require_allocatable(total, cat(path, ": IDX data"));
@@ -60,6 +61,11 @@ IdxArray read_idx(const std::string& path, int64_t max_items) {
     a.data.resize(have + n);
     read_exact(g.f, a.data.data() + have, n, path);
   }
+  // A whole file holds exactly what its header declares: more means the header is not
+  // this data's (the images' header on the labels, a damaged header).
+  char more = 0;
+  VLM_REQUIRE(cut || gzread(g.f, &more, 1) <= 0, path, ": more data than the ", total,
+              " bytes the IDX header declares");
   return a;
 }
 

@@ -107,6 +107,9 @@ TEST_F(CaptionCli, BadInputsAreOneLine) {
                               "vlm caption", "bad_ckpt.h5");
   test::expect_one_error_line(test::run_command(caption("--save-relevance " + dir_ + "/no/such/dir/x.png"), dir_),
                               "vlm caption", "does not exist");
+  test::expect_one_error_line(test::run_command(caption("--save-relevance " + dir_ + "/rel.jpg"), dir_), "vlm caption",
+                              "--save-relevance");
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/rel.jpg"));
   test::expect_one_error_line(test::run_command(caption("--top-k 2"), dir_), "vlm caption", "--top-k 2");
   // The checkpoint's train.max_text is 40: BOS, at most 37 prompt tokens, and a caption
   // token before the total reaches 40 (model/generate.h). A prompt of 37 tokens runs, one

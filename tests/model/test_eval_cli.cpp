@@ -119,6 +119,8 @@ TEST_F(EvalCli, BadInputsExitWithOneLine) {
   expect_refused(run(vlm() + " eval" + ck + " --data " + dir_ + "/nope.h5"), "eval", dir_ + "/nope.h5");
   expect_refused(run(vlm() + " eval" + ck + " --data " + data_ + " --split dev"), "eval", "--split: 'dev' is not one of");
   expect_refused(run(vlm() + " eval" + ck + " --data " + data_ + " --out " + dir_), "eval", dir_);
+  expect_refused(run(vlm() + " eval" + ck + " --data " + data_ + " --images 1000000"), "eval",
+                 "--images 1000000: split 'test' of " + data_ + " has ");
   // A model for --batch images that does not fit (the first arena's allocation fails,
   // injected): named by the option.
   expect_refused(run("VLM_FAULT_ARENA_ALLOC=1 " + vlm() + " eval" + ck + " --data " + data_ + " --batch 3"), "eval",

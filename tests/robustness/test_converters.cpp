@@ -258,6 +258,11 @@ TEST_F(Fashion, HeaderPromisesMoreThanTheFileHolds) {
   build("fashion-mnist", "fm", {"train-images-idx3-ubyte", "truncated"});
 }
 
+TEST_F(Fashion, MoreDataThanTheHeaderDeclares) {
+  write_set("train-images-idx3-ubyte", idx({2, 28, 28}, std::string(3 * 784, '\3')), idx({2}, "\1\1"));
+  build("fashion-mnist", "fm", {"train-images-idx3-ubyte", "more data than the 1568 bytes"});
+}
+
 TEST_F(Fashion, BadMagic) {
   write_set("train-images-idx3-ubyte", std::string("\x00\x00\x0D\x03", 4) + std::string(100, '\0'), idx({1}, "\1"));
   build("fashion-mnist", "fm", {"train-images-idx3-ubyte", "not an unsigned-byte IDX"});
