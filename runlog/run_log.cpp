@@ -97,7 +97,10 @@ void RunLog::start_after(int64_t step, bool final_again) {
       VLM_REQUIRE(in.eof(), path, ": read failed");
     };
     bool rewrite = false;
-    each_line([&](const std::string& line, bool whole) { rewrite = rewrite || !keep(line, whole); });
+    each_line([&](const std::string& line, bool whole) {
+      rewrite = rewrite || !keep(line, whole);
+      if (whole && final_again && step_of(line) == step && is_val_or_eval(line)) tb_has_final_ = step;
+    });
     if (rewrite) {
       AtomicFile out(path);
       out.write("");  // the file, even when no line stays
@@ -113,7 +116,7 @@ void RunLog::start_after(int64_t step, bool final_again) {
 }
 
 void RunLog::image(const std::string& tag, int64_t step, const std::vector<uint8_t>& rgb, int h, int w) {
-  if (!root_) return;
+  if (!root_ || step == tb_has_final_) return;  // pictures are the validation's
   tb_->image(tag, step, h, w, 3, encode_png(rgb.data(), h, w, 3));
   tb_->flush();
 }
@@ -122,8 +125,10 @@ void RunLog::scalars(int64_t step, const std::vector<std::pair<std::string, doub
                      const std::string& group) {
   if (!root_) return;
   VLM_ASSERT(jsonl_, "RunLog::scalars before start_after");
-  for (const auto& [k, v] : values) tb_->scalar(group + "/" + k, step, v);
-  tb_->flush();
+  if (group == "train" || step != tb_has_final_) {
+    for (const auto& [k, v] : values) tb_->scalar(group + "/" + k, step, v);
+    tb_->flush();
+  }
   std::string line = "{\"step\":" + std::to_string(step);
   char buf[64];
   for (const auto& [key, v] : values) {

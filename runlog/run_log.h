@@ -62,7 +62,9 @@ class RunLog {
   //    lines of steps up to `step` and drops the later ones (an earlier attempt's, and a
   //    line left partial by a crash); with `final_again` (no step left: the final
   //    validation and evaluation run again) it drops the val and eval lines of `step`
-  //    too. The event file gets a SessionLog START at step + 1 (runlog/tb_events.h).
+  //    too. The event file gets a SessionLog START at step + 1 (runlog/tb_events.h);
+  //    the val and eval scalars and pictures of a `step` whose lines were dropped are
+  //    already in it (written with them), so they go to metrics.jsonl only.
   //  - a fresh start moves an earlier run's metrics.jsonl to metrics.earlier.jsonl
   //    (replacing one there) and starts TensorBoard's history anew (START at step 1).
   // The kept lines are rewritten under a temporary name and renamed (io/atomic_file.h).
@@ -82,6 +84,7 @@ class RunLog {
   bool root_;
   std::unique_ptr<AppendFile> jsonl_;
   std::unique_ptr<EventWriter> tb_;
+  int64_t tb_has_final_ = -1;  // start_after: the step whose val/eval entries the event file holds
 };
 
 }  // namespace vlm

@@ -99,6 +99,43 @@ TEST_F(RunFolder, ResumeAtTheLastStepDropsItsFinalValidationOnly) {
   EXPECT_EQ(session_starts(), std::vector<int64_t>{6});
 }
 
+// The tags of the scalars at `step` in the run folder's event files.
+std::vector<std::string> tb_tags_at(const std::string& dir, int64_t step) {
+  std::vector<std::string> tags;
+  for (const auto& f : std::filesystem::directory_iterator(dir))
+    if (f.path().filename().string().rfind("events.out.tfevents.", 0) == 0)
+      for (const TbEvent& e : read_tb_events(f.path().string()))
+        for (const auto& v : e.values)
+          if (e.step == step) tags.push_back(v.tag);
+  return tags;
+}
+
+// The final validation and evaluation again (a finished run started once more): their
+// lines replace the dropped ones, and the event file, which got them with the dropped
+// lines, gets no second point; an attempt stopped before them gets them in both.
+TEST_F(RunFolder, FinalValidationAgainIsOnePointInTensorBoard) {
+  for (bool earlier_had_it : {true, false}) {
+    SCOPED_TRACE(earlier_had_it ? "the final validation ran before" : "stopped before the final validation");
+    std::filesystem::remove_all(run());
+    std::filesystem::create_directories(run());
+    const std::string e = kEarlier;
+    test::write_file(metrics(), earlier_had_it ? e : e.substr(0, e.find("{\"step\":5,\"val_loss")));
+    {
+      RunLog log(run(), true, "");
+      log.start_after(5, true);
+      log.scalars(5, {{"loss", 1.625}}, "val");
+      log.image("relevance/0", 5, std::vector<uint8_t>(2 * 2 * 3, 7), 2, 2);
+      log.scalars(5, {{"caption_accuracy", 0.5}}, "eval");
+    }
+    EXPECT_EQ(test::read_file(metrics()), e);
+    const std::vector<std::string> tags = tb_tags_at(run(), 5);
+    if (earlier_had_it)
+      EXPECT_TRUE(tags.empty()) << tags.size() << " entries, the first " << tags.front();
+    else
+      EXPECT_EQ(tags, (std::vector<std::string>{"val/loss", "relevance/0", "eval/caption_accuracy"}));
+  }
+}
+
 TEST_F(RunFolder, ResumeWithNothingToDropLeavesTheFileAlone) {
   std::filesystem::create_directories(run());
   test::write_file(metrics(), kEarlier);
