@@ -44,9 +44,11 @@ struct TaskSpec {
 using TaskFn = std::function<void(Stream&)>;
 
 // When a task ran, in milliseconds from the start of the step (completion events on the
-// task's stream; host times on CPU, GPU times on CUDA); host_ms: the host's time in its
-// body. On CUDA a body only enqueues, so a step whose bodies take as long as the GPU's
-// work leaves the streams nothing to overlap (bench_step prints the sum).
+// task's stream; host times on CPU, GPU times on CUDA); host_ms: the host's time in
+// launching it (Stream::launch: on CUDA the body, which only enqueues its work; on the
+// CPU handing it to the stream's thread, or the body itself on the default stream). On
+// CUDA a step whose bodies take as long as the GPU's work leaves the streams nothing to
+// overlap (bench_step prints the sum).
 struct TaskTiming {
   double begin_ms = 0, end_ms = 0;
   double host_ms = 0;

@@ -23,11 +23,12 @@
 # The run: steps in priority order under one deadline (BUDGET_S, default 540 s from the
 # start), each with its own timeout (its cap, cut to what is left); a step whose minimum
 # no longer fits is skipped. STEPS="bench_llm_bf16 bench_step" runs only the steps it
-# names (and env): a second call after a fix. Order: environment and missing libraries; test_gpu and the
-# CUDA op conformance; test_step_cuda; NCCL at 2 and 4 ranks on the GPU(s); bench_gemm (bf16
-# TFLOP/s against the 989 dense peak); bench_llm llama1b bf16 at sequence 2048; bench_step on
-# CUDA (serial against overlap, a trace), then at 16 times the work per micro-batch; the PyTorch baseline, eager then compiled; the
-# kernels of one bf16 step ranked by GPU time (ncu); compute-sanitizer memcheck and
+# names (and env): a second call after a fix. Order: environment and missing libraries;
+# test_gpu and the CUDA op conformance; test_step_cuda; NCCL at 2 and 4 ranks on the
+# GPU(s); bench_gemm (bf16 TFLOP/s against the 989 dense peak); bench_llm llama1b bf16 at
+# sequence 2048; bench_step on CUDA (serial against overlap, a trace), then at 16 times
+# the work per micro-batch; the PyTorch baseline, eager then compiled; the kernels of one
+# bf16 step ranked by GPU time (ncu); compute-sanitizer memcheck and
 # racecheck on our kernels with the time left. Output: at most 8 files in $OUT (the
 # device tool brings them back: env.txt, tests.log, nccl.log, perf.log, torch.log,
 # sanitizer.log, step_trace.json, summary.txt) and a summary table printed last. Exit
@@ -106,7 +107,8 @@ cmd_run() {
   if [ "$MODE" = rehearse ]; then
     dev=cpu llm=(--models tiny --batch 1 --seq 256 --warmup 1 --iters 2) gemm=(--seconds 0.05)
     stepb=(--width 64 --llm_layers 4 --precision bf16 --micro_batches 4 --steps 2 --warmup 1)
-    stepl=(--width 96 --images 4 --llm_layers 2 --precision bf16 --micro_batches 4 --steps 1 --warmup 1) torch_args=(--models tiny --batch 1 --seq 256 --warmup 1 --iters 2)
+    stepl=(--width 96 --images 4 --llm_layers 2 --precision bf16 --micro_batches 4 --steps 1 --warmup 1)
+    torch_args=(--models tiny --batch 1 --seq 256 --warmup 1 --iters 2)
     memcheck=() racecheck=()
   fi
   echo "proof.sh $MODE: deadline ${budget} s, output in $OUT, bundle unpacked in $W"

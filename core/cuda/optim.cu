@@ -28,27 +28,19 @@ __device__ __forceinline__ float adam_one(float& p, float grad, float& m, float&
   return p;
 }
 
-__device__ __forceinline__ void store_copy(void* copy, bool copy_bf16, int64_t i, float x) {
-  if (copy_bf16)
-    static_cast<__nv_bfloat16*>(copy)[i] = __float2bfloat16(x);
-  else
-    static_cast<float*>(copy)[i] = x;
-}
-
-// Elements [0, n): one per thread.
-__global__ void adamw_kernel(float* p, const float* grad, float* m, float* v, void* copy, bool copy_bf16,
-                             AdamConsts k, int64_t n) {
+// Elements [0, n): one per thread; copy (null: none) receives the new weights.
+__global__ void adamw_kernel(float* p, const float* grad, float* m, float* v, Act copy, AdamConsts k, int64_t n) {
   VLM_GRID_STRIDE(i, n) {
     const float pi = adam_one(p[i], grad[i], m[i], v[i], k);
-    if (copy) store_copy(copy, copy_bf16, i, pi);
+    if (copy) copy.st(i, pi);
   }
 }
 
 // Elements [0, 4 n4): four per thread through 16-byte loads and stores (the step reads
 // and writes about 30 bytes per weight, so it runs at the memory's speed or not at all);
 // the same arithmetic per element as adamw_kernel, so the same bits.
-__global__ void adamw4_kernel(float4* p, const float4* grad, float4* m, float4* v, void* copy, bool copy_bf16,
-                              AdamConsts k, int64_t n4) {
+__global__ void adamw4_kernel(float4* p, const float4* grad, float4* m, float4* v, Act copy, AdamConsts k,
+                              int64_t n4) {
   VLM_GRID_STRIDE(i, n4) {
     float4 pi = p[i], mi = m[i], vi = v[i];
     const float4 gi = grad[i];
@@ -57,26 +49,14 @@ __global__ void adamw4_kernel(float4* p, const float4* grad, float4* m, float4* 
     adam_one(pi.z, gi.z, mi.z, vi.z, k);
     adam_one(pi.w, gi.w, mi.w, vi.w, k);
     p[i] = pi, m[i] = mi, v[i] = vi;
-    if (!copy) continue;
-    if (copy_bf16) {
-      __nv_bfloat162 lo = __floats2bfloat162_rn(pi.x, pi.y), hi = __floats2bfloat162_rn(pi.z, pi.w);
-      uint2 packed;
-      packed.x = *reinterpret_cast<const unsigned*>(&lo);
-      packed.y = *reinterpret_cast<const unsigned*>(&hi);
-      static_cast<uint2*>(copy)[i] = packed;
-    } else {
-      static_cast<float4*>(copy)[i] = pi;
-    }
+    if (copy) copy.st4(4 * i, pi);
   }
 }
-
-bool aligned16(const void* q) { return (reinterpret_cast<uintptr_t>(q) & 15u) == 0; }
 
 }  // namespace
 
 void adamw_step(Stream& s, const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
                 const Tensor& param_copy, const AdamWOpts& o) {
-  const bool has_copy = param_copy.defined();
   const int64_t n = param.numel();
   if (n == 0) return;
   const AdamConsts k{o.beta1,
@@ -87,24 +67,22 @@ void adamw_step(Stream& s, const Tensor& param, const Tensor& grad, const Tensor
                      o.grad_scale,
                      float(1.0 - std::pow(double(o.beta1), o.step)),
                      float(1.0 - std::pow(double(o.beta2), o.step))};
-  void* copy = has_copy ? param_copy.data() : nullptr;
-  const bool copy_bf16 = has_copy && param_copy.dtype() == DType::BF16;
+  const Act copy = act(param_copy);  // null: no copy
   float *P = f32p(param), *M = f32p(m), *V = f32p(v);
   const float* G = f32p(grad);
-  // The vector kernel wants every array 16-byte aligned (a bf16 copy 8-byte); slices of
-  // the parameter pool usually are. The tail (n mod 4) and unaligned arrays: one per thread.
-  const bool vec = aligned16(P) && aligned16(G) && aligned16(M) && aligned16(V) &&
-                   (!copy || (reinterpret_cast<uintptr_t>(copy) & (copy_bf16 ? 7u : 15u)) == 0);
-  const int64_t n4 = vec ? n / 4 : 0, done = 4 * n4;
+  // Slices of the parameter pool are usually 16-byte aligned; the tail (n mod 4) and
+  // unaligned arrays go one per thread.
+  const int64_t n4 = vec4_ok({Act{P}, Act{const_cast<float*>(G)}, Act{M}, Act{V}, copy}) ? n / 4 : 0;
+  const int64_t done = 4 * n4;
   if (n4 > 0)
     adamw4_kernel<<<grid_1d(n4), kThreads, 0, stream_of(s)>>>(reinterpret_cast<float4*>(P),
                                                                reinterpret_cast<const float4*>(G),
                                                                reinterpret_cast<float4*>(M),
-                                                               reinterpret_cast<float4*>(V), copy, copy_bf16, k, n4);
+                                                               reinterpret_cast<float4*>(V), copy, k, n4);
   if (done < n) {
-    void* tail_copy = copy ? static_cast<char*>(copy) + done * (copy_bf16 ? 2 : 4) : nullptr;
-    adamw_kernel<<<grid_1d(n - done), kThreads, 0, stream_of(s)>>>(P + done, G + done, M + done, V + done, tail_copy,
-                                                                   copy_bf16, k, n - done);
+    const Act tail{copy ? static_cast<char*>(copy.p) + done * (copy.bf16 ? 2 : 4) : nullptr, copy.bf16};
+    adamw_kernel<<<grid_1d(n - done), kThreads, 0, stream_of(s)>>>(P + done, G + done, M + done, V + done, tail, k,
+                                                                   n - done);
   }
   CUDA_CHECK_LAUNCH();
 }

@@ -1,6 +1,7 @@
 // The task graph (scheduler/graph.h): refused graphs name the task; 1000 random graphs
 // on the six streams respect every dependency under random delays; a throwing task gives
-// an error naming it and no hang; serial and overlap modes give bitwise equal numbers.
+// an error naming it and no hang; serial and overlap modes give bitwise equal numbers;
+// the host's time per task is its launch's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -238,6 +239,25 @@ TEST(GraphRun, SerialAndOverlapAreBitwiseEqual) {
   double norm = 0;
   for (float v : a) norm += double(v) * v;
   EXPECT_GT(norm, 1.0);  // the graph computed something
+}
+
+// TaskTiming::host_ms is the host's time in launching each task: in serial mode the
+// default stream runs the body there, so a body that sleeps shows at least its sleep; in
+// overlap mode the CPU streams' threads run it, and the host only hands it over.
+TEST(GraphRun, HostTimeIsTheLaunchesOwn) {
+  StreamSet streams(cpu_backend());
+  GraphBuilder b;
+  b.add({"slow", "vision", {}}, [](Stream&) { std::this_thread::sleep_for(30ms); });
+  b.add({"quick", "llm", {}}, nop());
+  Graph g = b.build(cpu_backend());
+  std::vector<TaskTiming> t;
+  g.run(streams, Mode::Serial, &t);
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_GE(t[0].host_ms, 30.0);
+  EXPECT_GE(t[0].end_ms - t[0].begin_ms, 30.0);
+  g.run(streams, Mode::Overlap, &t);
+  EXPECT_GE(t[0].end_ms - t[0].begin_ms, 30.0);  // the stream ran it
+  EXPECT_LT(t[0].host_ms, t[0].end_ms - t[0].begin_ms);  // the host did not
 }
 
 TEST(Mode, ParseRefusesUnknownValues) {
