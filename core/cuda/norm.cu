@@ -2,9 +2,10 @@
 // f32 or bf16 activations (cuda_util.cuh Act; weights, statistics and parameter gradients
 // f32, arithmetic f32), and their fused forms with the residual add (add_*norm_*:
 // docs/ops.md, "Fused ops").
-//  - forward: one block per row; block reductions in f32; mean/rstd [N] saved; the
-//    layernorm bias may be undefined (none added).
-//    layernorm variance is two-pass (sum of (x - mean)^2), so it never goes negative.
+//  - forward: one block per row (four elements per access where C and the operands
+//    allow); block reductions in f32; mean/rstd [N] saved; the layernorm bias may be
+//    undefined (none added); the layernorm variance is two-pass (sum of (x - mean)^2),
+//    so it never goes negative.
 //  - backward, per row:  xhat = (x - mean) * rstd (mean = 0 for rmsnorm), g = dout * w,
 //      layernorm: din = rstd * (g - mean(g) - xhat * mean(g * xhat))
 //      rmsnorm:   din = rstd * (g - xhat * mean(g * xhat))
@@ -19,32 +20,77 @@ namespace {
 
 constexpr int kRowThreads = 256;
 
+// W consecutive elements of an operand from i (W = 4: one ld4/st4, i a multiple of 4).
+template <int W>
+struct Lanes {
+  float v[W];
+};
+template <int W>
+__device__ __forceinline__ Lanes<W> load(const Act& a, int64_t i) {
+  Lanes<W> r;
+  if constexpr (W == 4) {
+    const float4 q = a.ld4(i);
+    r.v[0] = q.x, r.v[1] = q.y, r.v[2] = q.z, r.v[3] = q.w;
+  } else {
+    r.v[0] = a.ld(i);
+  }
+  return r;
+}
+template <int W>
+__device__ __forceinline__ void store(const Act& a, int64_t i, const Lanes<W>& r) {
+  if constexpr (W == 4)
+    a.st4(i, make_float4(r.v[0], r.v[1], r.v[2], r.v[3]));
+  else
+    a.st(i, r.v[0]);
+}
+
+// The row kernels: one block per row; thread t owns elements W t + k (k < W) of each
+// stretch of W x blockDim.x (W = 4 when C and the operands allow 16-byte accesses).
 // kLayer: layernorm (mean subtracted, bias b when not null) or rmsnorm.
 // ra, rb (not null): the fused residual add, in[row] = ra[row] + rb[row] first (in may
 // be ra or rb: each thread reads and writes its own elements).
 // A thread reads back only the elements it wrote (the same stride), so a bf16 sum is
 // read as rounded, as the CPU reads it.
-template <bool kLayer>
+template <bool kLayer, int W>
 __global__ void norm_forward_kernel(Act out, float* mean, float* rstd, Act in, const float* w, const float* b,
                                     float eps, int64_t C, Act ra, Act rb) {
-  const int64_t row = blockIdx.x, at = row * C;
+  const int64_t row = blockIdx.x, at = row * C, first = int64_t(W) * threadIdx.x, stride = int64_t(W) * blockDim.x;
   if (ra)
-    for (int64_t i = threadIdx.x; i < C; i += blockDim.x) in.st(at + i, ra.ld(at + i) + rb.ld(at + i));
+    for (int64_t i = first; i < C; i += stride) {
+      Lanes<W> x = load<W>(ra, at + i);
+      const Lanes<W> y = load<W>(rb, at + i);
+#pragma unroll
+      for (int k = 0; k < W; ++k) x.v[k] += y.v[k];
+      store<W>(in, at + i, x);
+    }
   float mu = 0.f;
   if (kLayer) {
     float s = 0.f;
-    for (int64_t i = threadIdx.x; i < C; i += blockDim.x) s += in.ld(at + i);
+    for (int64_t i = first; i < C; i += stride) {
+      const Lanes<W> x = load<W>(in, at + i);
+#pragma unroll
+      for (int k = 0; k < W; ++k) s += x.v[k];
+    }
     mu = block_sum(s) / float(C);
   }
   float ss = 0.f;
-  for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
-    const float d = in.ld(at + i) - mu;
-    ss += d * d;
+  for (int64_t i = first; i < C; i += stride) {
+    const Lanes<W> x = load<W>(in, at + i);
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      const float d = x.v[k] - mu;
+      ss += d * d;
+    }
   }
   const float rs = 1.f / sqrtf(block_sum(ss) / float(C) + eps);
-  for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
-    const float v = (in.ld(at + i) - mu) * rs * w[i];
-    out.st(at + i, b ? v + b[i] : v);  // b: layernorm's bias, null for rmsnorm or no bias
+  for (int64_t i = first; i < C; i += stride) {
+    Lanes<W> x = load<W>(in, at + i);
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      const float v = (x.v[k] - mu) * rs * w[i + k];
+      x.v[k] = b ? v + b[i + k] : v;  // b: layernorm's bias, null for rmsnorm or no bias
+    }
+    store<W>(out, at + i, x);
   }
   if (threadIdx.x == 0) {
     if (kLayer) mean[row] = mu;
@@ -53,25 +99,40 @@ __global__ void norm_forward_kernel(Act out, float* mean, float* rstd, Act in, c
 }
 
 // kAdd: din += the input gradient (the fused residual form), else din =.
-template <bool kLayer, bool kAdd>
+template <bool kLayer, bool kAdd, int W>
 __global__ void norm_backward_din_kernel(Act din, Act dout, Act in, const float* w, const float* mean,
                                          const float* rstd, int64_t C) {
-  const int64_t row = blockIdx.x, at = row * C;
+  const int64_t row = blockIdx.x, at = row * C, first = int64_t(W) * threadIdx.x, stride = int64_t(W) * blockDim.x;
   const float mu = kLayer ? mean[row] : 0.f, rs = rstd[row];
   float sg = 0.f, sgx = 0.f;
-  for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
-    const float g = dout.ld(at + i) * w[i], xh = (in.ld(at + i) - mu) * rs;
-    sg += g;
-    sgx += g * xh;
+  for (int64_t i = first; i < C; i += stride) {
+    const Lanes<W> d = load<W>(dout, at + i), x = load<W>(in, at + i);
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      const float g = d.v[k] * w[i + k], xh = (x.v[k] - mu) * rs;
+      sg += g;
+      sgx += g * xh;
+    }
   }
   const float mg = kLayer ? block_sum(sg) / float(C) : 0.f;
   const float mgx = block_sum(sgx) / float(C);
-  for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
-    const float g = dout.ld(at + i) * w[i], xh = (in.ld(at + i) - mu) * rs;
-    const float v = rs * (g - mg - xh * mgx);
-    din.st(at + i, kAdd ? din.ld(at + i) + v : v);
+  for (int64_t i = first; i < C; i += stride) {
+    const Lanes<W> d = load<W>(dout, at + i), x = load<W>(in, at + i);
+    Lanes<W> r;
+    if (kAdd) r = load<W>(din, at + i);
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      const float g = d.v[k] * w[i + k], xh = (x.v[k] - mu) * rs;
+      const float v = rs * (g - mg - xh * mgx);
+      r.v[k] = kAdd ? r.v[k] + v : v;
+    }
+    store<W>(din, at + i, r);
   }
 }
+
+// Whether the row kernels may take four elements at a time: C a multiple of 4 and every
+// operand 16-byte aligned (then so is every row).
+bool rows_by_four(int64_t C, std::initializer_list<Act> ops) { return C % 4 == 0 && vec4_ok(ops); }
 
 // dw[c] += sum_n dout[n,c] * xhat[n,c]; db[c] += sum_n dout[n,c] (db may be null), in
 // two passes whose order depends only on the shape (deterministic, no atomics):
@@ -140,9 +201,11 @@ void launch_forward(Stream& s, const Tensor& out, const Tensor& mean, const Tens
                     const Tensor& w, const Tensor& b, float eps, const Tensor& ra, const Tensor& rb) {
   const int64_t N = in.rows(), C = in.cols();
   if (N == 0 || C == 0) return;
-  norm_forward_kernel<kLayer><<<unsigned(N), kRowThreads, 0, stream_of(s)>>>(
-      act(out), kLayer ? f32p(mean) : nullptr, f32p(rstd), act(in), f32p(w), b.defined() ? f32p(b) : nullptr, eps, C,
-      act(ra), act(rb));
+  auto kernel = rows_by_four(C, {act(out), act(in), act(ra), act(rb)}) ? norm_forward_kernel<kLayer, 4>
+                                                                      : norm_forward_kernel<kLayer, 1>;
+  kernel<<<unsigned(N), kRowThreads, 0, stream_of(s)>>>(act(out), kLayer ? f32p(mean) : nullptr, f32p(rstd), act(in),
+                                                        f32p(w), b.defined() ? f32p(b) : nullptr, eps, C, act(ra),
+                                                        act(rb));
   CUDA_CHECK_LAUNCH();
 }
 
@@ -155,8 +218,9 @@ void launch_backward(Stream& s, const Tensor& din, const Tensor& dw, const Tenso
   const float* mu = kLayer ? f32p(mean) : nullptr;
   if (dw.defined())
     launch_params(cs, f32p(dw), db.defined() ? f32p(db) : nullptr, act(dout), act(in), mu, f32p(rstd), N, C);
-  norm_backward_din_kernel<kLayer, kAdd><<<unsigned(N), kRowThreads, 0, cs.handle()>>>(act(din), act(dout), act(in),
-                                                                                      f32p(w), mu, f32p(rstd), C);
+  auto kernel = rows_by_four(C, {act(din), act(dout), act(in)}) ? norm_backward_din_kernel<kLayer, kAdd, 4>
+                                                                : norm_backward_din_kernel<kLayer, kAdd, 1>;
+  kernel<<<unsigned(N), kRowThreads, 0, cs.handle()>>>(act(din), act(dout), act(in), f32p(w), mu, f32p(rstd), C);
   CUDA_CHECK_LAUNCH();
 }
 
