@@ -85,10 +85,10 @@ int caption(const Config& cfg) {
                 " needs --temperature > 0 (greedy decoding takes the top token)");
     if (!relevance.empty()) {
       // The picture is PNG bytes: a name that says otherwise would mislabel the file.
-      const std::string ext = relevance.size() >= 4 ? relevance.substr(relevance.size() - 4) : "";
-      VLM_REQUIRE(ext.size() == 4 && ext[0] == '.' && std::tolower(ext[1]) == 'p' && std::tolower(ext[2]) == 'n' &&
-                      std::tolower(ext[3]) == 'g',
-                  "--save-relevance ", relevance, ": expected a path ending in .png (the picture is written as PNG)");
+      std::string ext = relevance.size() >= 4 ? relevance.substr(relevance.size() - 4) : "";
+      for (char& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));  // unsigned: UTF-8 bytes too
+      VLM_REQUIRE(ext == ".png", "--save-relevance ", relevance,
+                  ": expected a path ending in .png (the picture is written as PNG)");
       check_output_path(relevance, cfg, {{"--checkpoint", in.checkpoint}, {"--image", image}});
     }
     require_utf8(in.prompt, "--" + caption_inputs().name_of(&CaptionInputs::prompt));

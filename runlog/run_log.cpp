@@ -84,10 +84,15 @@ void RunLog::start_after(int64_t step, bool final_again) {
     VLM_REQUIRE(!ec, path, ": cannot move an earlier run's lines to ", earlier, " (", ec.message(), ")");
     std::printf("%s: an earlier run's lines, moved to %s\n", path.c_str(), earlier.c_str());
   } else if (!ec && size > 0) {
-    // Which lines stay, then (only when some go) the file rewritten with them.
+    // Which lines stay, then (only when some go) the file rewritten with them. A final
+    // line (final_again: the val and eval lines of `step`) goes, and its TensorBoard
+    // entries stay where they are (tb_has_final_).
+    const auto final_line = [&](const std::string& line) {
+      return final_again && step_of(line) == step && is_val_or_eval(line);
+    };
     const auto keep = [&](const std::string& line, bool whole) {
       const std::optional<int64_t> n = step_of(line);
-      return whole && (!n || *n < step || (*n == step && !(final_again && is_val_or_eval(line))));
+      return whole && (!n || *n < step || (*n == step && !final_line(line)));
     };
     const auto each_line = [&](const auto& f) {
       std::ifstream in(path, std::ios::binary);
@@ -99,7 +104,7 @@ void RunLog::start_after(int64_t step, bool final_again) {
     bool rewrite = false;
     each_line([&](const std::string& line, bool whole) {
       rewrite = rewrite || !keep(line, whole);
-      if (whole && final_again && step_of(line) == step && is_val_or_eval(line)) tb_has_final_ = step;
+      if (whole && final_line(line)) tb_has_final_ = step;
     });
     if (rewrite) {
       AtomicFile out(path);

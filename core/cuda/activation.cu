@@ -65,9 +65,6 @@ __global__ void swiglu_backward_kernel(Act dgate, Act dup, Act out, Act dout, Ac
   }
 }
 
-// The four-wide part of n elements when every operand allows it, else 0.
-int64_t quads(int64_t n, std::initializer_list<Act> ops) { return vec4_ok(ops) ? n / 4 : 0; }
-
 }  // namespace
 
 void gelu_forward(Stream& s, const Tensor& out, const Tensor& in) {

@@ -86,6 +86,9 @@ inline bool vec4_ok(std::initializer_list<Act> ops) {
     if (a.p && (reinterpret_cast<uintptr_t>(a.p) & 15u) != 0) return false;
   return true;
 }
+// The four-wide part of n elements (n / 4 groups) when every operand allows ld4 / st4,
+// else 0: a kernel takes the groups four at a time and the rest one at a time.
+inline int64_t quads(int64_t n, std::initializer_list<Act> ops) { return vec4_ok(ops) ? n / 4 : 0; }
 
 // ---- launch sizes ---------------------------------------------------------------------
 

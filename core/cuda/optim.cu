@@ -72,7 +72,7 @@ void adamw_step(Stream& s, const Tensor& param, const Tensor& grad, const Tensor
   const float* G = f32p(grad);
   // Slices of the parameter pool are usually 16-byte aligned; the tail (n mod 4) and
   // unaligned arrays go one per thread.
-  const int64_t n4 = vec4_ok({Act{P}, Act{const_cast<float*>(G)}, Act{M}, Act{V}, copy}) ? n / 4 : 0;
+  const int64_t n4 = quads(n, {Act{P}, Act{const_cast<float*>(G)}, Act{M}, Act{V}, copy});
   const int64_t done = 4 * n4;
   if (n4 > 0)
     adamw4_kernel<<<grid_1d(n4), kThreads, 0, stream_of(s)>>>(reinterpret_cast<float4*>(P),
