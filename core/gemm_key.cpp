@@ -30,9 +30,7 @@ bool epilogue_has_aux(GemmEpilogue e) {
 
 GemmEpilogue fused_epilogue(const GemmProblem& p, const GemmEpilogueArgs& ep) {
   if (!ep.any()) return GemmEpilogue::None;
-  const bool bias_type_ok =
-      ep.bias_dtype == p.c_dtype || (p.c_dtype == DType::BF16 && ep.bias_dtype == DType::F32);
-  const bool bias_ok = !ep.bias || (bias_type_ok && pointer_alignment(ep.bias) >= 16);
+  const bool bias_ok = !ep.bias || (ep.bias_dtype == p.c_dtype && pointer_alignment(ep.bias) >= 16);
   const bool aux_ok = !ep.aux || (p.ldc % 8 == 0 && pointer_alignment(ep.aux) >= 16);
   if (!bias_ok || !aux_ok) return GemmEpilogue::None;
   if (ep.dgelu) return GemmEpilogue::DGelu;
@@ -42,14 +40,13 @@ GemmEpilogue fused_epilogue(const GemmProblem& p, const GemmEpilogueArgs& ep) {
   return GemmEpilogue::Bias;
 }
 
-GemmKey gemm_key(const GemmProblem& p, GemmEpilogue e, DType bias_dtype) {
+GemmKey gemm_key(const GemmProblem& p, GemmEpilogue e) {
   GemmKey k;
   k.M = p.M, k.N = p.N, k.K = p.K, k.batch = p.batch;
   k.stride_a = p.stride_a, k.stride_b = p.stride_b, k.stride_c = p.stride_c;
   k.lda = p.lda, k.ldb = p.ldb, k.ldc = p.ldc;
   k.trans_a = p.ta, k.trans_b = p.tb;
   k.ab = p.ab, k.c = p.c_dtype;
-  k.bias = epilogue_has_bias(e) ? bias_dtype : DType::F32;
   k.epilogue = e;
   k.align_a = pointer_alignment(p.a), k.align_b = pointer_alignment(p.b), k.align_c = pointer_alignment(p.c);
   return k;
@@ -58,7 +55,7 @@ GemmKey gemm_key(const GemmProblem& p, GemmEpilogue e, DType bias_dtype) {
 namespace {
 auto tie(const GemmKey& k) {
   return std::tie(k.M, k.N, k.K, k.batch, k.stride_a, k.stride_b, k.stride_c, k.lda, k.ldb, k.ldc, k.trans_a,
-                  k.trans_b, k.ab, k.c, k.bias, k.epilogue, k.align_a, k.align_b, k.align_c);
+                  k.trans_b, k.ab, k.c, k.epilogue, k.align_a, k.align_b, k.align_c);
 }
 }  // namespace
 
@@ -69,7 +66,7 @@ size_t GemmKeyHash::operator()(const GemmKey& k) const {
   for (int64_t v : {k.M, k.N, k.K, k.batch, k.stride_a, k.stride_b, k.stride_c, k.lda, k.ldb, k.ldc})
     hash_mix(h, uint64_t(v));
   hash_mix(h, uint64_t(k.trans_a) | uint64_t(k.trans_b) << 1 | uint64_t(k.ab) << 8 | uint64_t(k.c) << 16 |
-                  uint64_t(k.bias) << 24 | uint64_t(k.epilogue) << 32);
+                  uint64_t(k.epilogue) << 32);
   hash_mix(h, uint64_t(k.align_a) | uint64_t(k.align_b) << 16 | uint64_t(k.align_c) << 32);
   return h;
 }

@@ -3,8 +3,8 @@
 // plan (core/plan_cache.h): everything cuBLASLt's heuristic reads. Host code, so the
 // rules are tested without a GPU (tests/core/test_plan_cache.cpp). Two calls with equal keys get the same
 // descriptors and the same algorithm, so the same bits; a key differs when the shape,
-// the batch strides, the leading dimensions, a transpose, the dtypes of A/B, C and the
-// bias, the epilogue, or an operand's alignment differ (the heuristic is told each
+// the batch strides, the leading dimensions, a transpose, the dtypes of A/B and C (a
+// fused bias has C's), the epilogue, or an operand's alignment differ (the heuristic is told each
 // pointer's alignment: an algorithm chosen for 256-byte aligned operands may fault on
 // 16-byte aligned ones).
 // Row-major terms (as core/ops/gemm.inc): C[M,N] = op(A) op(B), K the inner dimension.
@@ -53,7 +53,9 @@ struct GemmEpilogueArgs {
 
 // The epilogue cuBLASLt runs for ep on p, or None when cuBLASLt does not document the
 // combination (then a plain GEMM and our epilogue kernel): aux with ldc % 8 == 0, the
-// bias of C's dtype or f32 for a bf16 C, bias and aux 16-byte aligned.
+// bias of C's dtype (cuBLASLt reads the bias in D's type: an f32 bias on a bf16 C is
+// refused, "Unsupported config of bias pointer type"; matmul rounds such a bias to bf16
+// first, core/ops/gemm.inc), bias and aux 16-byte aligned.
 GemmEpilogue fused_epilogue(const GemmProblem& p, const GemmEpilogueArgs& ep);
 
 struct GemmKey {
@@ -62,7 +64,7 @@ struct GemmKey {
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // elements between batch entries
   int64_t lda = 0, ldb = 0, ldc = 0;         // row strides of the stored A, B, C
   bool trans_a = false, trans_b = false;
-  DType ab = DType::F32, c = DType::F32, bias = DType::F32;  // bias: only with a bias epilogue
+  DType ab = DType::F32, c = DType::F32;  // a fused bias has C's dtype (fused_epilogue)
   GemmEpilogue epilogue = GemmEpilogue::None;
   uint16_t align_a = 256, align_b = 256, align_c = 256;  // bytes (pointer_alignment)
 
@@ -74,8 +76,8 @@ struct GemmKeyHash {
   size_t operator()(const GemmKey& k) const;
 };
 
-// The key of p run with epilogue e (bias_dtype counts only when e has a bias).
-GemmKey gemm_key(const GemmProblem& p, GemmEpilogue e, DType bias_dtype);
+// The key of p run with epilogue e.
+GemmKey gemm_key(const GemmProblem& p, GemmEpilogue e);
 
 // The largest power of two, at most 256, that divides the address (cuBLASLt assumes
 // 256 unless told; arena views may be less aligned).

@@ -58,10 +58,10 @@ inline const char* clone_level() {
   return "baseline";
 }
 
-// Scratch of `bytes` for the calling thread in slot 0..5, grown when a larger size is
+// Scratch of `bytes` for the calling thread in slot 0..6, grown when a larger size is
 // asked and kept, so an op allocates only the first time it sees a size. One op uses a
-// slot at a time on a thread: slot 0 (and 3..5, matmul's bf16 operands and outputs) in
-// an op's serial part, slots 1..3 inside tasks.
+// slot at a time on a thread: slot 0 (and 3..6, matmul's bf16 operands, outputs and
+// bias) in an op's serial part, slots 1..3 inside tasks.
 char* thread_scratch_bytes(int slot, size_t bytes);
 template <typename T>
 T* thread_scratch(int slot, int64_t n) {

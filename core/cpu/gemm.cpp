@@ -15,7 +15,8 @@
 //    bf16 GEMM with f32 accumulation, as cuBLASLt's on the GPU (up to the order of the
 //    sums, which differs between the two paths). A bf16 C (A and B bf16) is that GEMM
 //    into an f32 copy of C (read only when beta != 0), epilogue included (pre_gelu too;
-//    dgelu_pre read widened), rounded once into C.
+//    dgelu_pre read widened; the bias as bf16 values, core/ops/gemm.inc), rounded once
+//    into C.
 // Deterministic: a GEMM is split between threads by output blocks, never over K
 // (blas.h); bias_backward sums the rows of each column in row order.
 #include <algorithm>
@@ -171,11 +172,16 @@ const bf16* bf16_operand(const Tensor& t, int slot) {
 void matmul(Stream& s, const Tensor& C, const Tensor& A, const Tensor& B, const GemmOpts& o) {
   if (A.dtype() == DType::BF16 || B.dtype() == DType::BF16) {  // mixed precision (file comment)
     // Slots 0 and 3 of this thread hold the operands, 4 and 5 a bf16 C's f32 copy and its
-    // pre_gelu's (cpu_util.h); the BLAS tasks use no scratch, the bf16 kernel slots 1, 2.
-    Tensor c = C, pre, dpre;
+    // pre_gelu's, 6 its bias's bf16 values (cpu_util.h); the BLAS tasks use no scratch,
+    // the bf16 kernel slots 1, 2.
+    Tensor c = C, pre, dpre, bias;
     GemmOpts of = o;
     if (C.dtype() == DType::BF16) {
       c = f32_scratch(C, 4);
+      if (o.bias) {
+        bias = bf16_values_f32(*o.bias, 6);
+        of.bias = &bias;
+      }
       if (o.beta != 0.f) bf16_f32(c, C, false);
       if (o.gelu && o.pre_gelu) {
         pre = f32_scratch(*o.pre_gelu, 5);

@@ -197,8 +197,8 @@ thread_local std::unique_ptr<Pool> tl_pool;
 namespace cpu {
 
 char* thread_scratch_bytes(int slot, size_t bytes) {
-  thread_local std::vector<char> bufs[6];
-  VLM_ASSERT(slot >= 0 && slot < 6, "thread_scratch: slot ", slot);
+  thread_local std::vector<char> bufs[7];
+  VLM_ASSERT(slot >= 0 && slot < 7, "thread_scratch: slot ", slot);
   std::vector<char>& b = bufs[slot];
   if (b.size() < bytes) b.resize(bytes);
   return b.data();

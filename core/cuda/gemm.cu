@@ -17,8 +17,10 @@
 //    (cuBLASLt's GELU is the tanh approximation, as ours), dgelu_pre -> DGELU (C times
 //    the GELU derivative at the saved input). Used where cuBLASLt documents the
 //    combination: the aux of C's dtype with its leading dimension divisible by 8; the
-//    bias of C's dtype, or f32 for a bf16 C (BIAS_DATA_TYPE); bias and aux 16-byte
-//    aligned (no preference tells the heuristic about them). Otherwise, or when
+//    bias of C's dtype (cuBLASLt reads it in D's type and refuses an f32 bias on a bf16
+//    D: for a bf16 C, matmul first rounds an f32 bias into the front of the stream's
+//    scratch, as core/ops/gemm.inc specifies); bias and aux 16-byte aligned (no
+//    preference tells the heuristic about them). Otherwise, or when
 //    cuBLASLt finds no algorithm or refuses it (INVALID_VALUE), a plain GEMM is followed
 //    by our epilogue kernel; for a bf16 C the plain GEMM writes f32 chunks of the scratch
 //    and the epilogue rounds once (gemm_f32_then_epilogue).
@@ -37,6 +39,7 @@ namespace vlm::cuda {
 namespace {
 
 constexpr size_t kCastChunkBytes = size_t(16) << 20;  // <= kScratchMinBytes: never grows the scratch
+static_assert(kCastChunkBytes <= kScratchMinBytes);
 
 using Problem = GemmProblem;
 using Epilogue = GemmEpilogueArgs;
@@ -117,19 +120,22 @@ char* offset(void* p, int64_t elems, DType t) { return static_cast<char*>(p) + e
 // kernel writes C, rounding to bf16 once as the CPU does (rounding the product, then
 // the epilogue's result, would round twice: 7e-3 off on an H200 where one rounding is
 // 3.9e-3). Batch entry by batch entry, in chunks of C's rows whose f32 product fits
-// kCastChunkBytes of the scratch (C widened into it first when beta != 0; at K == 0
-// only beta C), so no buffer grows with the shape.
-void gemm_f32_then_epilogue(CudaStream& cs, const Problem& p, const Epilogue& ep) {
-  VLM_ASSERT(p.N * int64_t(sizeof(float)) <= int64_t(kCastChunkBytes), "matmul: a row of ", p.N,
-             " outputs exceeds the f32 chunk");
+// kCastChunkBytes of the scratch less its first `front` bytes (the rounded bias, matmul)
+// (C widened into it first when beta != 0; at K == 0 only beta C), so no buffer grows
+// with the shape.
+void gemm_f32_then_epilogue(CudaStream& cs, const Problem& p, const Epilogue& ep, size_t front) {
+  const int64_t budget = int64_t(kCastChunkBytes - front);
+  VLM_ASSERT(p.N * int64_t(sizeof(float)) <= budget, "matmul: a row of ", p.N, " outputs exceeds the f32 chunk");
   // Chunks of a multiple of 128 rows when they hold that many: A's chunk offsets stay
   // 256-byte aligned, so every chunk gets the first chunk's plan. Rows wider than 32,768
   // outputs: chunks of a power of two, whose offsets are aligned to at least 2 x chunk
   // bytes (16 from 8 rows on), never to 2 alone (cuBLASLt may have no bf16 algorithm for
   // a 2-byte-aligned operand).
-  const int64_t fits = std::max<int64_t>(1, int64_t(kCastChunkBytes / sizeof(float)) / p.N);
+  const int64_t fits = std::max<int64_t>(1, budget / int64_t(sizeof(float)) / p.N);
   const int64_t chunk = fits >= 128 ? fits / 128 * 128 : int64_t(std::bit_floor(uint64_t(fits)));
-  auto* acc = static_cast<float*>(cs.scratch(size_t(std::min(p.M, chunk) * p.N) * sizeof(float)));
+  auto* acc = reinterpret_cast<float*>(static_cast<char*>(cs.scratch(front + size_t(std::min(p.M, chunk) * p.N) *
+                                                                                 sizeof(float))) +
+                                       front);
   for (int64_t b = 0; b < p.batch; ++b) {
     for (int64_t r0 = 0; r0 < p.M; r0 += chunk) {
       const int64_t rows = std::min(p.M - r0, chunk), total = rows * p.N;
@@ -160,13 +166,14 @@ void gemm_f32_then_epilogue(CudaStream& cs, const Problem& p, const Epilogue& ep
 }
 
 // C = alpha op(A) op(B) + beta C, then the epilogue: fused when cuBLASLt can, else our
-// kernel after the plain GEMM (for a bf16 C, after a GEMM into f32). A and B of one dtype.
-void gemm(CudaStream& cs, const Problem& p, const Epilogue& ep) {
+// kernel after the plain GEMM (for a bf16 C, after a GEMM into f32 in the scratch past
+// its first `front` bytes). A and B of one dtype.
+void gemm(CudaStream& cs, const Problem& p, const Epilogue& ep, size_t front = 0) {
   if (p.M == 0 || p.N == 0 || p.batch == 0) return;
   const bool c_bf = p.c_dtype == DType::BF16;
   const int64_t rows = p.batch * p.M, total = rows * p.N;
   bool fused = false;
-  if (p.K == 0 && c_bf && ep.any()) return gemm_f32_then_epilogue(cs, p, ep);  // beta C and the epilogue, one rounding
+  if (p.K == 0 && c_bf && ep.any()) return gemm_f32_then_epilogue(cs, p, ep, front);  // beta C and the epilogue, one rounding
   if (p.K == 0) {  // no product: C = beta C, then the epilogue below
     VLM_ASSERT(p.batch == 1 || p.stride_c == p.M * p.ldc, "matmul: K == 0 with a strided C");
     scale_c_kernel<<<grid_1d(total), kThreads, 0, cs.handle()>>>(p.c, c_bf, p.ldc, p.beta, total, p.N);
@@ -174,7 +181,7 @@ void gemm(CudaStream& cs, const Problem& p, const Epilogue& ep) {
   } else {
     const GemmEpilogue e = fused_epilogue(p, ep);
     if (e != GemmEpilogue::None) fused = lt_matmul(cs, p, e, ep);
-    if (!fused && ep.any() && c_bf) return gemm_f32_then_epilogue(cs, p, ep);
+    if (!fused && ep.any() && c_bf) return gemm_f32_then_epilogue(cs, p, ep, front);
     if (!fused) lt_matmul(cs, p, GemmEpilogue::None, Epilogue{});
   }
   if (ep.any() && !fused) {
@@ -266,8 +273,24 @@ void matmul(Stream& s, const Tensor& C, const Tensor& A, const Tensor& B, const 
   if (o.gelu && o.pre_gelu) ep.aux = o.pre_gelu->data();
   if (o.dgelu_pre) ep.aux = o.dgelu_pre->data(), ep.dgelu = true;
 
-  if (A.dtype() == B.dtype()) return gemm(cs, p, ep);
-  // Mixed precision (file comment): batch entries one by one, each a 2-D problem.
+  if (A.dtype() == B.dtype()) {
+    // A bf16 C's f32 bias is added as bf16 values (core/ops/gemm.inc), rounded into the
+    // front of the scratch: cuBLASLt's fused epilogue and our kernel both read it there.
+    // The scratch holds at least kScratchMinBytes >= kCastChunkBytes from this first
+    // call, so the f32 chunks after it never regrow it (which would lose the bias).
+    size_t front = 0;
+    if (ep.bias && p.c_dtype == DType::BF16 && ep.bias_dtype == DType::F32 && p.M > 0 && p.N > 0) {
+      front = (size_t(p.N) * 2 + 255) / 256 * 256;
+      auto* b16 = static_cast<__nv_bfloat16*>(cs.scratch(front));
+      cast_bf16_kernel<<<grid_1d(p.N), kThreads, 0, cs.handle()>>>(b16, static_cast<const float*>(ep.bias), p.N);
+      CUDA_CHECK_LAUNCH();
+      ep.bias = b16, ep.bias_dtype = DType::BF16;
+    }
+    return gemm(cs, p, ep, front);
+  }
+  // Mixed precision (file comment): batch entries one by one, each a 2-D problem (C f32,
+  // core/ops/gemm.inc: no bias to round).
+  VLM_ASSERT(p.c_dtype == DType::F32, "matmul: a mixed-precision GEMM into ", dtype_name(p.c_dtype));
   const bool a_f32 = A.dtype() == DType::F32;
   p.ab = DType::BF16;
   Problem one = p;

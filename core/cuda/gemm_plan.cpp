@@ -95,7 +95,6 @@ std::unique_ptr<LtPlan> build_plan(CudaStream& cs, const GemmKey& k) {
   d.set(CUBLASLT_MATMUL_DESC_TRANSA, k.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N);  // cuBLASLt's A = our B
   d.set(CUBLASLT_MATMUL_DESC_TRANSB, k.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N);  // cuBLASLt's B = our A
   d.set(CUBLASLT_MATMUL_DESC_EPILOGUE, lt_epilogue(k.epilogue));
-  if (epilogue_has_bias(k.epilogue)) d.set(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, lt_type(k.bias));
   if (epilogue_has_aux(k.epilogue)) {
     d.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, k.ldc);
     if (k.batch > 1) d.set(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, k.stride_c);
@@ -129,7 +128,7 @@ std::unique_ptr<LtPlan> build_plan(CudaStream& cs, const GemmKey& k) {
 }  // namespace
 
 bool lt_matmul(CudaStream& cs, const GemmProblem& p, GemmEpilogue e, const GemmEpilogueArgs& ep) {
-  const GemmKey k = gemm_key(p, e, ep.bias_dtype);
+  const GemmKey k = gemm_key(p, e);
   LtPlan& plan = plans_of(cs).cache.get(k, [&] { return build_plan(cs, k); });
   if (!plan.ok) {
     VLM_ASSERT(e != GemmEpilogue::None, "matmul: cuBLASLt has no algorithm for ", k.str());

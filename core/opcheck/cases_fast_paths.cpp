@@ -1,6 +1,6 @@
 // Conformance cases, part 5 (op_case.h): the fast CUDA paths of docs/gpu.md against the
-// CPU reference: bf16 GEMMs with cuBLASLt's epilogues (bias of f32 or C's dtype, GELU
-// saving its input, dGELU), where cuBLASLt fuses them (aligned, ld % 8 == 0) and where
+// CPU reference: bf16 GEMMs with cuBLASLt's epilogues (an f32 bias, rounded to bf16 for
+// a bf16 C; GELU saving its input, dGELU), where cuBLASLt fuses them (aligned, ld % 8 == 0) and where
 // our kernel runs instead; mixed-precision GEMMs whose f32 operand goes to bf16 in
 // chunks (one case per chunked dimension: M, N and K twice); the reductions that run
 // in a fixed order on both backends, compared bitwise (tolerance 0: embedding_backward
@@ -50,6 +50,15 @@ void finish(CaseCtx& c, const Out& o) {
   if (o.out.data() != o.t.data()) convert(c.stream(), o.out, o.t);
 }
 
+// The f32 bias of a GEMM into c_dtype, drawn at full precision. A bf16 C adds it as
+// bf16 values (core/ops/gemm.inc); the CPU computes such a C as an f32 C (output()),
+// which adds the bias as it is, so its reference gets the rounded values.
+Tensor gemm_bias(CaseCtx& c, int64_t n, DType c_dtype) {
+  Tensor bias = c.rand(Shape{n});
+  if (c.is_cpu() && c_dtype == DType::BF16) round_bf16(c.stream(), bias);
+  return bias;
+}
+
 // bf16 A [M,K] x bf16 B^T [N,K] -> C (bf16 or f32) with an f32 bias and GELU saving its
 // input (of C's dtype).
 OpCase matmul_bf16_epilogue_case(int64_t M, int64_t N, int64_t K, DType c_dtype) {
@@ -58,7 +67,7 @@ OpCase matmul_bf16_epilogue_case(int64_t M, int64_t N, int64_t K, DType c_dtype)
             CaseCtx c(b, 7000 + uint64_t(M + N * 3 + K * 5) + (c_dtype == DType::BF16));
             const DType in = c.is_cpu() ? DType::F32 : DType::BF16;
             Tensor A = c.rand_bf16_values(Shape{M, K}, in), B = c.rand_bf16_values(Shape{N, K}, in);
-            Tensor bias = c.rand(Shape{N});
+            Tensor bias = gemm_bias(c, N, c_dtype);
             const Out C = output(c, Shape{M, N}, c_dtype), pre = output(c, Shape{M, N}, c_dtype);
             GemmOpts o;
             o.trans_b = true, o.bias = &bias, o.gelu = true, o.pre_gelu = &pre.t;
@@ -85,7 +94,7 @@ OpCase matmul_bf16_chunked_epilogue_case(bool trans_a, int64_t batch) {
             const Shape sa = trans_a ? Shape{K, M} : Shape{M, K};
             Tensor A = c.rand_bf16_values(batch > 1 ? Shape{batch, sa[0], sa[1]} : sa, in);
             Tensor B = c.rand_bf16_values(batch > 1 ? Shape{batch, N, K} : Shape{N, K}, in);
-            Tensor bias = c.rand(Shape{N});
+            Tensor bias = gemm_bias(c, N, DType::BF16);
             const Shape sc = batch > 1 ? Shape{batch, M, N} : Shape{M, N};
             const Out C = output(c, sc, DType::BF16), pre = output(c, sc, DType::BF16);
             if (batch > 1) copy_tensor(C.t, c.rand_bf16_values(sc, C.t.dtype()));  // beta reads C: the same values everywhere
@@ -188,7 +197,7 @@ std::vector<OpCase> fast_path_cases() {
                  CaseCtx c(b, 7070);
                  const DType in = c.is_cpu() ? DType::F32 : DType::BF16;
                  Tensor A = c.rand_bf16_values(Shape{5, 0}, in), B = c.rand_bf16_values(Shape{40, 0}, in);
-                 Tensor bias = c.rand(Shape{40});
+                 Tensor bias = gemm_bias(c, 40, DType::BF16);
                  const Out C = output(c, Shape{5, 40}, DType::BF16), pre = output(c, Shape{5, 40}, DType::BF16);
                  copy_tensor(C.t, c.rand_bf16_values(Shape{5, 40}, C.t.dtype()));
                  GemmOpts o;

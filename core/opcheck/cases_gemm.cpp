@@ -56,7 +56,8 @@ OpCase matmul_case(int64_t M, int64_t N, int64_t K, bool ta, bool tb, int64_t ba
 // bf16-rounded values in f32 (an exact f32 reference, whatever the CPU's bf16 path).
 // Optionally batched, transposed, with the bias and GELU epilogues, and with a bf16 C
 // (CUDA only: cuBLASLt rounds C, and pre_gelu, from the f32 result; the reference
-// rounds its f32 C the same way with round_bf16). Tolerance: see the header.
+// rounds its f32 C the same way with round_bf16, and adds the bias rounded, as a bf16 C
+// does). Tolerance: see the header.
 struct Bf16Gemm {
   int64_t M, N, K;
   bool ta = false, tb = false;
@@ -78,6 +79,7 @@ OpCase matmul_bf16_case(Bf16Gemm g) {
             Tensor A = c.rand_bf16_values(batched(g.ta ? Shape{g.K, g.M} : Shape{g.M, g.K}), dt);
             Tensor B = c.rand_bf16_values(batched(g.tb ? Shape{g.N, g.K} : Shape{g.K, g.N}), dt);
             Tensor bias = c.rand(Shape{g.N});
+            if (g.bf16_out && c.is_cpu()) round_bf16(c.stream(), bias);  // a bf16 C adds it as bf16 (core/ops/gemm.inc)
             const Shape sc = batched(Shape{g.M, g.N});
             Tensor C = c.junk(sc, ct), pre = c.junk(sc, ct);
             GemmOpts o;

@@ -105,6 +105,38 @@ TEST(RefBf16, MatmulWithABf16Result) {
     });
 }
 
+// With a bf16 C the bias enters as bf16 values (core/ops/gemm.inc, as cuBLASLt's
+// epilogue reads it): an f32 bias that bf16 cannot hold gives the f32 product plus the
+// rounded bias, rounded once; a bf16 bias of those values gives the same bits; an f32 C
+// keeps the f32 bias.
+TEST(RefBf16, MatmulIntoBf16AddsTheBiasAsBf16Values) {
+  Inputs in(3);
+  const int64_t M = 19, N = 40, K = 24;
+  const Vec a = in.draw(M * K), b = in.draw(N * K);
+  const Vec bias = in.rng.vec(N, -1, 1), bias16 = rounded(bias, kB);
+  ASSERT_NE(bias, bias16);
+  auto run = [&](DType c_dt, const Vec& bv, DType b_dt, bool gelu) {
+    Tensor A = host(a, Shape{M, K}, kB), B = host(b, Shape{N, K}, kB);
+    Tensor C = zeros(Shape{M, N}, c_dt), pre = zeros(Shape{M, N}, c_dt), bt = host(bv, Shape{N}, b_dt);
+    GemmOpts o;
+    o.trans_b = true, o.bias = &bt;
+    if (gelu) o.gelu = true, o.pre_gelu = &pre;
+    matmul(cpu_stream(), C, A, B, o);
+    return std::vector<std::vector<float>>{to_vector_f32(C), to_vector_f32(pre)};
+  };
+  for (bool gelu : {false, true}) {
+    const auto want = run(kF, bias16, kF, gelu);  // f32 C, the rounded bias's values
+    const auto got = run(kB, bias, kF, gelu), got16 = run(kB, bias16, kB, gelu);
+    for (size_t k = 0; k < 2; ++k) {
+      size_t bad = 0;
+      for (size_t i = 0; i < want[k].size(); ++i) bad += got[k][i] != rnd(want[k][i]);
+      EXPECT_EQ(bad, 0u) << "gelu " << gelu << " output " << k;
+      EXPECT_EQ(got16[k], got[k]) << "gelu " << gelu << " output " << k;
+    }
+    EXPECT_NE(run(kF, bias, kF, gelu)[0], want[0]) << "an f32 C adds the f32 bias";
+  }
+}
+
 TEST(RefBf16, Norms) {
   Inputs in(3);
   for (int64_t C : {1, 33, 300}) {

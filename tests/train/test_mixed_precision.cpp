@@ -131,8 +131,9 @@ TEST(MixedPrecision, LinearAndNormRoundTheirOutputsNotTheirStatistics) {
   for (const char* n : {"w", "b", "nw", "nb"}) copy_tensor(t.get(n).value, rand(t.get(n).local));
   t.refresh_working(s);
 
-  // Linear: y = round(bf16(x) bf16(W)^T + b), the GEMM in f32 (exact products); x and y
-  // are bf16 tensors (the activations under bf16).
+  // Linear: y = round(bf16(x) bf16(W)^T + bf16(b)), the GEMM in f32 (exact products), the
+  // f32 bias added as bf16 values (core/ops/gemm.inc); x and y are bf16 tensors (the
+  // activations under bf16).
   const Linear lin = Linear::bind(t, "w", "b");
   ASSERT_TRUE(lin.bf16());
   const Tensor x32 = rand(Shape{N, K}), x = Tensor::empty(b, Shape{N, K}, DType::BF16);
@@ -146,7 +147,7 @@ TEST(MixedPrecision, LinearAndNormRoundTheirOutputsNotTheirStatistics) {
       double acc = 0;
       for (int64_t k = 0; k < K; ++k)
         acc += double(round_bf16_host(xv[size_t(n * K + k)])) * double(round_bf16_host(wv[size_t(m * K + k)]));
-      const float want = round_bf16_host(float(acc + double(bv[size_t(m)])));
+      const float want = round_bf16_host(float(acc + double(round_bf16_host(bv[size_t(m)]))));
       // f32 accumulation against the f64 reference: the rounded results may differ by one bf16 step
       EXPECT_NEAR(yv[size_t(n * M + m)], want, std::fabs(want) * 0x1p-7 + 1e-6) << n << "," << m;
     }
