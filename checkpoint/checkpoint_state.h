@@ -16,6 +16,11 @@ struct CheckpointState {
   int64_t global_batch = 0, micro_batches = 1;
 };
 
+// The data position against the step, as a reader checks it (`what` names the field's
+// place): each optimizer step draws micro_batches batches and an epoch holds at least
+// one, so the sampler's epoch is at most micro_batches x step.
+void check_data_position(const CheckpointState& s, const std::string& what);
+
 // The state and the run's texts: every option as INI (Config::dump_ini), the options
 // the run was given (Config::dump_ini(true), which readers read back) and tokenizer.json.
 struct CheckpointMeta {

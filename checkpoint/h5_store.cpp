@@ -56,6 +56,7 @@ class H5Store final : public TensorStore {
     s.sampler.seed = uint64_t(attr_in(st, path, "sampler_seed", INT64_MIN, INT64_MAX));
     s.sampler.epoch = attr_in(st, path, "sampler_epoch", 0, INT64_MAX);
     s.sampler.step = attr_in(st, path, "sampler_step", 0, INT64_MAX);
+    check_data_position(s, path + ": /state");
     meta_.config = read_bytes(f, path, "/config", int64_t(kMaxIniBytes));
     meta_.options = read_bytes(f, path, "/options", int64_t(kMaxIniBytes));
     meta_.tokenizer = read_bytes(f, path, "/tokenizer", kMaxTokenizerBytes);

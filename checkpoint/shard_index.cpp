@@ -154,6 +154,7 @@ CheckpointIndex parse_index(std::string_view bytes, const std::string& file) {
   s.sampler.seed = uint64_t(int_at(st, "sampler_seed", INT64_MIN, INT64_MAX, sw));
   s.sampler.epoch = int_at(st, "sampler_epoch", 0, INT64_MAX, sw);
   s.sampler.step = int_at(st, "sampler_step", 0, INT64_MAX, sw);
+  check_data_position(s, sw);
   const Value& texts = root.at("texts", file);
   only_keys(texts, {"config", "options", "tokenizer"}, file + ": texts");
   idx.config = text_at(texts, "config", file);
@@ -162,13 +163,19 @@ CheckpointIndex parse_index(std::string_view bytes, const std::string& file) {
 
   const Value::Array& shards = root.at("shards", file).as_array(file + ": shards");
   VLM_REQUIRE(!shards.empty() && shards.size() <= (size_t(1) << 24), file, ": shards must list 1 to 2^24 files");
+  // Every rank of the saving run wrote one shard (checkpoint/checkpoint_write.cpp).
+  const int64_t world = int64_t(s.saved_tp) * s.saved_dp;
+  VLM_REQUIRE(int64_t(shards.size()) == world, file, ": ", shards.size(), " shards for the ", world,
+              " ranks of saved_tp ", s.saved_tp, " x saved_dp ", s.saved_dp, " (every rank writes one)");
   std::unordered_set<std::string> files;
+  std::unordered_set<int> ranks;
   for (size_t i = 0; i < shards.size(); ++i) {
     const std::string what = cat(file, ": shards[", i, "]");
     only_keys(shards[i], {"file", "rank", "bytes", "header_crc32c"}, what);
     ShardRef r;
     r.file = file_at(shards[i], what);
-    r.rank = int(int_at(shards[i], "rank", 0, (1 << 24) - 1, what));
+    r.rank = int(int_at(shards[i], "rank", 0, world - 1, what));
+    VLM_REQUIRE(ranks.insert(r.rank).second, what, ": rank ", r.rank, " has another shard already");
     r.bytes = int_at(shards[i], "bytes", kShardTrailerBytes + 2, kMaxBytes, what);
     r.header_crc32c = crc_at(shards[i], "header_crc32c", what);
     VLM_REQUIRE(files.insert(r.file).second, what, ": shard file ", r.file, " is listed twice");

@@ -236,6 +236,12 @@ TEST_F(BadCheckpoint, SingleFileCheckpointsExitWithOneLine) {
                    h5_delete_attr(st, "sampler_step"), h5_write_attr_int(st, "sampler_step", 1);
                  }),
           bad + ": the checkpoint's state or texts are corrupt (the root attribute crc32c does not match them)");
+  refused(edited(good, bad,  // a data position past what the saved steps drew (read before the checksum)
+                 [](hid_t f) {
+                   H5Id st(H5Gopen2(f, "state", H5P_DEFAULT));
+                   h5_delete_attr(st, "sampler_epoch"), h5_write_attr_int(st, "sampler_epoch", int64_t(1) << 62);
+                 }),
+          bad + ": /state: sampler_epoch 4611686018427387904 is past the 1 x 3 batches");
   refused(edited(good, bad,
                  [](hid_t f) {
                    std::string o = text_of(f, "options");

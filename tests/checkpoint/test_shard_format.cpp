@@ -132,6 +132,13 @@ TEST(ShardFormat, BadIndexesAreOneLineNamingTheFile) {
       {edit(good, "\"range\":[5,12]", "\"range\":[5,5]"), "the piece holds no element"},
       {edit(good, "\"range\":[5,12]", "\"range\":[4,12]"), "hold more than its 24 elements"},
       {edit(good, "\"shard\":1", "\"shard\":2"), "shard=2: expected an integer in [0, 1]"},
+      // The state against itself: a shard per rank of the saving run, a data position that
+      // its steps reached.
+      {edit(good, "\"saved_tp\":2", "\"saved_tp\":3"), "2 shards for the 3 ranks of saved_tp 3 x saved_dp 1"},
+      {edit(good, "\"saved_tp\":2", "\"saved_tp\":1"), "2 shards for the 1 ranks"},
+      {edit(good, "\"rank\":1", "\"rank\":0"), "rank 0 has another shard already"},
+      {edit(good, "\"sampler_epoch\":2", "\"sampler_epoch\":4611686018427387904"),
+       "sampler_epoch 4611686018427387904 is past the 2 x 7 batches"},
       {edit(good, "\"at\":20", "\"at\":16"), "two pieces share the bytes at 16"},
       {edit(good, "\"at\":48", "\"at\":4800"), "runs past the data area"},
       {edit(good, "\"crc32c\":4000000000", "\"crc32c\":5000000000"), "crc32c=5000000000"},

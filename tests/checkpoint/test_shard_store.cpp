@@ -83,7 +83,7 @@ void write_checkpoint(const std::string& dir, float poison = 0) {
     return TextFile{name, int64_t(t.size()), crc32c(t.data(), t.size())};
   };
   CheckpointState s;
-  s.step = 5, s.global_batch = 8;
+  s.step = 5, s.global_batch = 8, s.saved_tp = 2, s.saved_dp = 2;  // the 4 ranks above
   const CheckpointIndex idx = build_index(save, s, text("config.abc123.ini", "[train]\nsteps = 5\n"),
                                           text("options.abc123.ini", "[train]\n"), text("tokenizer.abc123.json", "{}"),
                                           headers);
