@@ -13,8 +13,10 @@
 
 #include "base/error.h"
 #include "data/convert/converters.h"
+#include "data/convert/idx.h"
 #include "data/storage/dataset.h"
 #include "test_util.h"
+#include "tests/support/files.h"
 
 using namespace vlm;
 namespace fs = std::filesystem;
@@ -91,6 +93,26 @@ TEST(Converters, FashionMnist200) {
   DatasetReader r(out);  // and the reader accepts it
   EXPECT_EQ(r.class_names().size(), 10u);
   EXPECT_EQ(r.class_names()[9], "Ankle boot");
+}
+
+// An IDX file read plain, gzipped, and gzipped in two members (`cat a.gz b.gz`, which
+// gzip reads as one stream): the same dims and bytes.
+TEST(Converters, IdxPlainGzipAndTwoGzipMembersReadAlike) {
+  const std::string dir = test::scratch_dir("idx_members");
+  std::string bytes{0, 0, 8, 3, 0, 0, 0, 3, 0, 0, 0, 5, 0, 0, 0, 7};
+  for (int i = 0; i < 3 * 5 * 7; ++i) bytes += char(i * 37 % 256);
+  test::write_file(dir + "/plain", bytes);
+  test::write_file(dir + "/one.gz", test::gzip(bytes));
+  test::write_file(dir + "/two.gz", test::gzip(bytes.substr(0, 21)) + test::gzip(bytes.substr(21)));
+  for (const char* f : {"plain", "one.gz", "two.gz"}) {
+    const IdxArray a = read_idx(dir + "/" + f);
+    EXPECT_EQ(a.dims, (std::vector<int64_t>{3, 5, 7})) << f;
+    EXPECT_EQ(std::string(a.data.begin(), a.data.end()), bytes.substr(16)) << f;
+  }
+  const IdxArray cut = read_idx(dir + "/two.gz", 2);
+  EXPECT_EQ(cut.dims, (std::vector<int64_t>{2, 5, 7}));
+  EXPECT_EQ(std::string(cut.data.begin(), cut.data.end()), bytes.substr(16, 70));
+  fs::remove_all(dir);
 }
 
 TEST(Converters, TuxPaint30) {

@@ -4,6 +4,7 @@
 // that are not what they claim. Every case starts with a valid dataset at --data.out,
 // which must survive the failure unchanged.
 #include "robustness.h"
+#include "tests/support/files.h"
 
 namespace vlm::robustness {
 namespace {
@@ -286,6 +287,22 @@ TEST_F(Fashion, ImagesNot28By28) {
 TEST_F(Fashion, GzipThatIsNotGzip) {
   write_set("train-images-idx3-ubyte.gz", "\x1f\x8b\x08\x00garbage", idx({1}, "\1"));
   build("fashion-mnist", "fm", {"train-images-idx3-ubyte.gz"});
+}
+
+// gzip -t refuses bytes after the last member; so do we (zlib's gz* API skips them).
+TEST_F(Fashion, GzipWithBytesAfterItsEnd) {
+  const std::string images = vlm::test::gzip(idx({1, 28, 28}, std::string(784, '\3')));
+  write_set("train-images-idx3-ubyte.gz", images + std::string(4096, 'x'), idx({1}, "\1"));
+  build("fashion-mnist", "fm", {"train-images-idx3-ubyte.gz", "bytes after the end of its gzip data"});
+  write_set("train-images-idx3-ubyte.gz", images + "\n", idx({1}, "\1"));
+  build("fashion-mnist", "fm", {"train-images-idx3-ubyte.gz", "bytes after the end of its gzip data"});
+}
+
+// A gzip member cut short.
+TEST_F(Fashion, GzipCutShort) {
+  const std::string images = vlm::test::gzip(idx({1, 28, 28}, std::string(784, '\3')));
+  write_set("train-images-idx3-ubyte.gz", images.substr(0, images.size() - 9), idx({1}, "\1"));
+  build("fashion-mnist", "fm", {"train-images-idx3-ubyte.gz", "truncated or corrupt"});
 }
 
 // ---- output and tokenizer options ----

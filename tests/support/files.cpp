@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <fstream>
 #include <sstream>
@@ -56,6 +57,20 @@ void write_file(const std::string& path, const std::string& bytes) {
   std::ofstream f(path, std::ios::binary);
   f << bytes;
   if (!f) throw std::runtime_error("cannot write " + path);
+}
+
+std::string gzip(const std::string& bytes) {
+  z_stream z{};
+  if (deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    throw std::runtime_error("gzip: cannot start zlib");
+  std::string out(deflateBound(&z, uLong(bytes.size())), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data())), z.avail_in = uInt(bytes.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data()), z.avail_out = uInt(out.size());
+  const int r = deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  if (r != Z_STREAM_END) throw std::runtime_error("gzip: deflate failed");
+  return out;
 }
 
 void TempDirTest::SetUp() {

@@ -14,6 +14,8 @@ std::string scratch_dir(const std::string& name);
 // The bytes of a file (throws std::runtime_error when it cannot be read).
 std::string read_file(const std::string& path);
 void write_file(const std::string& path, const std::string& bytes);
+// `bytes` as one gzip member (zlib's deflate), as `gzip -c` writes them.
+std::string gzip(const std::string& bytes);
 
 // Runs `cmd` through the shell, its stdout and stderr captured in <dir>/stdout.txt and
 // <dir>/stderr.txt; status is the exit status (-1 when it did not exit normally).
