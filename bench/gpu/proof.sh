@@ -26,8 +26,9 @@
 # names (and env): a second call after a fix. Order: environment and missing libraries;
 # test_gpu and the CUDA op conformance; test_step_cuda; NCCL at 2 and 4 ranks on the
 # GPU(s); bench_gemm (bf16 TFLOP/s against the 989 dense peak); bench_llm llama1b bf16 at
-# sequence 2048; bench_step on CUDA (serial against overlap, a trace), then at 16 times
-# the work per micro-batch; the PyTorch baseline, eager then compiled; the kernels of one
+# sequence 2048, one sequence a step then four; bench_step on CUDA (serial against overlap, a trace), then at 16 times
+# the work per micro-batch; the PyTorch baseline, eager then compiled (and compiled at
+# four sequences); the kernels of one
 # bf16 step ranked by GPU time (ncu); compute-sanitizer memcheck and
 # racecheck on our kernels with the time left. Output: at most 8 files in $OUT (the
 # device tool brings them back: env.txt, tests.log, nccl.log, perf.log, torch.log,
@@ -100,6 +101,8 @@ cmd_run() {
   local stepb=(--width 1024 --llm_layers 16 --precision bf16 --micro_batches 4 --steps 5 --warmup 2)
   local stepl=(--width 2048 --images 32 --llm_layers 16 --precision bf16 --micro_batches 4 --steps 3 --warmup 1)
   local torch_args=(--models llama1b --batch 1 --seq 2048 --warmup 2 --iters 5)
+  local llm4=(--models llama1b --batch 4 --seq 2048 --warmup 1 --iters 3)
+  local torch4=(--models llama1b --batch 4 --seq 2048 --warmup 2 --iters 4)
   local sanitizer
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   local memcheck=("$sanitizer" --error-exitcode 9 --print-limit 20 --tool memcheck --leak-check no)
@@ -109,6 +112,7 @@ cmd_run() {
     stepb=(--width 64 --llm_layers 4 --precision bf16 --micro_batches 4 --steps 2 --warmup 1)
     stepl=(--width 96 --images 4 --llm_layers 2 --precision bf16 --micro_batches 4 --steps 1 --warmup 1)
     torch_args=(--models tiny --batch 1 --seq 256 --warmup 1 --iters 2)
+    llm4=(--models tiny --batch 2 --seq 256 --warmup 1 --iters 2) torch4=(--models tiny --batch 2 --seq 256 --warmup 1 --iters 2)
     memcheck=() racecheck=()
   fi
   echo "proof.sh $MODE: deadline ${budget} s, output in $OUT, bundle unpacked in $W"
@@ -148,6 +152,9 @@ cmd_run() {
   done
   step bench_gemm 60 20 perf.log -- "${ours[@]}" "$W/bin/bench_gemm" --device "$dev" "${gemm[@]}"
   step bench_llm_bf16 150 60 perf.log -- "${ours[@]}" "$W/bin/bench_llm" --device "$dev" --precision bf16 "${llm[@]}"
+  # Four sequences a step: AdamW's pass over every weight (30 bytes each, a fifth of the
+  # one-sequence step) is shared by four times the tokens, as at any real batch size.
+  step bench_llm_b4 120 40 perf.log -- "${ours[@]}" "$W/bin/bench_llm" --device "$dev" --precision bf16 "${llm4[@]}"
   step bench_step 90 30 perf.log -- "${ours[@]}" "$W/bin/bench_step" --device "$dev" "${stepb[@]}" \
     --trace "$OUT/step_trace.json"
   # The same step with 16 times the backbone's work per micro-batch (4 times the images,
@@ -162,6 +169,8 @@ cmd_run() {
       step "torch_$mode" $cap $min torch.log -- "$PYTHON" "$ROOT/bench/gpu/torch_baseline.py" --device "$dev" \
         "${torch_args[@]}" --modes $mode
     done
+    step torch_compile_b4 180 80 torch.log -- "$PYTHON" "$ROOT/bench/gpu/torch_baseline.py" --device "$dev" \
+      "${torch4[@]}" --modes compile
   else
     row torch SKIP - "no torch for $PYTHON"
     echo "[$(elapsed) s] torch: skipped (no torch for $PYTHON)"
@@ -191,6 +200,9 @@ cmd_run() {
   c2=$(tokens_per_s torch_compile "$OUT/torch.log" 2>/dev/null)
   [ -n "$a" ] && [ -n "$e" ] && ratio+="bench_llm bf16 / torch eager: $(awk -v a="$a" -v b="$e" 'BEGIN {printf "%.2f", a / b}')"
   [ -n "$a" ] && [ -n "$c2" ] && ratio+="${ratio:+; }/ torch compile: $(awk -v a="$a" -v b="$c2" 'BEGIN {printf "%.2f", a / b}')"
+  a=$(tokens_per_s bench_llm_b4 "$OUT/perf.log" 2>/dev/null)
+  c2=$(tokens_per_s torch_compile_b4 "$OUT/torch.log" 2>/dev/null)
+  [ -n "$a" ] && [ -n "$c2" ] && ratio+="${ratio:+; }at 4 sequences, bench_llm / torch compile: $(awk -v a="$a" -v b="$c2" 'BEGIN {printf "%.2f", a / b}')"
   {
     echo "GPU proof ($MODE) on $(grep -m1 '^gpu:' "$OUT/env.txt" | cut -c6-), $(elapsed) s of ${budget}, checkout $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)"
     printf '%-16s %-9s %5s  %s\n' step result time figure
