@@ -1,8 +1,9 @@
 // Helpers shared by the CUDA op files (core/cuda/*.cu), not a public header:
 //  - typed device pointers (f32p, i32p, bf16p) and activation operands of either float
 //    type (Act: f32 or bf16, read and written as f32, one or four elements at a time:
-//    ld4/st4 where vec4_ok); the ops' arguments arrive checked
-//    (core/ops/contract.h), so a kernel file checks only its device's own limits;
+//    ld4/st4 where vec4_ok; rows of W-element Lanes where rows_by_four); the ops'
+//    arguments arrive checked (core/ops/contract.h), so a kernel file checks only its
+//    device's own limits;
 //  - launch sizes: grid-stride loops over int64 element counts (grid_1d), kThreads;
 //  - warp and block reductions (sum, max) in f32; block reductions need blockDim.x to be
 //    a multiple of 32 and are called by every thread of the block;
@@ -89,6 +90,35 @@ inline bool vec4_ok(std::initializer_list<Act> ops) {
 // The four-wide part of n elements (n / 4 groups) when every operand allows ld4 / st4,
 // else 0: a kernel takes the groups four at a time and the rest one at a time.
 inline int64_t quads(int64_t n, std::initializer_list<Act> ops) { return vec4_ok(ops) ? n / 4 : 0; }
+
+// Whether kernels over rows of C elements may take four at a time (Lanes<4>): C a
+// multiple of 4 and every operand 16-byte aligned (then so is every row).
+inline bool rows_by_four(int64_t C, std::initializer_list<Act> ops) { return C % 4 == 0 && vec4_ok(ops); }
+
+// W consecutive elements of an operand from i (W = 4: one ld4/st4, i a multiple of 4).
+template <int W>
+struct Lanes {
+  float v[W];
+};
+template <int W>
+__device__ __forceinline__ Lanes<W> load(const Act& a, int64_t i) {
+  Lanes<W> r;
+  if constexpr (W == 4) {
+    const float4 q = a.ld4(i);
+    r.v[0] = q.x, r.v[1] = q.y, r.v[2] = q.z, r.v[3] = q.w;
+  } else {
+    r.v[0] = a.ld(i);
+  }
+  return r;
+}
+template <int W>
+__device__ __forceinline__ void store(const Act& a, int64_t i, const Lanes<W>& r) {
+  if constexpr (W == 4)
+    a.st4(i, make_float4(r.v[0], r.v[1], r.v[2], r.v[3]));
+  else
+    a.st(i, r.v[0]);
+}
+
 
 // ---- launch sizes ---------------------------------------------------------------------
 

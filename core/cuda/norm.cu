@@ -20,30 +20,6 @@ namespace {
 
 constexpr int kRowThreads = 256;
 
-// W consecutive elements of an operand from i (W = 4: one ld4/st4, i a multiple of 4).
-template <int W>
-struct Lanes {
-  float v[W];
-};
-template <int W>
-__device__ __forceinline__ Lanes<W> load(const Act& a, int64_t i) {
-  Lanes<W> r;
-  if constexpr (W == 4) {
-    const float4 q = a.ld4(i);
-    r.v[0] = q.x, r.v[1] = q.y, r.v[2] = q.z, r.v[3] = q.w;
-  } else {
-    r.v[0] = a.ld(i);
-  }
-  return r;
-}
-template <int W>
-__device__ __forceinline__ void store(const Act& a, int64_t i, const Lanes<W>& r) {
-  if constexpr (W == 4)
-    a.st4(i, make_float4(r.v[0], r.v[1], r.v[2], r.v[3]));
-  else
-    a.st(i, r.v[0]);
-}
-
 // The row kernels: one block per row; thread t owns elements W t + k (k < W) of each
 // stretch of W x blockDim.x (W = 4 when C and the operands allow 16-byte accesses).
 // kLayer: layernorm (mean subtracted, bias b when not null) or rmsnorm.
@@ -129,10 +105,6 @@ __global__ void norm_backward_din_kernel(Act din, Act dout, Act in, const float*
     store<W>(din, at + i, r);
   }
 }
-
-// Whether the row kernels may take four elements at a time: C a multiple of 4 and every
-// operand 16-byte aligned (then so is every row).
-bool rows_by_four(int64_t C, std::initializer_list<Act> ops) { return C % 4 == 0 && vec4_ok(ops); }
 
 // dw[c] += sum_n dout[n,c] * xhat[n,c]; db[c] += sum_n dout[n,c] (db may be null), in
 // two passes whose order depends only on the shape (deterministic, no atomics):
