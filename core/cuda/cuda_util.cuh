@@ -119,7 +119,6 @@ __device__ __forceinline__ void store(const Act& a, int64_t i, const Lanes<W>& r
     a.st(i, r.v[0]);
 }
 
-
 // ---- launch sizes ---------------------------------------------------------------------
 
 // Blocks for a grid-stride loop over n elements (n > 0): enough to fill any GPU, capped

@@ -133,9 +133,8 @@ void gemm_f32_then_epilogue(CudaStream& cs, const Problem& p, const Epilogue& ep
   // a 2-byte-aligned operand).
   const int64_t fits = std::max<int64_t>(1, budget / int64_t(sizeof(float)) / p.N);
   const int64_t chunk = fits >= 128 ? fits / 128 * 128 : int64_t(std::bit_floor(uint64_t(fits)));
-  auto* acc = reinterpret_cast<float*>(static_cast<char*>(cs.scratch(front + size_t(std::min(p.M, chunk) * p.N) *
-                                                                                 sizeof(float))) +
-                                       front);
+  char* scratch = static_cast<char*>(cs.scratch(front + size_t(std::min(p.M, chunk) * p.N) * sizeof(float)));
+  auto* acc = reinterpret_cast<float*>(scratch + front);
   for (int64_t b = 0; b < p.batch; ++b) {
     for (int64_t r0 = 0; r0 < p.M; r0 += chunk) {
       const int64_t rows = std::min(p.M - r0, chunk), total = rows * p.N;

@@ -117,7 +117,8 @@ std::unique_ptr<LtPlan> build_plan(CudaStream& cs, const GemmKey& k) {
                                                            plan->lc->h, plan->lc->h, pref.h, 1, &result, &found);
   if (st == CUBLAS_STATUS_NOT_SUPPORTED || (st == CUBLAS_STATUS_SUCCESS && found == 0)) return plan;  // ok = false
   // An epilogue the heuristic rejects as a value (on an H200, CUDA 13.0: GELU_AUX_BIAS
-  // into a bf16 C) is one cuBLASLt cannot fuse here: our kernel does it.
+  // into a bf16 C with an f32 bias, which matmul now rounds to bf16 first, gemm.cu) is
+  // one cuBLASLt cannot fuse here: our kernel does it.
   if (st == CUBLAS_STATUS_INVALID_VALUE && k.epilogue != GemmEpilogue::None) return plan;
   CUBLAS_CHECK(st);
   plan->algo = result.algo;

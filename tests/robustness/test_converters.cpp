@@ -291,7 +291,7 @@ TEST_F(Fashion, GzipThatIsNotGzip) {
 
 // gzip -t refuses bytes after the last member; so do we (zlib's gz* API skips them).
 TEST_F(Fashion, GzipWithBytesAfterItsEnd) {
-  const std::string images = vlm::test::gzip(idx({1, 28, 28}, std::string(784, '\3')));
+  const std::string images = test::gzip(idx({1, 28, 28}, std::string(784, '\3')));
   write_set("train-images-idx3-ubyte.gz", images + std::string(4096, 'x'), idx({1}, "\1"));
   build("fashion-mnist", "fm", {"train-images-idx3-ubyte.gz", "bytes after the end of its gzip data"});
   write_set("train-images-idx3-ubyte.gz", images + "\n", idx({1}, "\1"));
@@ -300,7 +300,7 @@ TEST_F(Fashion, GzipWithBytesAfterItsEnd) {
 
 // A gzip member cut short.
 TEST_F(Fashion, GzipCutShort) {
-  const std::string images = vlm::test::gzip(idx({1, 28, 28}, std::string(784, '\3')));
+  const std::string images = test::gzip(idx({1, 28, 28}, std::string(784, '\3')));
   write_set("train-images-idx3-ubyte.gz", images.substr(0, images.size() - 9), idx({1}, "\1"));
   build("fashion-mnist", "fm", {"train-images-idx3-ubyte.gz", "truncated or corrupt"});
 }
