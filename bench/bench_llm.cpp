@@ -6,8 +6,10 @@
 // --precision fp32 (exact f32 matmuls) or bf16 (train.precision=bf16: bf16 working
 // copies of the f32 master weights, bf16 matmuls with f32 accumulation; the copies are
 // re-rounded after each AdamW step, inside the timed step; docs/training.md, "Numerics").
-// One step = forward (with loss) + backward + finalize_grads + AdamW on every parameter
-// (core adamw_step with f32 moments; its median time is printed too). AdamW needs 16 bytes per parameter (value, grad,
+// One step = zeroing the gradients + forward (with loss) + backward + finalize_grads +
+// AdamW on every parameter (core adamw_step with f32 moments); the median times of the
+// zeroing (4 bytes written per parameter: PyTorch's zero_grad(set_to_none=True) writes
+// none) and of AdamW are printed too. AdamW needs 16 bytes per parameter (value, grad,
 // m, v); with --optimizer auto it is skipped (forward + backward only, said in the
 // output) when that would not fit in half the available memory (CPU) or free device
 // memory is not checked (CUDA: always on).
@@ -151,11 +153,13 @@ void run_model(const std::string& name, Backend& b, Communicator& tp, const Benc
   }
   LmInput in = make_lm_input(b, cu, ids, targets);
 
-  std::vector<double> times, adam_times;
+  std::vector<double> times, adam_times, zero_times;
   float loss = 0.f;
   for (int it = 0; it < warmup + iters; ++it) {
     auto t0 = clock_type::now();
     bb.zero_grads();
+    s.synchronize();
+    if (it >= warmup) zero_times.push_back(std::chrono::duration<double>(clock_type::now() - t0).count());
     loss = bb.forward(s, in, true);
     bb.backward(s, in);
     bb.finalize_grads(s);
@@ -188,7 +192,8 @@ void run_model(const std::string& name, Backend& b, Communicator& tp, const Benc
     std::sort(adam_times.begin(), adam_times.end());
     std::printf("  AdamW %.3f s", adam_times[adam_times.size() / 2]);
   }
-  std::printf("\n");
+  std::sort(zero_times.begin(), zero_times.end());
+  std::printf("  zero grads %.4f s\n", zero_times[zero_times.size() / 2]);
   // The planner's prediction for this shape on this GPU (plan/plan_llm.h), and the
   // measured MFU on the planner's model FLOPs, so the two compare directly.
   if (const GpuSpec* g = b.device() == DeviceKind::CUDA ? gpu_spec_of_device(b.description()) : nullptr) {
