@@ -26,14 +26,14 @@
 # names (and env): a second call after a fix. Order: environment and missing libraries;
 # test_gpu and the CUDA op conformance; test_step_cuda; NCCL at 2 and 4 ranks on the
 # GPU(s); bench_gemm (bf16 TFLOP/s against the 989 dense peak); bench_llm llama1b bf16 at
-# sequence 2048, one sequence a step then four; bench_step on CUDA (serial against overlap, a trace), then at 16 times
-# the work per micro-batch; the PyTorch baseline, eager then compiled (and compiled at
-# four sequences); the kernels of one
-# bf16 step ranked by GPU time (ncu); compute-sanitizer memcheck and
-# racecheck on our kernels with the time left. Output: at most 8 files in $OUT (the
-# device tool brings them back: env.txt, tests.log, nccl.log, perf.log, torch.log,
-# sanitizer.log, step_trace.json, summary.txt) and a summary table printed last. Exit
-# status 0 when every step that ran passed. The build is bench/gpu/proof_build.sh; the
+# sequence 2048, one sequence a step then four; bench_step on CUDA (serial against
+# overlap, a trace), then at 16 times the work per micro-batch; the PyTorch baseline,
+# eager then compiled (and compiled at four sequences); the kernels of one bf16 step
+# ranked by GPU time (ncu); compute-sanitizer memcheck and racecheck on our kernels with
+# the time left. Output: at most 8 files in $OUT (the device tool brings them back:
+# env.txt, tests.log, nccl.log, perf.log, torch.log, sanitizer.log, step_trace.json,
+# summary.txt) and a summary table printed last. Exit status 0 when every step that ran
+# passed. The build is bench/gpu/proof_build.sh; the
 # run's pieces (steps, log readers, library path) are bench/gpu/proof_steps.sh; both are
 # sourced below.
 set -uo pipefail
@@ -112,7 +112,8 @@ cmd_run() {
     stepb=(--width 64 --llm_layers 4 --precision bf16 --micro_batches 4 --steps 2 --warmup 1)
     stepl=(--width 96 --images 4 --llm_layers 2 --precision bf16 --micro_batches 4 --steps 1 --warmup 1)
     torch_args=(--models tiny --batch 1 --seq 256 --warmup 1 --iters 2)
-    llm4=(--models tiny --batch 2 --seq 256 --warmup 1 --iters 2) torch4=(--models tiny --batch 2 --seq 256 --warmup 1 --iters 2)
+    llm4=(--models tiny --batch 2 --seq 256 --warmup 1 --iters 2)
+    torch4=(--models tiny --batch 2 --seq 256 --warmup 1 --iters 2)
     memcheck=() racecheck=()
   fi
   echo "proof.sh $MODE: deadline ${budget} s, output in $OUT, bundle unpacked in $W"

@@ -40,9 +40,6 @@ __device__ float row_sumexp(const Act& x, int64_t r0, int64_t V, float mx) {
   return block_sum(s);
 }
 
-// W for rows of V elements of these operands.
-int width(int64_t V, std::initializer_list<Act> ops) { return rows_by_four(V, ops) ? 4 : 1; }
-
 template <int W>
 __global__ void ce_forward_kernel(float* losses, Act logits, const int32_t* targets, int64_t V,
                                   int ignore_index) {
@@ -132,7 +129,7 @@ void cross_entropy_forward(Stream& s, const Tensor& losses, const Tensor& logits
                            int ignore_index) {
   const int64_t N = logits.rows(), V = logits.cols();
   if (N == 0) return;
-  auto kernel = width(V, {act(logits)}) == 4 ? ce_forward_kernel<4> : ce_forward_kernel<1>;
+  auto kernel = rows_by_four(V, {act(logits)}) ? ce_forward_kernel<4> : ce_forward_kernel<1>;
   kernel<<<unsigned(N), kRowThreads, 0, stream_of(s)>>>(f32p(losses), act(logits), i32p(targets), V, ignore_index);
   CUDA_CHECK_LAUNCH();
 }
@@ -141,7 +138,7 @@ void cross_entropy_backward(Stream& s, const Tensor& dlogits, const Tensor& logi
                             const Tensor& dlosses, int ignore_index) {
   const int64_t N = logits.rows(), V = logits.cols();
   if (N == 0 || V == 0) return;
-  auto kernel = width(V, {act(dlogits), act(logits)}) == 4 ? ce_backward_kernel<4> : ce_backward_kernel<1>;
+  auto kernel = rows_by_four(V, {act(dlogits), act(logits)}) ? ce_backward_kernel<4> : ce_backward_kernel<1>;
   kernel<<<unsigned(N), kRowThreads, 0, stream_of(s)>>>(act(dlogits), act(logits), i32p(targets), f32p(dlosses), V,
                                                         ignore_index);
   CUDA_CHECK_LAUNCH();
@@ -150,7 +147,7 @@ void cross_entropy_backward(Stream& s, const Tensor& dlogits, const Tensor& logi
 void vocab_ce_rowmax(Stream& s, const Tensor& rowmax, const Tensor& logits) {
   const int64_t N = logits.rows(), V = logits.cols();
   if (N == 0) return;
-  auto kernel = width(V, {act(logits)}) == 4 ? rowmax_kernel<4> : rowmax_kernel<1>;
+  auto kernel = rows_by_four(V, {act(logits)}) ? rowmax_kernel<4> : rowmax_kernel<1>;
   kernel<<<unsigned(N), kRowThreads, 0, stream_of(s)>>>(f32p(rowmax), act(logits), V);
   CUDA_CHECK_LAUNCH();
 }
@@ -159,7 +156,7 @@ void vocab_ce_sumexp(Stream& s, const Tensor& sumexp, const Tensor& target_logit
                      const Tensor& rowmax, const Tensor& targets, int64_t vocab_offset) {
   const int64_t N = logits.rows(), V = logits.cols();
   if (N == 0) return;
-  auto kernel = width(V, {act(logits)}) == 4 ? sumexp_kernel<4> : sumexp_kernel<1>;
+  auto kernel = rows_by_four(V, {act(logits)}) ? sumexp_kernel<4> : sumexp_kernel<1>;
   kernel<<<unsigned(N), kRowThreads, 0, stream_of(s)>>>(f32p(sumexp), f32p(target_logit), act(logits), f32p(rowmax),
                                                         i32p(targets), V, vocab_offset);
   CUDA_CHECK_LAUNCH();
@@ -179,7 +176,7 @@ void vocab_ce_backward(Stream& s, const Tensor& dlogits, const Tensor& logits, c
                        int ignore_index) {
   const int64_t N = logits.rows(), V = logits.cols();
   if (N == 0 || V == 0) return;
-  auto kernel = width(V, {act(dlogits), act(logits)}) == 4 ? vocab_backward_kernel<4> : vocab_backward_kernel<1>;
+  auto kernel = rows_by_four(V, {act(dlogits), act(logits)}) ? vocab_backward_kernel<4> : vocab_backward_kernel<1>;
   kernel<<<unsigned(N), kRowThreads, 0, stream_of(s)>>>(act(dlogits), act(logits), f32p(rowmax), f32p(sumexp),
                                                         i32p(targets), f32p(dlosses), V, vocab_offset, ignore_index);
   CUDA_CHECK_LAUNCH();

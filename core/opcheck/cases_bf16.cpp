@@ -184,22 +184,7 @@ std::vector<OpCase> bf16_fused_cases() {
                  return OpOutputs{{"out", out}, {"dtable f32", dtable}, {"dtable bf16", rows}};
                }});
   // The vocab-parallel loss on bf16 logits, its gradient in place of the logits.
-  for (int64_t Vl : {33, 1024})
-    v.push_back({cat("vocab_ce_rowmax/vocab_ce_sumexp/vocab_ce_loss/vocab_ce_backward bf16 N17 shard [50,", 50 + Vl,
-                       ") in place"),
-                   kTolBf16, [=](Backend& b) {
-                   CaseCtx c(b, 8500 + uint64_t(Vl == 33 ? 0 : Vl));
-                   const int64_t N = 17;
-                   Tensor logits = c.rand(Shape{N, Vl}, -10, 10, kB), tg = c.ints(Shape{N}, -1, int(Vl) + 87);
-                   Tensor rowmax = c.junk(Shape{N}), sumexp = c.junk(Shape{N}), tl = c.junk(Shape{N});
-                   Tensor losses = c.junk(Shape{N});
-                   vocab_ce_rowmax(c.stream(), rowmax, logits);
-                   vocab_ce_sumexp(c.stream(), sumexp, tl, logits, rowmax, tg, 50);
-                   vocab_ce_loss(c.stream(), losses, rowmax, sumexp, tl, tg, -1);
-                   vocab_ce_backward(c.stream(), logits, logits, rowmax, sumexp, tg, c.rand(Shape{N}), 50, -1);
-                   return OpOutputs{{"rowmax", rowmax}, {"sumexp", sumexp}, {"target_logit", tl}, {"losses", losses},
-                                    {"dlogits", logits}};
-                 }});
+  for (int64_t Vl : {33, 1024}) v.push_back(vocab_ce_case(Vl, kB, kTolBf16, 8500 + uint64_t(Vl == 33 ? 0 : Vl)));
   v.push_back({"image_to_patches bf16 B2 S12 P4", kTolBf16, [](Backend& b) {
                  CaseCtx c(b, 8600);
                  const std::vector<float> vals = to_vector_f32(c.ints(Shape{2, 12, 12, 3}, 0, 255));

@@ -131,6 +131,25 @@ std::vector<OpCase> nn_cases() {
   return v;
 }
 
+OpCase vocab_ce_case(int64_t Vl, DType dt, double tol, uint64_t seed) {
+  const bool in_place = dt == DType::BF16;
+  return {cat("vocab_ce_rowmax/vocab_ce_sumexp/vocab_ce_loss/vocab_ce_backward", in_place ? " bf16" : "",
+              " N17 shard [50,", 50 + Vl, ")", in_place ? " in place" : ""),
+          tol, [=](Backend& b) {
+            CaseCtx c(b, seed);
+            const int64_t N = 17;
+            Tensor logits = c.rand(Shape{N, Vl}, -10, 10, dt), tg = c.ints(Shape{N}, -1, int(Vl) + 87);
+            Tensor rowmax = c.junk(Shape{N}), sumexp = c.junk(Shape{N}), tl = c.junk(Shape{N});
+            Tensor losses = c.junk(Shape{N}), dl = in_place ? logits : c.junk(Shape{N, Vl});
+            vocab_ce_rowmax(c.stream(), rowmax, logits);
+            vocab_ce_sumexp(c.stream(), sumexp, tl, logits, rowmax, tg, 50);
+            vocab_ce_loss(c.stream(), losses, rowmax, sumexp, tl, tg, -1);
+            vocab_ce_backward(c.stream(), dl, logits, rowmax, sumexp, tg, c.rand(Shape{N}), 50, -1);
+            return OpOutputs{{"rowmax", rowmax}, {"sumexp", sumexp}, {"target_logit", tl}, {"losses", losses},
+                             {"dlogits", dl}};
+          }};
+}
+
 std::vector<OpCase> loss_conv_optim_cases() {
   std::vector<OpCase> v;
   for (int64_t V : {33, 1000})
@@ -143,21 +162,7 @@ std::vector<OpCase> loss_conv_optim_cases() {
                    return OpOutputs{{"losses", losses}, {"dlogits", dl}};
                  }});
   // A shard of 33 columns (one element per access on CUDA) and of 1024 (four).
-  for (int64_t Vl : {33, 1024})
-    v.push_back({cat("vocab_ce_rowmax/vocab_ce_sumexp/vocab_ce_loss/vocab_ce_backward N17 shard [50,", 50 + Vl, ")"),
-                   1e-5, [=](Backend& b) {
-                   CaseCtx c(b, 7100 + uint64_t(Vl == 33 ? 0 : Vl));
-                   const int64_t N = 17;
-                   Tensor logits = c.rand(Shape{N, Vl}, -10, 10), tg = c.ints(Shape{N}, -1, int(Vl) + 87);
-                   Tensor rowmax = c.junk(Shape{N}), sumexp = c.junk(Shape{N}), tl = c.junk(Shape{N});
-                   Tensor losses = c.junk(Shape{N}), dl = c.junk(Shape{N, Vl});
-                   vocab_ce_rowmax(c.stream(), rowmax, logits);
-                   vocab_ce_sumexp(c.stream(), sumexp, tl, logits, rowmax, tg, 50);
-                   vocab_ce_loss(c.stream(), losses, rowmax, sumexp, tl, tg, -1);
-                   vocab_ce_backward(c.stream(), dl, logits, rowmax, sumexp, tg, c.rand(Shape{N}), 50, -1);
-                   return OpOutputs{{"rowmax", rowmax}, {"sumexp", sumexp}, {"target_logit", tl}, {"losses", losses},
-                                    {"dlogits", dl}};
-                 }});
+  for (int64_t Vl : {33, 1024}) v.push_back(vocab_ce_case(Vl, DType::F32, 1e-5, 7100 + uint64_t(Vl == 33 ? 0 : Vl)));
   struct ConvCfg {
     int64_t B, Cin, H, W, Cout, K;
     int stride, pad;

@@ -96,4 +96,9 @@ std::vector<OpCase> fast_path_cases();         // the fast CUDA paths: bf16 GEMM
                                                // chunked mixed GEMMs, fixed-order reductions, bf16 attention
 std::vector<OpCase> all_op_cases();
 
+// The vocab-parallel loss pieces (rowmax, sumexp, loss, backward) on N = 17 rows of a
+// shard [50, 50 + Vl) of logits of dtype dt (bf16: the gradient in place of the
+// logits), from `seed` (core/opcheck/cases_nn.cpp; the bf16 table uses it too).
+OpCase vocab_ce_case(int64_t Vl, DType dt, double tol, uint64_t seed);
+
 }  // namespace vlm::opcheck
